@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgic-plan.c - save and restore plans for the KVM vGICv3.
+ *
+ * Theory of operation
+ *
+ * QEMU 10.0 saves the vGIC with kvm_arm_gicv3_get() and restores it with
+ * kvm_arm_gicv3_put(), one KVM_{GET,SET}_DEVICE_ATTR per register.  vgicd
+ * produces exactly the same accesses, in the same order, as lists that can be
+ * executed in one batch.  Two things keep a list from being fixed in advance:
+ *
+ *  - GICR_TYPER.PLPIS (set by KVM when the VM has an ITS) decides whether the
+ *    LPI tables' PROPBASER/PENDBASER are part of the state;
+ *  - ICC_CTLR_EL1.PRIbits decides how many active-priority registers
+ *    (AP0Rn/AP1Rn) each vCPU has: 4 for 7 bits, 2 for 6, else 1.
+ *
+ * A save therefore runs in two rounds: everything value-independent (which
+ * includes the TYPER and every ICC_CTLR_EL1), then the bases and the APRs.
+ * A restore reads the destination's TYPERs (as QEMU's put does), then writes.
+ *
+ * Restore ordering rules (the kernel enforces them; every one is asserted by
+ * tests/planner on the generated plan):
+ *
+ *  R1 PROPBASER/PENDBASER before GICR_CTLR: KVM ignores base writes once
+ *     EnableLPIs is set.
+ *  R2 Configuration (ICFGR) before line level and pending state: the pending
+ *     latch of a level IRQ is computed from its configuration.
+ *  R3 IROUTER before pending and active state, so that pending IRQs land on
+ *     the right vCPU.
+ *  R4 ICC_CTLR_EL1 before the APRs: a CTLR write can shrink PRIbits, and an
+ *     APR index above the new maximum is -EINVAL.
+ *  R5 Set/clear pairs: enable, pending and active are written as "clear all"
+ *     (ICxxx = ~0) and then "set" (ISxxx = value), because writes act on set
+ *     bits only (ISPENDR replaces the latch in uaccess, but QEMU clears it
+ *     first all the same, and so do we).
+ *  R6 The whole vGIC before the ITS tables are restored: that is the caller's
+ *     business (the GIC section loads before the ITS section in QEMU).
+ *
+ * A QEMU quirk carried on purpose: QEMU addresses GICD_IROUTER<n> at
+ * 0x6000 + 4n (lo) and 0x6000 + 4n + 4 (hi) instead of 0x6000 + 8n.  KVM
+ * decodes those offsets as other IRQs' routes (or as RAZ/WI words), so QEMU
+ * round-trips the routes of SPIs below nr_irqs/2 only.  vgicd makes the same
+ * accesses so that its state matches QEMU's access for access; fixing it is
+ * QEMU's call, and would change both sides of the migration stream.
+ */
+#include "vgic-plan.h"
+#include "vgic-regs.h"
+
+#define GRP_DIST KVM_DEV_ARM_VGIC_GRP_DIST_REGS
+#define GRP_REDIST KVM_DEV_ARM_VGIC_GRP_REDIST_REGS
+#define GRP_SYSREG KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS
+#define GRP_LEVEL KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO
+
+/* The clear-all value written before a set register (rule R5). */
+#define CLEAR_ALL 0xffffffffu
+
+static GArray *
+plan_new (guint reserve)
+{
+  return g_array_sized_new (FALSE, TRUE, sizeof (struct kvm_vgic_batch_entry),
+                            reserve);
+}
+
+static void
+add (GArray *plan, uint32_t group, uint64_t attr, uint64_t value)
+{
+  struct kvm_vgic_batch_entry e = {
+    .group = group, .error = 0, .attr = attr, .value = value,
+  };
+
+  g_array_append_val (plan, e);
+}
+
+/* One access whose value comes from @state (NULL for a read: value 0). */
+static gboolean
+add_from (GArray *plan, const VgicValues *state, uint32_t group, uint64_t attr,
+          GError **error)
+{
+  uint64_t value = 0;
+
+  if (state && !vgic_values_get (state, group, attr, &value, error))
+    return FALSE;
+  add (plan, group, attr, value);
+  return TRUE;
+}
+
+#define DIST(off) vgic_attr (0, (off))
+#define REDIST(shape, cpu, off) vgic_attr ((shape)->mpidrs[cpu], (off))
+#define SYSREG(shape, cpu, enc) vgic_attr ((shape)->mpidrs[cpu], (enc))
+
+/* ------------------------------------------------------------------ */
+/* Register lists shared by save and restore                          */
+/* ------------------------------------------------------------------ */
+
+/* The TYPER checks both kvm_arm_gicv3_get and _put start with. */
+static void
+add_typer_reads (GArray *plan, const VgicShape *shape)
+{
+  add (plan, GRP_DIST, DIST (GICD_TYPER), 0);
+  add (plan, GRP_REDIST, REDIST (shape, 0, GICR_TYPER), 0);
+  add (plan, GRP_REDIST, REDIST (shape, 0, GICR_TYPER + 4), 0);
+}
+
+static gboolean
+add_lpi_bases (GArray *plan, const VgicShape *shape, const VgicValues *state,
+               GError **error)
+{
+  static const uint32_t regs[] = {
+    GICR_PROPBASER, GICR_PROPBASER + 4, GICR_PENDBASER, GICR_PENDBASER + 4,
+  };
+
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    for (guint i = 0; i < G_N_ELEMENTS (regs); i++)
+      if (!add_from (plan, state, GRP_REDIST, REDIST (shape, cpu, regs[i]), error))
+        return FALSE;
+  return TRUE;
+}
+
+/* AP0R[n-1..0] then AP1R[n-1..0], highest first as QEMU's fall-through. */
+static gboolean
+add_aprs (GArray *plan, const VgicShape *shape, uint32_t cpu, guint n,
+          const VgicValues *state, GError **error)
+{
+  for (guint i = n; i-- > 0;)
+    if (!add_from (plan, state, GRP_SYSREG, SYSREG (shape, cpu, ICC_AP0R_EL1 (i)), error))
+      return FALSE;
+  for (guint i = n; i-- > 0;)
+    if (!add_from (plan, state, GRP_SYSREG, SYSREG (shape, cpu, ICC_AP1R_EL1 (i)), error))
+      return FALSE;
+  return TRUE;
+}
+
+/* The ICC registers up to the APRs, in QEMU's order. */
+static const uint32_t icc_regs[] = {
+  ICC_SRE_EL1, ICC_CTLR_EL1, ICC_IGRPEN0_EL1, ICC_IGRPEN1_EL1,
+  ICC_PMR_EL1, ICC_BPR0_EL1, ICC_BPR1_EL1,
+};
+
+static gboolean
+icc_ctlr_of (const VgicShape *shape, uint32_t cpu, const VgicValues *values,
+             uint64_t *ctlr, GError **error)
+{
+  return vgic_values_get (values, GRP_SYSREG, SYSREG (shape, cpu, ICC_CTLR_EL1),
+                          ctlr, error);
+}
+
+static gboolean
+plpis_of (const VgicShape *shape, const VgicValues *values, gboolean *plpis,
+          GError **error)
+{
+  uint64_t lo;
+
+  if (!vgic_values_get (values, GRP_REDIST, REDIST (shape, 0, GICR_TYPER), &lo, error))
+    return FALSE;
+  *plpis = (lo & GICR_TYPER_PLPIS) != 0;
+  return TRUE;
+}
+
+/* Offsets of IROUTER<irq> as QEMU 10.0 computes them (see the quirk above). */
+static inline uint32_t
+qemu_irouter_lo (uint32_t irq)
+{
+  return GICD_IROUTER + (uint32_t) sizeof (uint32_t) * irq;
+}
+
+/* ------------------------------------------------------------------ */
+/* Save                                                               */
+/* ------------------------------------------------------------------ */
+
+GArray *
+vgic_plan_save_first (const VgicShape *shape)
+{
+  GArray *plan = plan_new (vgic_plan_save_count (shape, TRUE, 4));
+  uint32_t n = shape->nr_irqs;
+
+  add_typer_reads (plan, shape);
+  add (plan, GRP_DIST, DIST (GICD_CTLR), 0);
+
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    {
+      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_CTLR), 0);
+      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_STATUSR), 0);
+      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_WAKER), 0);
+      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_IGROUPR0), 0);
+      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_ISENABLER0), 0);
+      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_ICFGR1), 0);
+      add (plan, GRP_LEVEL, vgic_attr_level (shape->mpidrs[cpu], 0), 0);
+      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_ISPENDR0), 0);
+      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_ISACTIVER0), 0);
+      for (uint32_t i = 0; i < GIC_INTERNAL; i += 4)
+        add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_IPRIORITYR + i), 0);
+    }
+
+  /* (QEMU reads the LPI bases here when PLPIS: round 2.) */
+
+  add (plan, GRP_DIST, DIST (GICD_STATUSR), 0);
+  /* The first word of each bitmap covers the private IRQs, which live in the
+   * redistributors: QEMU skips it, and so do we. */
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
+    add (plan, GRP_DIST, DIST (GICD_IGROUPR + irq / 8), 0);
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
+    add (plan, GRP_DIST, DIST (GICD_ISENABLER + irq / 8), 0);
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
+    add (plan, GRP_LEVEL, vgic_attr_level (shape->mpidrs[0], irq), 0);
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
+    add (plan, GRP_DIST, DIST (GICD_ISPENDR + irq / 8), 0);
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
+    add (plan, GRP_DIST, DIST (GICD_ISACTIVER + irq / 8), 0);
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 16)
+    add (plan, GRP_DIST, DIST (GICD_ICFGR + irq / 4), 0);
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 4)
+    add (plan, GRP_DIST, DIST (GICD_IPRIORITYR + irq), 0);
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq++)
+    {
+      add (plan, GRP_DIST, DIST (qemu_irouter_lo (irq)), 0);
+      add (plan, GRP_DIST, DIST (qemu_irouter_lo (irq) + 4), 0);
+    }
+
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    for (guint i = 0; i < G_N_ELEMENTS (icc_regs); i++)
+      add (plan, GRP_SYSREG, SYSREG (shape, cpu, icc_regs[i]), 0);
+  /* (QEMU reads the APRs of each vCPU here: round 2.) */
+
+  return plan;
+}
+
+GArray *
+vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
+                       GError **error)
+{
+  g_autoptr (GArray) plan = plan_new (shape->nr_vcpus * 12);
+  gboolean plpis;
+
+  if (!plpis_of (shape, first, &plpis, error))
+    return NULL;
+  if (plpis && !add_lpi_bases (plan, shape, NULL, error))
+    return NULL;
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    {
+      uint64_t ctlr;
+
+      if (!icc_ctlr_of (shape, cpu, first, &ctlr, error) ||
+          !add_aprs (plan, shape, cpu, vgic_icc_ctlr_apr_count (ctlr), NULL, error))
+        return NULL;
+    }
+  return g_steal_pointer (&plan);
+}
+
+gboolean
+vgic_plan_check_saved (const VgicShape *shape, const VgicValues *state,
+                       GError **error)
+{
+  g_autoptr (GArray) expected = vgic_plan_save_first (shape);
+  g_autoptr (GArray) second = vgic_plan_save_second (shape, state, error);
+  g_autoptr (VgicValues) want = NULL;
+  gsize i = 0, j = 0, nw, ng;
+
+  if (!second)
+    return FALSE;
+  g_array_append_vals (expected, second->data, second->len);
+  want = vgic_values_new ((const void *) expected->data, expected->len, error);
+  if (!want)
+    return FALSE;
+
+  /* Walk both sorted sets: the first difference names the register. */
+  nw = vgic_values_size (want);
+  ng = vgic_values_size (state);
+  while (i < nw || j < ng)
+    {
+      const struct kvm_vgic_batch_entry *w = i < nw ? vgic_values_index (want, i) : NULL;
+      const struct kvm_vgic_batch_entry *g = j < ng ? vgic_values_index (state, j) : NULL;
+
+      if (w && g && w->group == g->group && w->attr == g->attr)
+        {
+          i++, j++;
+          continue;
+        }
+      gboolean missing = !g || (w && (w->group < g->group ||
+                                      (w->group == g->group && w->attr < g->attr)));
+      const struct kvm_vgic_batch_entry *e = missing ? w : g;
+      g_autofree char *what = vgic_reg_describe (e->group, e->attr);
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                   missing ? "missing register: %s"
+                           : "unexpected register: %s is not part of this VM's state",
+                   what);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Restore                                                            */
+/* ------------------------------------------------------------------ */
+
+GArray *
+vgic_plan_restore_check (const VgicShape *shape)
+{
+  GArray *plan = plan_new (3);
+
+  add_typer_reads (plan, shape);
+  return plan;
+}
+
+/* Write the SPI words of a bitmap register, with a clear-all first if
+ * @clr_base (rule R5).  Word 0 (private IRQs) is skipped as in QEMU. */
+static gboolean
+add_dist_bitmap (GArray *plan, const VgicShape *shape, const VgicValues *state,
+                 uint32_t set_base, uint32_t clr_base, GError **error)
+{
+  for (uint32_t irq = GIC_INTERNAL; irq < shape->nr_irqs; irq += 32)
+    {
+      if (clr_base)
+        add (plan, GRP_DIST, DIST (clr_base + irq / 8), CLEAR_ALL);
+      if (!add_from (plan, state, GRP_DIST, DIST (set_base + irq / 8), error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+GArray *
+vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
+                         const VgicValues *check, GError **error)
+{
+  g_autoptr (GArray) plan = plan_new (vgic_plan_restore_count (shape, TRUE, 4));
+  uint32_t n = shape->nr_irqs;
+  uint64_t gicd_typer;
+  gboolean plpis, saved_plpis;
+
+  /* The destination must have room for every IRQ (QEMU aborts here). */
+  if (!vgic_values_get (check, GRP_DIST, DIST (GICD_TYPER), &gicd_typer, error))
+    return NULL;
+  if (((gicd_typer & 0x1f) + 1) * 32 < n)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_KERNEL,
+                   "the destination vGIC supports %u IRQs but the VM has %u",
+                   (guint) ((gicd_typer & 0x1f) + 1) * 32, n);
+      return NULL;
+    }
+  /* QEMU writes the bases when the destination has LPIs, whatever the
+   * source had; vgicd refuses a record that cannot fill them, or one whose
+   * bases the destination would drop. */
+  if (!plpis_of (shape, check, &plpis, error) ||
+      !plpis_of (shape, state, &saved_plpis, error))
+    return NULL;
+  if (plpis != saved_plpis)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_SHAPE_MISMATCH,
+                   "the record was saved from a VM %s LPIs (an ITS) but the "
+                   "destination VM %s; give both VMs the same ITS configuration",
+                   saved_plpis ? "with" : "without", plpis ? "has them" : "has none");
+      return NULL;
+    }
+
+  if (!add_from (plan, state, GRP_DIST, DIST (GICD_CTLR), error))
+    return NULL;
+
+  /* R1: bases before any GICR_CTLR can enable LPIs. */
+  if (plpis && !add_lpi_bases (plan, shape, state, error))
+    return NULL;
+
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    {
+      const uint32_t m = shape->mpidrs[cpu];
+
+      if (!add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_CTLR), error) ||
+          !add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_STATUSR), error) ||
+          !add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_WAKER), error) ||
+          !add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_IGROUPR0), error))
+        return NULL;
+      add (plan, GRP_REDIST, vgic_attr (m, GICR_ICENABLER0), CLEAR_ALL);
+      if (!add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_ISENABLER0), error) ||
+          /* R2: configuration before level and pending. */
+          !add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_ICFGR1), error) ||
+          !add_from (plan, state, GRP_LEVEL, vgic_attr_level (m, 0), error))
+        return NULL;
+      add (plan, GRP_REDIST, vgic_attr (m, GICR_ICPENDR0), CLEAR_ALL);
+      if (!add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_ISPENDR0), error))
+        return NULL;
+      add (plan, GRP_REDIST, vgic_attr (m, GICR_ICACTIVER0), CLEAR_ALL);
+      if (!add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_ISACTIVER0), error))
+        return NULL;
+      for (uint32_t i = 0; i < GIC_INTERNAL; i += 4)
+        if (!add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_IPRIORITYR + i), error))
+          return NULL;
+    }
+
+  if (!add_from (plan, state, GRP_DIST, DIST (GICD_STATUSR), error) ||
+      !add_dist_bitmap (plan, shape, state, GICD_ISENABLER, GICD_ICENABLER, error) ||
+      !add_dist_bitmap (plan, shape, state, GICD_IGROUPR, 0, error))
+    return NULL;
+  /* R3: routes before pending and active. */
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq++)
+    if (!add_from (plan, state, GRP_DIST, DIST (qemu_irouter_lo (irq)), error) ||
+        !add_from (plan, state, GRP_DIST, DIST (qemu_irouter_lo (irq) + 4), error))
+      return NULL;
+  /* R2: configuration before level and pending. */
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 16)
+    if (!add_from (plan, state, GRP_DIST, DIST (GICD_ICFGR + irq / 4), error))
+      return NULL;
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
+    if (!add_from (plan, state, GRP_LEVEL, vgic_attr_level (shape->mpidrs[0], irq), error))
+      return NULL;
+  if (!add_dist_bitmap (plan, shape, state, GICD_ISPENDR, GICD_ICPENDR, error) ||
+      !add_dist_bitmap (plan, shape, state, GICD_ISACTIVER, GICD_ICACTIVER, error))
+    return NULL;
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 4)
+    if (!add_from (plan, state, GRP_DIST, DIST (GICD_IPRIORITYR + irq), error))
+      return NULL;
+
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    {
+      uint64_t ctlr;
+
+      for (guint i = 0; i < G_N_ELEMENTS (icc_regs); i++)
+        if (!add_from (plan, state, GRP_SYSREG, SYSREG (shape, cpu, icc_regs[i]), error))
+          return NULL;
+      /* R4: the APR count follows the CTLR just written, as in QEMU. */
+      if (!icc_ctlr_of (shape, cpu, state, &ctlr, error) ||
+          !add_aprs (plan, shape, cpu, vgic_icc_ctlr_apr_count (ctlr), state, error))
+        return NULL;
+    }
+  return g_steal_pointer (&plan);
+}
+
+/* ------------------------------------------------------------------ */
+/* Closed forms (KVM-VGIC-FACTS.md §3)                                */
+/* ------------------------------------------------------------------ */
+
+guint
+vgic_plan_save_count (const VgicShape *shape, gboolean plpis, guint apr)
+{
+  guint s = shape->nr_irqs - 32;
+  guint w1 = vgic_shape_spi_words (shape, 1);
+  guint w2 = vgic_shape_spi_words (shape, 2);
+  guint w8 = vgic_shape_spi_words (shape, 8);
+
+  return 5 + 5 * w1 + w2 + w8 + 2 * s +
+         shape->nr_vcpus * (24 + 2 * apr + 4 * (plpis ? 1 : 0));
+}
+
+guint
+vgic_plan_restore_count (const VgicShape *shape, gboolean plpis, guint apr)
+{
+  guint s = shape->nr_irqs - 32;
+  guint w1 = vgic_shape_spi_words (shape, 1);
+  guint w2 = vgic_shape_spi_words (shape, 2);
+  guint w8 = vgic_shape_spi_words (shape, 8);
+
+  return 5 + 8 * w1 + w2 + w8 + 2 * s +
+         shape->nr_vcpus * (27 + 2 * apr + 4 * (plpis ? 1 : 0));
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgic-plan.h - the planner: which vGIC accesses make up a save and a
+ * restore, and in what order.
+ *
+ * A plan is a GArray of struct kvm_vgic_batch_entry, ready to hand to the
+ * kernel's batch group as it is (or to run one access at a time).  Each
+ * function returns one round: all reads, or all writes.
+ *
+ *   save:    vgic_plan_save_first()   (reads)
+ *            vgic_plan_save_second()  (reads; depends on the first's values)
+ *   restore: vgic_plan_restore_check() (reads: the TYPER checks)
+ *            vgic_plan_restore_write() (writes, from a validated record)
+ *
+ * The accesses are exactly those of QEMU 10.0's kvm_arm_gicv3_get/put
+ * (hw/intc/arm_gicv3_kvm.c), so that a VM saved by vgicd and one saved by
+ * QEMU hold the same state.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "vgic-shape.h"
+#include "vgic-values.h"
+
+/**
+ * vgic_plan_save_first() - round 1 of a save: every read whose presence does
+ * not depend on a value (GICD_TYPER, GICR_TYPER of vCPU 0, the redistributor,
+ * distributor and ICC state including every ICC_CTLR_EL1)
+ * Return: a new array of reads.
+ */
+GArray *vgic_plan_save_first (const VgicShape *shape);
+
+/**
+ * vgic_plan_save_second() - round 2 of a save: PROPBASER/PENDBASER of every
+ * vCPU when GICR_TYPER.PLPIS, and the AP0R/AP1R registers per vCPU as its
+ * ICC_CTLR_EL1.PRIbits asks
+ * @shape: the VM
+ * @first: the values round 1 read
+ * @error: set when a value the round depends on is missing
+ *
+ * Return: a new array of reads (possibly empty), or NULL with @error set.
+ */
+GArray *vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
+                               GError **error);
+
+/**
+ * vgic_plan_restore_check() - the read round of a restore: GICD_TYPER and
+ * GICR_TYPER (lo, hi) of vCPU 0, as QEMU's put reads them
+ */
+GArray *vgic_plan_restore_check (const VgicShape *shape);
+
+/**
+ * vgic_plan_restore_write() - the write round of a restore
+ * @shape: the VM
+ * @state: the saved values (a record that vgic_plan_check_saved() accepted)
+ * @check: the values vgic_plan_restore_check() read from the destination
+ * @error: set when the destination cannot take this state (fewer IRQs than
+ *	the VM, or LPI support on one side only); nothing has been written then
+ *
+ * Return: a new array of writes, or NULL with @error set.
+ */
+GArray *vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
+                                 const VgicValues *check, GError **error);
+
+/**
+ * vgic_plan_check_saved() - check that @state holds exactly the registers a
+ * save of @shape reads: none missing, none unexpected (duplicates were
+ * already refused by vgic_values_new())
+ */
+gboolean vgic_plan_check_saved (const VgicShape *shape, const VgicValues *state,
+                                GError **error);
+
+/**
+ * vgic_plan_save_count() / vgic_plan_restore_count() - accesses in a whole
+ * save or restore for a uniform VM (@plpis: GICR_TYPER.PLPIS, @apr: AP
+ * registers per group), from the closed forms of KVM-VGIC-FACTS.md §3.
+ * The planner does not use these; the tests and the demo compare with them.
+ */
+guint vgic_plan_save_count (const VgicShape *shape, gboolean plpis, guint apr);
+guint vgic_plan_restore_count (const VgicShape *shape, gboolean plpis, guint apr);

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgic-record.h - the vGIC state record: the versioned, self-describing blob
+ * that carries a VM's vGIC state in QEMU's migration stream.
+ *
+ * The byte layout, version rules and limits are specified in
+ * docs/state-record.md; this file is the only code that knows them.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "vgic-shape.h"
+#include "vgic-values.h"
+
+typedef struct {
+  guint16 version;	/* format version the record was written in */
+  VgicShape *shape;	/* the VM the record was saved from */
+  VgicValues *values;	/* every (group, attr, value) the save read */
+} VgicRecord;
+
+void vgic_record_free (VgicRecord *record);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicRecord, vgic_record_free)
+
+/**
+ * vgic_record_encode() - serialise a save
+ * @shape: the VM that was saved
+ * @entries: the accesses of both save rounds, with the values read
+ * @n: number of entries
+ * @error: set if the entries are not exactly a save of @shape
+ *
+ * Return: the record, or NULL with @error set.
+ */
+GBytes *vgic_record_encode (const VgicShape *shape,
+                            const struct kvm_vgic_batch_entry *entries, gsize n,
+                            GError **error);
+
+/**
+ * vgic_record_decode() - parse and check a record on its own terms
+ * @data: the bytes
+ * @len: their number
+ * @error: set, naming what is wrong, for a wrong magic, a version from the
+ *	future, unknown flags, truncation, trailing bytes, an absurd count, a
+ *	failed checksum, an impossible shape, or a register set that is not
+ *	exactly what a save of that shape reads
+ *
+ * Nothing is allocated in proportion to a count before the count has been
+ * checked against the limits and the length.
+ *
+ * Return: the record, or NULL with @error set.
+ */
+VgicRecord *vgic_record_decode (const guint8 *data, gsize len, GError **error);
+
+/**
+ * vgic_record_load() - decode a record and check that it fits @vm (vCPU
+ * count, every MPIDR in order, nr_irqs), before any plan is made from it
+ */
+VgicRecord *vgic_record_load (const guint8 *data, gsize len, const VgicShape *vm,
+                              GError **error);

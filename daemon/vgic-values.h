@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgic-values.h - a set of register values keyed by (group, attr): what a
+ * save round read, or what a state record carries.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "vgicd/kvm-vgic-batch.h"
+
+typedef struct _VgicValues VgicValues;
+
+/**
+ * vgic_values_new() - index @n accesses by (group, attr)
+ * @entries: accesses with their values (error fields are ignored)
+ * @n: number of entries
+ * @error: set if an access appears twice, or if a 32-bit register carries a
+ *	value with bits above 31 (only CPU_SYSREGS values are 64-bit)
+ *
+ * Return: the set, or NULL with @error set.
+ */
+VgicValues *vgic_values_new (const struct kvm_vgic_batch_entry *entries,
+                             gsize n, GError **error);
+void vgic_values_free (VgicValues *values);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicValues, vgic_values_free)
+
+/**
+ * vgic_values_lookup() - find the value of one access
+ * Return: TRUE and *@value set when present.
+ */
+gboolean vgic_values_lookup (const VgicValues *values, uint32_t group,
+                             uint64_t attr, uint64_t *value);
+
+/**
+ * vgic_values_get() - like vgic_values_lookup(), but a missing register is an
+ * error that names it
+ */
+gboolean vgic_values_get (const VgicValues *values, uint32_t group,
+                          uint64_t attr, uint64_t *value, GError **error);
+
+/* Number of values, and the i-th in (group, attr) order. */
+gsize vgic_values_size (const VgicValues *values);
+const struct kvm_vgic_batch_entry *vgic_values_index (const VgicValues *values,
+                                                      gsize i);

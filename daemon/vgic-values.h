@@ -6,6 +6,7 @@
 #pragma once
 
 #include <glib.h>
+#include <stdint.h>
 
 #include "vgicd/kvm-vgic-batch.h"
 

@@ -1,4 +1,86 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* PLACEHOLDER: replaced by the record work. */
+/*
+ * crc32c.c - table-driven CRC-32C, slicing by 8.
+ *
+ * A state record at 160 vCPUs is ~145 KB and is checksummed on both sides of
+ * the migration, inside the downtime window.  A byte-at-a-time table does
+ * roughly 400-500 MB/s; slicing by 8 (eight 256-entry tables, eight bytes per
+ * step with independent lookups the CPU can overlap) does several GB/s,
+ * which keeps the checksum far below 0.1 ms.
+ *
+ * Input bytes are assembled into words explicitly, little-endian, so the
+ * code gives the same result on any host byte order and never reads through
+ * a misaligned or type-punned pointer.
+ */
 #include "crc32c.h"
-uint32_t crc32c (uint32_t crc, const void *data, size_t len) { (void) data; (void) len; return crc; }
+
+#include <glib.h>
+
+/* Castagnoli polynomial 0x1EDC6F41, bit-reversed for LSB-first processing. */
+#define CRC32C_POLY_REFLECTED 0x82F63B78u
+
+/* table[0] is the classic byte table; table[k][b] is the CRC of byte b
+ * followed by k zero bytes, which is what lets eight bytes be folded in one
+ * step. */
+static uint32_t table[8][256];
+
+static void
+init_tables (void)
+{
+  for (uint32_t b = 0; b < 256; b++)
+    {
+      uint32_t c = b;
+
+      for (int k = 0; k < 8; k++)
+        c = (c >> 1) ^ (CRC32C_POLY_REFLECTED & (0u - (c & 1u)));
+      table[0][b] = c;
+    }
+  for (uint32_t b = 0; b < 256; b++)
+    for (int k = 1; k < 8; k++)
+      table[k][b] = (table[k - 1][b] >> 8) ^ table[0][table[k - 1][b] & 0xff];
+}
+
+/* Build the tables once, thread-safely: vgicd serves several sessions from
+ * worker threads and any of them may be the first to checksum. */
+static void
+ensure_tables (void)
+{
+  static gsize done;
+
+  if (g_once_init_enter (&done))
+    {
+      init_tables ();
+      g_once_init_leave (&done, 1);
+    }
+}
+
+static inline uint32_t
+load_le32 (const uint8_t *p)
+{
+  return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
+         (uint32_t) p[3] << 24;
+}
+
+uint32_t
+crc32c (uint32_t crc, const void *data, size_t len)
+{
+  const uint8_t *p = data;
+
+  ensure_tables ();
+  crc = ~crc;
+  while (len >= 8)
+    {
+      uint32_t lo = crc ^ load_le32 (p);
+      uint32_t hi = load_le32 (p + 4);
+
+      crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^
+            table[5][(lo >> 16) & 0xff] ^ table[4][lo >> 24] ^
+            table[3][hi & 0xff] ^ table[2][(hi >> 8) & 0xff] ^
+            table[1][(hi >> 16) & 0xff] ^ table[0][hi >> 24];
+      p += 8;
+      len -= 8;
+    }
+  while (len--)
+    crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xff];
+  return ~crc;
+}

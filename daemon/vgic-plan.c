@@ -41,7 +41,10 @@
  * decodes those offsets as other IRQs' routes (or as RAZ/WI words), so QEMU
  * round-trips the routes of SPIs below nr_irqs/2 only.  vgicd makes the same
  * accesses so that its state matches QEMU's access for access; fixing it is
- * QEMU's call, and would change both sides of the migration stream.
+ * QEMU's call, and would change both sides of the migration stream.  The
+ * offsets overlap (the "hi" word of IRQ n is the "lo" word of IRQ n + 1), so
+ * a save reads S - 1 offsets twice; the state keeps one value for each (see
+ * vgic_values_from_reads()) and a restore writes it twice, as QEMU does.
  */
 #include "vgic-plan.h"
 #include "vgic-regs.h"
@@ -258,7 +261,7 @@ vgic_plan_check_saved (const VgicShape *shape, const VgicValues *state,
   if (!second)
     return FALSE;
   g_array_append_vals (expected, second->data, second->len);
-  want = vgic_values_new ((const void *) expected->data, expected->len, error);
+  want = vgic_values_from_reads ((const void *) expected->data, expected->len, error);
   if (!want)
     return FALSE;
 

@@ -13,6 +13,9 @@
 #include "vgic-shape.h"
 #include "vgic-values.h"
 
+/* The newest format version this vgicd writes and understands. */
+#define VGIC_RECORD_VERSION 1
+
 typedef struct {
   guint16 version;	/* format version the record was written in */
   VgicShape *shape;	/* the VM the record was saved from */
@@ -25,7 +28,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicRecord, vgic_record_free)
 /**
  * vgic_record_encode() - serialise a save
  * @shape: the VM that was saved
- * @entries: the accesses of both save rounds, with the values read
+ * @entries: the accesses of both save rounds, with the values read; an
+ *	offset read twice (QEMU's overlapping GICD_IROUTER words) is stored
+ *	once: index them with vgic_values_from_reads(), not vgic_values_new()
  * @n: number of entries
  * @error: set if the entries are not exactly a save of @shape
  *
@@ -54,6 +59,20 @@ VgicRecord *vgic_record_decode (const guint8 *data, gsize len, GError **error);
 /**
  * vgic_record_load() - decode a record and check that it fits @vm (vCPU
  * count, every MPIDR in order, nr_irqs), before any plan is made from it
+ * @data: the bytes
+ * @len: their number
+ * @vm: the shape of the attached (destination) VM
+ * @error: as for vgic_record_decode(), or VGICD_ERROR_SHAPE_MISMATCH
+ *
+ * The shape is compared right after the checksum, before the register set
+ * is looked at, so a record for another VM is reported as such.
+ *
+ * Return: the record, or NULL with @error set.
  */
 VgicRecord *vgic_record_load (const guint8 *data, gsize len, const VgicShape *vm,
                               GError **error);
+
+/**
+ * vgic_record_encoded_size() - bytes of a record for @shape with @n entries
+ */
+gsize vgic_record_encoded_size (const VgicShape *shape, gsize n);

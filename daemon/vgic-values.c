@@ -32,27 +32,42 @@ cmp_entry (gconstpointer a, gconstpointer b)
   return cmp_key (x->group, x->attr, y->group, y->attr);
 }
 
-VgicValues *
-vgic_values_new (const struct kvm_vgic_batch_entry *entries, gsize n,
-                 GError **error)
+static VgicValues *
+values_new (const struct kvm_vgic_batch_entry *entries, gsize n,
+            gboolean merge, GError **error)
 {
   g_autoptr (GArray) sorted = g_array_sized_new (FALSE, FALSE,
                                                  sizeof (*entries), (guint) n);
   VgicValues *values;
+  gsize out = 0;
 
   g_array_append_vals (sorted, entries, (guint) n);
   g_array_sort (sorted, cmp_entry);
   for (gsize i = 0; i < n; i++)
     {
-      const struct kvm_vgic_batch_entry *e =
-        &g_array_index (sorted, struct kvm_vgic_batch_entry, i);
+      struct kvm_vgic_batch_entry *base =
+        (struct kvm_vgic_batch_entry *) (void *) sorted->data;
+      const struct kvm_vgic_batch_entry *e = &base[i];
 
-      if (i > 0 && cmp_entry (e, e - 1) == 0)
+      if (out > 0 && cmp_entry (e, &base[out - 1]) == 0)
         {
           g_autofree char *what = vgic_reg_describe (e->group, e->attr);
-          g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
-                       "duplicate register: %s appears more than once", what);
-          return NULL;
+
+          if (!merge)
+            {
+              g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                           "duplicate register: %s appears more than once", what);
+              return NULL;
+            }
+          if (e->value != base[out - 1].value)
+            {
+              g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                           "%s read twice with different values (0x%" G_GINT64_MODIFIER
+                           "x, 0x%" G_GINT64_MODIFIER "x): was the VM running?",
+                           what, (guint64) base[out - 1].value, (guint64) e->value);
+              return NULL;
+            }
+          continue;
         }
       if (e->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && e->value > G_MAXUINT32)
         {
@@ -62,10 +77,26 @@ vgic_values_new (const struct kvm_vgic_batch_entry *entries, gsize n,
                        what, (guint64) e->value);
           return NULL;
         }
+      base[out++] = *e;
     }
+  g_array_set_size (sorted, (guint) out);
   values = g_new0 (VgicValues, 1);
   values->sorted = g_steal_pointer (&sorted);
   return values;
+}
+
+VgicValues *
+vgic_values_new (const struct kvm_vgic_batch_entry *entries, gsize n,
+                 GError **error)
+{
+  return values_new (entries, n, FALSE, error);
+}
+
+VgicValues *
+vgic_values_from_reads (const struct kvm_vgic_batch_entry *entries, gsize n,
+                        GError **error)
+{
+  return values_new (entries, n, TRUE, error);
 }
 
 void

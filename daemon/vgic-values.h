@@ -23,6 +23,23 @@ typedef struct _VgicValues VgicValues;
  */
 VgicValues *vgic_values_new (const struct kvm_vgic_batch_entry *entries,
                              gsize n, GError **error);
+/**
+ * vgic_values_from_reads() - index what a save read, where one register may
+ *	have been read more than once
+ * @entries: the reads, with their values
+ * @n: number of entries
+ * @error: set if two reads of one register disagree (the VM was not paused),
+ *	or for a 32-bit register with high bits set
+ *
+ * QEMU 10.0 reads GICD_IROUTER at 0x6000 + 4n and 0x6000 + 4n + 4 for each
+ * SPI n, so the "hi" word of IRQ n is the "lo" word of IRQ n + 1: a save
+ * reads S - 1 offsets twice.  The state keeps one value per register; a
+ * restore writes it at both places, as QEMU does.
+ *
+ * Return: the set, or NULL with @error set.
+ */
+VgicValues *vgic_values_from_reads (const struct kvm_vgic_batch_entry *entries,
+                                    gsize n, GError **error);
 void vgic_values_free (VgicValues *values);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicValues, vgic_values_free)
 

@@ -139,28 +139,79 @@ max_entries (guint32 nr_irqs, guint32 nr_vcpus)
 /* Encode                                                             */
 /* ------------------------------------------------------------------ */
 
-/* A save's accesses in plan order (round 1, then round 2 as @values asks),
- * values filled from @values. */
+/* The registers a save of @shape reads, in plan order (round 1, then round
+ * 2 as @values asks), each once, where it is first read; values left 0.
+ *
+ * QEMU's overlapping IROUTER words are read twice; the second read adds
+ * nothing to the state, so the record does not carry it.  Only DIST_REGS
+ * offsets can repeat (the other groups' attrs include a distinct MPIDR per
+ * vCPU), and a DIST attr is a bare offset below 64 KiB, so a bitmap of
+ * offsets finds the repeats without hashing 7,000 keys. */
 static GArray *
-plan_order (const VgicShape *shape, const VgicValues *values, GError **error)
+plan_keys (const VgicShape *shape, const VgicValues *values, GError **error)
 {
   g_autoptr (GArray) all = vgic_plan_save_first (shape);
   g_autoptr (GArray) second = vgic_plan_save_second (shape, values, error);
+  g_autofree guint64 *seen = NULL;
+  guint out = 0;
 
   if (!second)
     return NULL;
   g_array_append_vals (all, second->data, second->len);
+  seen = g_new0 (guint64, 0x10000 / 64);
   for (guint i = 0; i < all->len; i++)
     {
+      struct kvm_vgic_batch_entry *base =
+        (struct kvm_vgic_batch_entry *) (void *) all->data;
+      const struct kvm_vgic_batch_entry *e = &base[i];
+
+      if (e->group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS && e->attr < 0x10000)
+        {
+          guint64 bit = 1ULL << (e->attr % 64);
+
+          if (seen[e->attr / 64] & bit)
+            continue;
+          seen[e->attr / 64] |= bit;
+        }
+      base[out++] = *e;
+    }
+  g_array_set_size (all, out);
+  return g_steal_pointer (&all);
+}
+
+/* Fill @keys' values from @values.  FALSE if one is missing. */
+static gboolean
+fill_from (GArray *keys, const VgicValues *values)
+{
+  for (guint i = 0; i < keys->len; i++)
+    {
       struct kvm_vgic_batch_entry *e =
-        &g_array_index (all, struct kvm_vgic_batch_entry, i);
+        &g_array_index (keys, struct kvm_vgic_batch_entry, i);
       uint64_t value;
 
-      if (!vgic_values_get (values, e->group, e->attr, &value, error))
-        return NULL;
+      if (!vgic_values_lookup (values, e->group, e->attr, &value))
+        return FALSE;
       e->value = value;
     }
-  return g_steal_pointer (&all);
+  return TRUE;
+}
+
+/* Name the difference between @values and a save of @shape.  Only called
+ * once a fast check has failed, so that the good path builds the plan once
+ * rather than also through vgic_plan_check_saved(). */
+static void
+explain_register_set (const VgicShape *shape, const VgicValues *values,
+                      const char *prefix, GError **error)
+{
+  if (!vgic_plan_check_saved (shape, values, error))
+    {
+      g_prefix_error (error, "%s", prefix);
+      return;
+    }
+  /* The plan found a difference that the planner's own check does not:
+   * the two disagree, which is a vgicd bug, not a bad record. */
+  g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+               "%sinternal error: the save plan and its check disagree", prefix);
 }
 
 GBytes *
@@ -168,6 +219,7 @@ vgic_record_encode (const VgicShape *shape,
                     const struct kvm_vgic_batch_entry *entries, gsize n,
                     GError **error)
 {
+  static const char prefix[] = "cannot encode the state record: ";
   g_autoptr (VgicValues) values = NULL;
   g_autoptr (GArray) ordered = NULL;
   guint8 *buf, *p;
@@ -177,17 +229,23 @@ vgic_record_encode (const VgicShape *shape,
    * refuse: check exactly what the decoder will check. */
   if (!vgic_shape_check (shape, error))
     return NULL;
-  values = vgic_values_new (entries, n, error);
-  if (!values || !vgic_plan_check_saved (shape, values, error))
+  values = vgic_values_from_reads (entries, n, error);
+  if (!values)
     {
-      g_prefix_error (error, "cannot encode the state record: ");
+      g_prefix_error (error, "%s", prefix);
       return NULL;
     }
   /* Plan order rather than the caller's: the bytes then depend only on the
-   * state, which makes records comparable and decode → encode an identity. */
-  ordered = plan_order (shape, values, error);
-  if (!ordered)
-    return NULL;
+   * state, which makes records comparable and decode → encode an identity.
+   * Every planned register found, and no more values than registers (both
+   * sides hold each key once), is exactly the save's register set. */
+  ordered = plan_keys (shape, values, NULL);
+  if (!ordered || !fill_from (ordered, values) ||
+      ordered->len != vgic_values_size (values))
+    {
+      explain_register_set (shape, values, prefix, error);
+      return NULL;
+    }
 
   size = vgic_record_encoded_size (shape, ordered->len);
   buf = g_malloc (size);
@@ -382,6 +440,7 @@ parse_shape (const Layout *l, GError **error)
 static VgicValues *
 parse_entries (const Layout *l, const VgicShape *shape, GError **error)
 {
+  static const char prefix[] = "the state record's register set is wrong: ";
   g_autofree struct kvm_vgic_batch_entry *entries =
     g_new0 (struct kvm_vgic_batch_entry, MAX (l->nr_entries, 1));
   g_autoptr (VgicValues) values = NULL;
@@ -404,22 +463,46 @@ parse_entries (const Layout *l, const VgicShape *shape, GError **error)
         }
     }
 
-  /* Duplicates and high bits in 32-bit registers, then missing and
-   * unexpected registers: both name the register. */
+  /* Duplicates and high bits in 32-bit registers: named by
+   * vgic_values_new().  Strict, not _from_reads(): the encoder stores each
+   * register once, so a repeated one in a record is corruption. */
   values = vgic_values_new (entries, l->nr_entries, error);
-  if (!values || !vgic_plan_check_saved (shape, values, error))
+  if (!values)
     {
-      g_prefix_error (error, "the state record's register set is wrong: ");
+      g_prefix_error (error, "%s", prefix);
       return NULL;
     }
 
-  /* Same set; now the same order.  vgicd only writes plan order, and
-   * refusing anything else keeps one byte string per state. */
-  expected = plan_order (shape, values, error);
-  if (!expected)
-    return NULL;
-  g_assert (expected->len == l->nr_entries);
-  for (guint32 i = 0; i < l->nr_entries; i++)
+  /* The good path: the entries are the plan's registers, in its order.
+   * Both lists hold each key once, so the same sequence is the same set. */
+  expected = plan_keys (shape, values, NULL);
+  if (expected && expected->len == l->nr_entries)
+    {
+      guint32 i;
+
+      for (i = 0; i < l->nr_entries; i++)
+        {
+          const struct kvm_vgic_batch_entry *w =
+            &g_array_index (expected, struct kvm_vgic_batch_entry, i);
+
+          if (w->group != entries[i].group || w->attr != entries[i].attr)
+            break;
+        }
+      if (i == l->nr_entries)
+        return g_steal_pointer (&values);
+    }
+
+  /* Something differs.  A missing or unexpected register is named by the
+   * planner's check; if the set is right, the order is wrong. */
+  if (!expected || !vgic_plan_check_saved (shape, values, error))
+    {
+      if (expected)
+        g_prefix_error (error, "%s", prefix);
+      else
+        explain_register_set (shape, values, prefix, error);
+      return NULL;
+    }
+  for (guint32 i = 0; i < l->nr_entries && i < expected->len; i++)
     {
       const struct kvm_vgic_batch_entry *w =
         &g_array_index (expected, struct kvm_vgic_batch_entry, i);
@@ -434,7 +517,8 @@ parse_entries (const Layout *l, const VgicShape *shape, GError **error)
           return NULL;
         }
     }
-  return g_steal_pointer (&values);
+  explain_register_set (shape, values, prefix, error);
+  return NULL;
 }
 
 static VgicRecord *

@@ -28,11 +28,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicRecord, vgic_record_free)
 /**
  * vgic_record_encode() - serialise a save
  * @shape: the VM that was saved
- * @entries: the accesses of both save rounds, with the values read; an
- *	offset read twice (QEMU's overlapping GICD_IROUTER words) is stored
- *	once: index them with vgic_values_from_reads(), not vgic_values_new()
+ * @entries: the accesses of both save rounds, with the values read, in any
+ *	order.  An offset read twice (QEMU's overlapping GICD_IROUTER words)
+ *	may appear twice with the same value; it is stored once (the entries
+ *	are indexed with vgic_values_from_reads(), not vgic_values_new())
  * @n: number of entries
- * @error: set if the entries are not exactly a save of @shape
+ * @error: set if the entries are not exactly a save of @shape (a register
+ *	missing or unexpected, two reads of one register that disagree, or a
+ *	32-bit register with high bits)
+ *
+ * The record lists each register once, in save-plan order (the order of its
+ * first read).  The output is canonical: the same shape and values always
+ * give the same bytes, so decoding a record and encoding its values again
+ * reproduces it.
  *
  * Return: the record, or NULL with @error set.
  */
@@ -45,9 +53,11 @@ GBytes *vgic_record_encode (const VgicShape *shape,
  * @data: the bytes
  * @len: their number
  * @error: set, naming what is wrong, for a wrong magic, a version from the
- *	future, unknown flags, truncation, trailing bytes, an absurd count, a
- *	failed checksum, an impossible shape, or a register set that is not
- *	exactly what a save of that shape reads
+ *	future or unknown flags (VGICD_ERROR_UNSUPPORTED); truncation, trailing
+ *	bytes, an absurd count, a failed checksum, an unknown group or entries
+ *	out of plan order (VGICD_ERROR_BAD_RECORD); an impossible shape
+ *	(VGICD_ERROR_INVALID_SHAPE); a register missing, duplicated, unexpected
+ *	or a 32-bit one with high bits (VGICD_ERROR_REGISTER_SET)
  *
  * Nothing is allocated in proportion to a count before the count has been
  * checked against the limits and the length.

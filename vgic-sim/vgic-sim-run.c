@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgic-sim-run.c - run a command with its vgic-sim fds served by a
+ * supervisor outside the command's seccomp filter:
+ *
+ *   vgic-sim-run [--] CMD ARGS...
+ *
+ * The facts file's fork-first arrangement: the child installs the filter
+ * (it is single-threaded, so no TSYNC is needed), hands the listener to the
+ * parent over a socketpair with SCM_RIGHTS and execs CMD, which inherits the
+ * filter.  The parent, never filtered, answers the notifications until the
+ * child exits, then exits with the child's status (128+N for signal N).
+ * CMD sees VGIC_SIM_SUPERVISED=1, so vgic_sim_supervise_self() is a no-op.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vgic-sim-private.h"
+
+static int
+send_fd (int sock, int fd)
+{
+  char byte = 0, ctl[CMSG_SPACE (sizeof (int))];
+  struct iovec iov = { &byte, 1 };
+  struct msghdr msg = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl,
+  };
+  struct cmsghdr *c;
+
+  memset (ctl, 0, sizeof ctl);
+  c = CMSG_FIRSTHDR (&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN (sizeof (int));
+  memcpy (CMSG_DATA (c), &fd, sizeof fd);
+  return sendmsg (sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+static int
+recv_fd (int sock)
+{
+  char byte, ctl[CMSG_SPACE (sizeof (int))];
+  struct iovec iov = { &byte, 1 };
+  struct msghdr msg = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl,
+  };
+  struct cmsghdr *c;
+  int fd;
+
+  if (recvmsg (sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+    return -1;
+  c = CMSG_FIRSTHDR (&msg);
+  if (!c || c->cmsg_type != SCM_RIGHTS)
+    return -1;
+  memcpy (&fd, CMSG_DATA (c), sizeof fd);
+  return fd;
+}
+
+static G_NORETURN void
+run_child (int sock, char **argv)
+{
+  g_autoptr (GError) error = NULL;
+  int listener = vgic_sim_filter_install (FALSE, &error);
+
+  if (listener < 0)
+    {
+      fprintf (stderr, "vgic-sim-run: %s\n", error->message);
+      _exit (127);
+    }
+  if (send_fd (sock, listener) < 0)
+    {
+      fprintf (stderr, "vgic-sim-run: passing the listener: %s\n", g_strerror (errno));
+      _exit (127);
+    }
+  close (listener);
+  close (sock);
+  g_setenv (VGIC_SIM_SUPERVISED_ENV, "1", TRUE);
+  execvp (argv[0], argv);
+  fprintf (stderr, "vgic-sim-run: %s: %s\n", argv[0], g_strerror (errno));
+  _exit (127);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr (GError) error = NULL;
+  VgicSimServer *server;
+  int sv[2], listener, pidfd, status;
+  pid_t pid;
+
+  argv++, argc--;
+  if (argc > 0 && strcmp (argv[0], "--") == 0)
+    argv++, argc--;
+  if (argc == 0)
+    {
+      fprintf (stderr, "usage: vgic-sim-run [--] CMD ARGS...\n");
+      return 2;
+    }
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    {
+      perror ("vgic-sim-run: socketpair");
+      return 127;
+    }
+  pid = fork ();
+  if (pid < 0)
+    {
+      perror ("vgic-sim-run: fork");
+      return 127;
+    }
+  if (pid == 0)
+    {
+      close (sv[0]);
+      run_child (sv[1], argv);
+    }
+  close (sv[1]);
+  listener = recv_fd (sv[0]);
+  close (sv[0]);
+  pidfd = pidfd_open (pid, 0);
+  server = listener >= 0 && pidfd >= 0 ? vgic_sim_server_new (listener, &error) : NULL;
+  if (!server)
+    {
+      fprintf (stderr, "vgic-sim-run: cannot supervise %s: %s\n", argv[0],
+               error ? error->message : g_strerror (errno));
+      kill (pid, SIGKILL);
+      waitpid (pid, &status, 0);
+      return 127;
+    }
+
+  for (;;)
+    {
+      struct pollfd fds[2] = {
+        { .fd = listener, .events = POLLIN },
+        { .fd = pidfd, .events = POLLIN },
+      };
+
+      if (poll (fds, 2, -1) < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          perror ("vgic-sim-run: poll");
+          break;
+        }
+      if (fds[1].revents)
+        break;	/* the child exited: descendants left get ENOSYS */
+      if ((fds[0].revents & POLLIN) && !vgic_sim_server_handle (server))
+        break;
+      if (fds[0].revents & (POLLHUP | POLLERR) && !(fds[0].revents & POLLIN))
+        break;	/* no task uses the filter any more */
+    }
+  vgic_sim_server_free (server);
+  close (pidfd);
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return 127;
+  if (WIFSIGNALED (status))
+    return 128 + WTERMSIG (status);
+  return WEXITSTATUS (status);
+}

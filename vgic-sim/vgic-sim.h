@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgic-sim.h - vgic-sim, the project's test double for the KVM vGICv3
+ * device: a user-space model of its device-attr interface (Linux 6.1 uaccess
+ * semantics, error codes and locking cost, plus the batch group of
+ * KVM-VGIC-FACTS.md §5), reached through real ioctl(2) calls on a real fd.
+ *
+ * A sim is a memfd holding the whole model (registers, locks, counters).
+ * That memfd is the "device fd": hand vgic_sim_get_fd() to code that calls
+ * ioctl(fd, KVM_{GET,SET,HAS}_DEVICE_ATTR, &attr).  Those ioctls are trapped
+ * by a seccomp user-notification filter and answered by a supervisor: call
+ * vgic_sim_supervise_self() first thing in a test, or run the program under
+ * vgic-sim-run.  See docs/vgic-sim.md.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+typedef struct _VgicSim VgicSim;
+
+/**
+ * VgicSimConfig - the VM and host a sim models
+ * @nr_vcpus: number of vCPUs (1..VGIC_MAX_VCPUS of vgic-shape.h, max 512 here)
+ * @mpidrs: per vCPU, the packed affinity (attr[63:32]); NULL for
+ *	vgic_default_mpidr(i)
+ * @nr_irqs: IRQs including the 32 private ones (64..1024, multiple of 32)
+ * @has_its: the VM has an ITS (GICD_TYPER.LPIS, GICR_TYPER.PLPIS, EnableLPIs)
+ * @pri_bits: host ICH_VTR_EL2.PRIbits+1: 5, 6 or 7 (0 means 5)
+ * @batch: the kernel has the batch group (group 10)
+ * @uninitialized: create the vGIC without KVM_DEV_ARM_VGIC_CTRL_INIT
+ * @gicv4_1: the host is a GICv4.1 with vSGIs (GICD_TYPER2.nASSGIcap, and
+ *	GICD_CTLR.nASSGIreq writable)
+ */
+typedef struct {
+  guint32 nr_vcpus;
+  const guint32 *mpidrs;
+  guint32 nr_irqs;
+  gboolean has_its;
+  guint pri_bits;
+  gboolean batch;
+  gboolean uninitialized;
+  gboolean gicv4_1;
+} VgicSimConfig;
+
+/* One interrupt's state, as the 6.1 kernel keeps it in struct vgic_irq. */
+typedef struct {
+  guint8 group;		/* IGROUPR bit */
+  guint8 enabled;
+  guint8 pending;	/* the pending latch (what uaccess ISPENDR sees) */
+  guint8 active;
+  guint8 edge;		/* ICFGR: 1 edge, 0 level */
+  guint8 level;		/* line level */
+  guint8 priority;	/* only bits [7:3] are kept */
+  guint8 pad;
+  guint32 route;	/* SPIs: IROUTER Aff2.Aff1.Aff0 ([23:0]) */
+} VgicSimIrq;
+
+/* One vCPU's redistributor and CPU-interface state. */
+typedef struct {
+  guint32 mpidr;	/* identity, packed as in attr[63:32]; not writable */
+  guint8 lpis_enabled;	/* GICR_CTLR.EnableLPIs */
+  guint8 pri_bits;	/* num_pri_bits (ICC_CTLR_EL1.PRIbits + 1) */
+  guint8 id_bits;	/* num_id_bits (ICC_CTLR_EL1.IDbits) */
+  guint8 cbpr, eoimode, grpen0, grpen1;
+  guint8 pmr, bpr0, bpr1;	/* bpr1 is VMCR.ABPR */
+  guint8 pad[2];
+  guint32 ap0r[4], ap1r[4];	/* u32 in the kernel: high bits are dropped */
+  guint64 pendbaser;
+  VgicSimIrq priv[32];	/* SGIs 0-15, PPIs 16-31 */
+} VgicSimCpu;
+
+/**
+ * VgicSimState - a whole register file, for tests to build and compare
+ * @spis: nr_irqs - 32 entries, SPI 32 first
+ * @cpus: nr_vcpus entries
+ */
+typedef struct {
+  guint32 nr_vcpus;
+  guint32 nr_irqs;
+  gboolean has_its;
+  gboolean enabled;		/* GICD_CTLR.EnableGrp1 */
+  gboolean nassgireq;		/* GICD_CTLR.nASSGIreq */
+  guint32 implementation_rev;	/* GICD_IIDR.Revision (2 or 3) */
+  guint64 propbaser;		/* one per VM in KVM, whatever GICR it is written at */
+  VgicSimIrq *spis;
+  VgicSimCpu *cpus;
+} VgicSimState;
+
+/* Counters kept in the shared model, reset with vgic_sim_counters_reset(). */
+#define VGIC_SIM_NR_GROUPS 16	/* groups 0..14; 15 counts anything else */
+typedef struct {
+  guint64 group_calls[VGIC_SIM_NR_GROUPS];	/* GET/SET/HAS per group */
+  guint64 single_get;		/* GET on any group but the batch one */
+  guint64 single_set;
+  guint64 has;
+  guint64 batch_calls;		/* GET/SET on the batch group */
+  guint64 batch_entries;	/* entries of accepted batch headers */
+  guint64 lock_rounds;		/* kvm->lock + every vCPU mutex taken */
+  guint64 vcpu_locks;		/* vCPU mutex trylocks (N per round) */
+  guint64 mpidr_scan_steps;	/* vCPUs compared resolving mpidrs */
+} VgicSimCounters;
+
+VgicSim *vgic_sim_new (const VgicSimConfig *config, GError **error);
+
+/**
+ * vgic_sim_open_fd() - attach to the sim behind @fd (a dup is kept; @fd
+ * stays the caller's).  Fails if @fd is not a sim memfd of this layout.
+ */
+VgicSim *vgic_sim_open_fd (int fd, GError **error);
+
+/* vgic_sim_get_fd() - the "device fd" (owned by @sim) */
+int vgic_sim_get_fd (VgicSim *sim);
+void vgic_sim_free (VgicSim *sim);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicSim, vgic_sim_free)
+
+/* vgic_sim_set_batch() - switch the batch group on, or off (an old kernel) */
+void vgic_sim_set_batch (VgicSim *sim, gboolean on);
+
+/**
+ * vgic_sim_set_vcpu_running() - mark vCPU @idx as running: KVM holds a
+ * running vCPU's mutex, so every register access gets -EBUSY meanwhile
+ */
+void vgic_sim_set_vcpu_running (VgicSim *sim, guint idx, gboolean running);
+
+/**
+ * vgic_sim_fail_at() - arm one apply-phase failure with @err (a negative
+ * errno): the next batch fails at entry @index (entries before it are
+ * applied, it is not), or, if single calls come first, the @index-th single
+ * GET/SET from now (0 = the next one) fails after taking the locks.
+ * Whichever happens first consumes it.
+ */
+void vgic_sim_fail_at (VgicSim *sim, guint index, int err);
+
+/* vgic_sim_fault_next() - the next GET/SET/HAS on this sim gets -EFAULT, as
+ * if its kvm_device_attr pointer were bad */
+void vgic_sim_fault_next (VgicSim *sim);
+
+void vgic_sim_counters_get (VgicSim *sim, VgicSimCounters *out);
+void vgic_sim_counters_reset (VgicSim *sim);
+
+/* vgic_sim_initialized() - whether KVM_DEV_ARM_VGIC_CTRL_INIT has run */
+gboolean vgic_sim_initialized (VgicSim *sim);
+
+/* vgic_sim_get_mpidr() - the packed affinity of vCPU @idx */
+guint32 vgic_sim_get_mpidr (VgicSim *sim, guint idx);
+
+/**
+ * vgic_sim_state_get() - copy the whole register file out (under the VM lock)
+ * Return: a new state; free with vgic_sim_state_free().
+ */
+VgicSimState *vgic_sim_state_get (VgicSim *sim);
+
+/**
+ * vgic_sim_state_set() - replace the register file; @state must have the
+ * sim's nr_vcpus and nr_irqs (mpidrs are identity and are not copied)
+ */
+gboolean vgic_sim_state_set (VgicSim *sim, const VgicSimState *state,
+                             GError **error);
+
+/**
+ * vgic_sim_randomize() - fill the sim with random, architecturally valid
+ * state derived from @seed (same seed, same state)
+ */
+void vgic_sim_randomize (VgicSim *sim, guint32 seed);
+
+/**
+ * vgic_sim_state_equal() - compare two register files
+ * @diff: if not NULL, gets one line per difference
+ * Return: TRUE when equal.
+ */
+gboolean vgic_sim_state_equal (const VgicSimState *a, const VgicSimState *b,
+                               GString *diff);
+void vgic_sim_state_free (VgicSimState *state);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicSimState, vgic_sim_state_free)
+
+/**
+ * vgic_sim_supervise_self() - serve sim fds for this process and the
+ * children it forks from now on: installs the seccomp filter (on every
+ * thread) and starts the supervisor thread.  Idempotent.
+ */
+gboolean vgic_sim_supervise_self (GError **error);
+
+#define VGIC_SIM_ERROR (vgic_sim_error_quark ())
+GQuark vgic_sim_error_quark (void);

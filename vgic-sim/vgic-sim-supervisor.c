@@ -116,10 +116,13 @@ vgic_sim_filter_install (gboolean all_threads, GError **error)
   listener = sys_seccomp (SECCOMP_SET_MODE_FILTER, flags, &prog);
   if (listener < 0)
     {
+      int e = errno;
+
+      /* EBUSY: this process already has a listener in its filter chain. */
       g_set_error (error, VGIC_SIM_ERROR, 0,
-                   "installing the vgic-sim seccomp filter: %s%s",
-                   g_strerror (errno),
-                   errno == ESRCH ? " (a thread could not be synchronised)" : "");
+                   "installing the vgic-sim seccomp filter: %s%s", g_strerror (e),
+                   e == ESRCH ? " (a thread could not be synchronised)" : "");
+      errno = e;	/* callers look at it (vgic-sim-run) */
       return -1;
     }
   return listener;

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * sim-util.c - helpers for the vgic-sim tests (see sim-util.h).
+ */
+#include <errno.h>
+#include <sys/ioctl.h>
+
+#include "sim-util.h"
+
+VgicSim *
+sim_new_config (const VgicSimConfig *config)
+{
+  g_autoptr (GError) error = NULL;
+  VgicSim *sim = vgic_sim_new (config, &error);
+
+  g_assert_no_error (error);
+  return sim;
+}
+
+VgicSim *
+sim_new (guint32 vcpus, guint32 irqs, gboolean its, guint pri_bits)
+{
+  VgicSimConfig c = {
+    .nr_vcpus = vcpus, .nr_irqs = irqs, .has_its = its, .pri_bits = pri_bits,
+    .batch = TRUE,
+  };
+
+  return sim_new_config (&c);
+}
+
+int
+sim_ioctl (int fd, unsigned long request, guint32 group, guint64 attr, void *addr)
+{
+  struct kvm_device_attr a = {
+    .flags = 0, .group = group, .attr = attr, .addr = (uintptr_t) addr,
+  };
+
+  return ioctl (fd, request, &a) < 0 ? -errno : 0;
+}
+
+int
+sim_get32 (int fd, guint32 group, guint64 attr, guint32 *val)
+{
+  return sim_ioctl (fd, KVM_GET_DEVICE_ATTR, group, attr, val);
+}
+
+int
+sim_set32 (int fd, guint32 group, guint64 attr, guint32 val)
+{
+  return sim_ioctl (fd, KVM_SET_DEVICE_ATTR, group, attr, &val);
+}
+
+int
+sim_get64 (int fd, guint32 group, guint64 attr, guint64 *val)
+{
+  return sim_ioctl (fd, KVM_GET_DEVICE_ATTR, group, attr, val);
+}
+
+int
+sim_set64 (int fd, guint32 group, guint64 attr, guint64 val)
+{
+  return sim_ioctl (fd, KVM_SET_DEVICE_ATTR, group, attr, &val);
+}
+
+int
+sim_has (int fd, guint32 group, guint64 attr)
+{
+  return sim_ioctl (fd, KVM_HAS_DEVICE_ATTR, group, attr, NULL);
+}
+
+guint32
+sim_read32 (int fd, guint32 group, guint64 attr)
+{
+  guint32 v = 0xdeadbeef;
+
+  g_assert_cmpint (sim_get32 (fd, group, attr, &v), ==, 0);
+  return v;
+}
+
+guint64
+sim_read64 (int fd, guint32 group, guint64 attr)
+{
+  guint64 v = 0xdeadbeef;
+
+  g_assert_cmpint (sim_get64 (fd, group, attr, &v), ==, 0);
+  return v;
+}
+
+int
+sim_batch (int fd, gboolean write, struct kvm_vgic_batch_entry *e, guint32 n,
+           guint32 *nr_done)
+{
+  struct kvm_vgic_batch b = {
+    .nr_entries = n, .flags = 0, .nr_done = 0xffff, .reserved = 0,
+    .entries = (uintptr_t) e,
+  };
+  int ret = sim_ioctl (fd, write ? KVM_SET_DEVICE_ATTR : KVM_GET_DEVICE_ATTR,
+                       GRP_BATCH, 0, &b);
+
+  if (nr_done)
+    *nr_done = b.nr_done;
+  return ret;
+}
+
+int
+sim_run_single (int fd, gboolean write, GArray *plan)
+{
+  for (guint i = 0; i < plan->len; i++)
+    {
+      struct kvm_vgic_batch_entry *e =
+        &g_array_index (plan, struct kvm_vgic_batch_entry, i);
+      int ret;
+
+      if (e->group == GRP_SYSREG)
+        {
+          guint64 v = e->value;
+
+          ret = sim_ioctl (fd, write ? KVM_SET_DEVICE_ATTR : KVM_GET_DEVICE_ATTR,
+                           e->group, e->attr, &v);
+          e->value = v;
+        }
+      else
+        {
+          guint32 v = (guint32) e->value;
+
+          ret = sim_ioctl (fd, write ? KVM_SET_DEVICE_ATTR : KVM_GET_DEVICE_ATTR,
+                           e->group, e->attr, &v);
+          e->value = v;
+        }
+      e->error = ret;
+      if (ret)
+        return ret;
+    }
+  return 0;
+}
+
+int
+sim_run_batch (int fd, gboolean write, GArray *plan)
+{
+  for (guint i = 0; i < plan->len; i += KVM_VGIC_BATCH_MAX_ENTRIES)
+    {
+      guint32 n = MIN (plan->len - i, KVM_VGIC_BATCH_MAX_ENTRIES), done;
+      int ret = sim_batch (fd, write,
+                           &g_array_index (plan, struct kvm_vgic_batch_entry, i),
+                           n, &done);
+
+      if (ret)
+        return ret;
+      g_assert_cmpuint (done, ==, n);
+    }
+  return 0;
+}
+
+void
+sim_test_init (int *argc, char ***argv)
+{
+  g_autoptr (GError) error = NULL;
+
+  /* Before any thread exists, and before g_test_init forks nothing yet. */
+  if (!vgic_sim_supervise_self (&error))
+    g_error ("vgic_sim_supervise_self: %s", error->message);
+  g_test_init (argc, argv, NULL);
+}

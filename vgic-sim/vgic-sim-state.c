@@ -212,12 +212,14 @@ vgic_sim_state_equal (const VgicSimState *a, const VgicSimState *b,
       C (mpidr); C (lpis_enabled); C (pri_bits); C (id_bits); C (cbpr);
       C (eoimode); C (grpen0); C (grpen1); C (pmr); C (bpr0); C (bpr1);
       C (pendbaser);
+#undef C
       for (guint k = 0; k < 4; k++)
         {
-          C (ap0r[k]);
-          C (ap1r[k]);
+          DIFF (x->ap0r[k] != y->ap0r[k], "%s: ap0r%u 0x%x != 0x%x\n", where, k,
+                x->ap0r[k], y->ap0r[k]);
+          DIFF (x->ap1r[k] != y->ap1r[k], "%s: ap1r%u 0x%x != 0x%x\n", where, k,
+                x->ap1r[k], y->ap1r[k]);
         }
-#undef C
       for (guint32 irq = 0; irq < 32; irq++)
         equal &= irq_equal (&x->priv[irq], &y->priv[irq], where, irq, diff);
     }

@@ -204,8 +204,10 @@ fetch_fd (VgicSimServer *s, pid_t tid, int fd, guint64 id)
 {
   int pidfd, copy;
 
+  /* A thread that is not its group's leader: pidfd_open says EINVAL on
+   * older kernels, ENOENT on newer ones; go through the thread group. */
   pidfd = pidfd_open (tid, 0);
-  if (pidfd < 0 && errno == EINVAL)
+  if (pidfd < 0 && (errno == EINVAL || errno == ENOENT))
     {
       pid_t tgid = tgid_of (tid);
 

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-exec.c - the executor (libvgicd) against vgic-sim through real
+ * ioctl(2) calls: the probe, chunking, widths, refusals and how a failure
+ * part-way through is reported.
+ */
+#include <errno.h>
+
+#include "sim-util.h"
+#include "vgic-exec.h"
+#include "vgic-plan.h"
+
+typedef struct kvm_vgic_batch_entry Entry;
+
+#define ENTRIES(a) ((Entry *) (void *) (a)->data)
+
+static VgicShape *
+shape_of (VgicSim *sim, guint vcpus, guint irqs)
+{
+  g_autofree guint32 *mpidrs = g_new (guint32, vcpus);
+  g_autoptr (GError) error = NULL;
+  VgicShape *shape;
+
+  for (guint i = 0; i < vcpus; i++)
+    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
+  shape = vgic_shape_new (irqs, vcpus, mpidrs, &error);
+  g_assert_no_error (error);
+  return shape;
+}
+
+static void
+test_probe (void)
+{
+  g_autoptr (VgicSim) sim = sim_new (2, 64, TRUE, 5);
+
+  g_assert_cmpint (vgic_exec_probe_batch (vgic_sim_get_fd (sim)), ==, 1);
+  vgic_sim_set_batch (sim, FALSE);
+  g_assert_cmpint (vgic_exec_probe_batch (vgic_sim_get_fd (sim)), ==, 0);
+}
+
+/* A list with a CTRL entry (or an oversized 32-bit value) is refused before
+ * a single ioctl reaches the device. */
+static void
+test_refuses_before_any_ioctl (void)
+{
+  g_autoptr (VgicSim) sim = sim_new (2, 64, TRUE, 5);
+  g_autoptr (VgicShape) shape = shape_of (sim, 2, 64);
+  g_autoptr (GArray) plan = vgic_plan_save_first (shape);
+  g_autoptr (GError) error = NULL;
+  VgicSimCounters c;
+
+  vgic_sim_counters_reset (sim);
+  g_array_index (plan, Entry, 5).group = KVM_DEV_ARM_VGIC_GRP_CTRL;
+  g_assert_false (vgic_exec_check (ENTRIES (plan), plan->len, VGIC_EXEC_READ, &error));
+  g_assert_nonnull (strstr (error->message, "entry 5: group 4"));
+  g_clear_error (&error);
+
+  g_array_index (plan, Entry, 5).group = GRP_DIST;
+  g_array_index (plan, Entry, 7).value = 0x100000000ULL;
+  g_assert_true (vgic_exec_check (ENTRIES (plan), plan->len, VGIC_EXEC_READ, NULL));
+  g_assert_false (vgic_exec_check (ENTRIES (plan), plan->len, VGIC_EXEC_WRITE, &error));
+  g_assert_nonnull (strstr (error->message, "entry 7"));
+
+  vgic_sim_counters_get (sim, &c);
+  g_assert_cmpuint (c.single_get + c.single_set + c.has + c.batch_calls, ==, 0);
+}
+
+/* A save larger than the kernel's cap goes out in ceil(n / cap) batches and
+ * reads what one-by-one reads, value for value. */
+static void
+test_batch_chunks_equal_single (void)
+{
+  g_autoptr (VgicSim) sim = sim_new (160, 288, TRUE, 5);
+  g_autoptr (VgicShape) shape = shape_of (sim, 160, 288);
+  g_autoptr (GArray) batch = vgic_plan_save_first (shape);
+  g_autoptr (GArray) single = g_array_copy (batch);
+  VgicExecReport r;
+  VgicSimCounters c;
+  guint chunks = (batch->len + KVM_VGIC_BATCH_MAX_ENTRIES - 1) / KVM_VGIC_BATCH_MAX_ENTRIES;
+
+  g_assert_cmpuint (chunks, ==, 2);
+  vgic_sim_randomize (sim, 7);
+  vgic_sim_counters_reset (sim);
+  g_assert_true (vgic_exec_run (vgic_sim_get_fd (sim), ENTRIES (batch), batch->len,
+                                VGIC_EXEC_READ, VGIC_EXEC_BATCH, &r));
+  g_assert_cmpuint (r.ioctls, ==, chunks);
+  g_assert_cmpuint (r.done, ==, batch->len);
+  g_assert_cmpint (r.error, ==, 0);
+  vgic_sim_counters_get (sim, &c);
+  g_assert_cmpuint (c.batch_calls, ==, chunks);
+  g_assert_cmpuint (c.batch_entries, ==, batch->len);
+
+  g_assert_true (vgic_exec_run (vgic_sim_get_fd (sim), ENTRIES (single), single->len,
+                                VGIC_EXEC_READ, VGIC_EXEC_SINGLE, &r));
+  g_assert_cmpuint (r.ioctls, ==, single->len);
+  for (guint i = 0; i < batch->len; i++)
+    {
+      g_assert_cmphex (g_array_index (batch, Entry, i).value, ==,
+                       g_array_index (single, Entry, i).value);
+      if (g_array_index (batch, Entry, i).group != GRP_SYSREG)
+        g_assert_cmphex (g_array_index (batch, Entry, i).value >> 32, ==, 0);
+    }
+}
+
+/* A failure injected at entry k of a write list: k entries done, entry k
+ * named with the kernel's error, on both paths. */
+static void
+test_failure_at_k (gconstpointer data)
+{
+  VgicExecVia via = GPOINTER_TO_INT (data);
+  g_autoptr (VgicSim) sim = sim_new (4, 128, TRUE, 6);
+  g_autoptr (VgicShape) shape = shape_of (sim, 4, 128);
+  g_autoptr (GArray) plan = vgic_plan_save_first (shape);
+  const guint k = 37;
+  VgicExecReport r;
+
+  /* Write back what was read: a harmless list of writes. */
+  g_assert_true (vgic_exec_run (vgic_sim_get_fd (sim), ENTRIES (plan), plan->len,
+                                VGIC_EXEC_READ, VGIC_EXEC_BATCH, &r));
+  vgic_sim_fail_at (sim, k, -EINVAL);
+  g_assert_false (vgic_exec_run (vgic_sim_get_fd (sim), ENTRIES (plan), plan->len,
+                                 VGIC_EXEC_WRITE, via, &r));
+  g_assert_cmpuint (r.done, ==, k);
+  g_assert_cmpuint (r.error_index, ==, k);
+  g_assert_cmpint (r.error, ==, -EINVAL);
+  g_assert_cmpint (g_array_index (plan, Entry, k).error, ==, -EINVAL);
+  g_assert_cmpuint (r.ioctls, ==, via == VGIC_EXEC_BATCH ? 1 : k + 1);
+
+  /* The device stays usable. */
+  g_assert_true (vgic_exec_run (vgic_sim_get_fd (sim), ENTRIES (plan), plan->len,
+                                VGIC_EXEC_WRITE, via, &r));
+}
+
+static void
+test_running_vcpu_is_busy (gconstpointer data)
+{
+  VgicExecVia via = GPOINTER_TO_INT (data);
+  g_autoptr (VgicSim) sim = sim_new (4, 64, FALSE, 5);
+  g_autoptr (VgicShape) shape = shape_of (sim, 4, 64);
+  g_autoptr (GArray) plan = vgic_plan_save_first (shape);
+  VgicExecReport r;
+
+  vgic_sim_set_vcpu_running (sim, 3, TRUE);
+  g_assert_false (vgic_exec_run (vgic_sim_get_fd (sim), ENTRIES (plan), plan->len,
+                                 VGIC_EXEC_READ, via, &r));
+  g_assert_cmpint (r.error, ==, -EBUSY);
+  g_assert_cmpuint (r.done, ==, 0);
+}
+
+static void
+test_bad_pointer (void)
+{
+  g_autoptr (VgicSim) sim = sim_new (1, 64, FALSE, 5);
+  g_autoptr (VgicShape) shape = shape_of (sim, 1, 64);
+  g_autoptr (GArray) plan = vgic_plan_save_first (shape);
+  VgicExecReport r;
+
+  vgic_sim_fault_next (sim);
+  g_assert_false (vgic_exec_run (vgic_sim_get_fd (sim), ENTRIES (plan), plan->len,
+                                 VGIC_EXEC_READ, VGIC_EXEC_BATCH, &r));
+  g_assert_cmpint (r.error, ==, -EFAULT);
+  g_assert_cmpuint (r.done, ==, 0);
+}
+
+int
+main (int argc, char **argv)
+{
+  sim_test_init (&argc, &argv);
+
+  g_test_add_func ("/exec/probe", test_probe);
+  g_test_add_func ("/exec/refuses-before-any-ioctl", test_refuses_before_any_ioctl);
+  g_test_add_func ("/exec/batch-chunks-equal-single", test_batch_chunks_equal_single);
+  g_test_add_data_func ("/exec/failure-at-k/batch", GINT_TO_POINTER (VGIC_EXEC_BATCH), test_failure_at_k);
+  g_test_add_data_func ("/exec/failure-at-k/single", GINT_TO_POINTER (VGIC_EXEC_SINGLE), test_failure_at_k);
+  g_test_add_data_func ("/exec/running-vcpu-is-busy/batch", GINT_TO_POINTER (VGIC_EXEC_BATCH), test_running_vcpu_is_busy);
+  g_test_add_data_func ("/exec/running-vcpu-is-busy/single", GINT_TO_POINTER (VGIC_EXEC_SINGLE), test_running_vcpu_is_busy);
+  g_test_add_func ("/exec/bad-pointer", test_bad_pointer);
+  return g_test_run ();
+}

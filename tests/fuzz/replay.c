@@ -3,10 +3,17 @@
  * replay.c - run the fuzz target over a corpus without libFuzzer, so that
  * the normal (gcc) build checks every seed and every past finding on each
  * `meson test`.  Usage: replay DIR|FILE...
+ *
+ * Seeds named valid-* must decode and seeds named bad-* must not, so that a
+ * format change that leaves the corpus stale fails here instead of quietly
+ * turning every seed into noise (regenerate with gen-corpus).
  */
 #include <glib.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "vgic-record.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
@@ -24,6 +31,26 @@ run_file (const char *path, guint *count)
     }
   LLVMFuzzerTestOneInput ((const uint8_t *) data, len);
   (*count)++;
+
+  g_autofree char *base = g_path_get_basename (path);
+  gboolean want_valid = g_str_has_prefix (base, "valid-");
+  gboolean want_bad = g_str_has_prefix (base, "bad-");
+  g_autoptr (VgicRecord) record = NULL;
+
+  if (!want_valid && !want_bad)
+    return TRUE;		/* a finding, or a grown corpus entry */
+  record = vgic_record_decode ((const guint8 *) data, len, &error);
+  if (want_valid && !record)
+    {
+      fprintf (stderr, "replay: seed %s no longer decodes (%s): regenerate the "
+               "corpus with gen-corpus\n", base, error->message);
+      return FALSE;
+    }
+  if (want_bad && record)
+    {
+      fprintf (stderr, "replay: seed %s decodes but should be rejected\n", base);
+      return FALSE;
+    }
   return TRUE;
 }
 

@@ -278,7 +278,6 @@ test_round_trip (gconstpointer data)
   g_autofree guint32 *mpidrs = g_new (guint32, rt->nr_vcpus);
   g_autoptr (VgicShape) shape = NULL;
   g_autoptr (GArray) reads = NULL;
-  g_autoptr (VgicValues) want = NULL;
   g_autoptr (GBytes) bytes = NULL, again = NULL;
   g_autoptr (VgicRecord) r = NULL;
   g_auto (TRec) t = { 0 };

@@ -58,7 +58,7 @@ setup() {
 
 step_begin "packages"
 enable_arm64
-need_packages "${BUILD_PACKAGES[@]}" clang-14 libclang-rt-14-dev \
+need_packages "${BUILD_PACKAGES[@]}" clang libclang-rt-14-dev \
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64 qemu-user
 step_end
 

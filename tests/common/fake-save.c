@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* fake-save.c - saves made up without a device (see fake-save.h). */
+#include "fake-save.h"
+#include "vgic-regs.h"
+
+typedef struct kvm_vgic_batch_entry Entry;
+
+/* splitmix64 finaliser: a deterministic PRNG step. */
+static uint64_t
+mix64 (uint64_t x)
+{
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void
+fake_save_fill (GArray *reads, guint32 seed, gboolean plpis, guint pri_bits)
+{
+  for (guint i = 0; i < reads->len; i++)
+    {
+      Entry *e = &g_array_index (reads, Entry, i);
+      uint32_t low = vgic_attr_low (e->attr);
+
+      e->value = mix64 (mix64 (seed ^ ((uint64_t) e->group << 60)) ^ e->attr);
+      if (e->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS)
+        e->value &= 0xffffffffu;
+      if (e->group == KVM_DEV_ARM_VGIC_GRP_REDIST_REGS && low == GICR_TYPER)
+        e->value = plpis ? (e->value | GICR_TYPER_PLPIS) : (e->value & ~GICR_TYPER_PLPIS);
+      if (e->group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && low == ICC_CTLR_EL1)
+        e->value = (e->value & ~ICC_CTLR_EL1_PRIBITS_MASK) |
+                   ((uint64_t) (pri_bits - 1) << ICC_CTLR_EL1_PRIBITS_SHIFT);
+      if (e->group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS && low == GICD_TYPER)
+        e->value = (e->value & ~0x1fULL) | 31;
+    }
+}
+
+GArray *
+fake_save (const VgicShape *shape, gboolean plpis, guint pri_bits, guint32 seed,
+           guint *n_first)
+{
+  g_autoptr (GError) error = NULL;
+  GArray *reads = vgic_plan_save_first (shape);
+  g_autoptr (VgicValues) first = NULL;
+  g_autoptr (GArray) second = NULL;
+
+  fake_save_fill (reads, seed, plpis, pri_bits);
+  first = vgic_values_from_reads ((const Entry *) (void *) reads->data, reads->len, &error);
+  g_assert_no_error (error);
+  second = vgic_plan_save_second (shape, first, &error);
+  g_assert_no_error (error);
+  fake_save_fill (second, seed, plpis, pri_bits);
+  if (n_first)
+    *n_first = reads->len;
+  g_array_append_vals (reads, second->data, second->len);
+  return reads;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-config.h - vgicd's configuration file (/etc/vgicd/vgicd.conf, a
+ * GKeyFile) and the per-host mode.
+ */
+#pragma once
+
+#include <glib.h>
+
+#define VGICD_DEFAULT_CONFIG "/etc/vgicd/vgicd.conf"
+#define VGICD_DEFAULT_SOCKET "/run/vgicd/vgicd.sock"
+
+typedef enum {
+  VGICD_MODE_AUTO,	/* batch when the kernel has it, else one by one */
+  VGICD_MODE_SINGLE,	/* never batch */
+  VGICD_MODE_OFF,	/* decline saves (loads are still served) */
+} VgicdMode;
+
+const char *vgicd_mode_to_string (VgicdMode mode);
+gboolean vgicd_mode_from_string (const char *str, VgicdMode *mode, GError **error);
+
+typedef struct {
+  char *path;		/* the file it was read from (it may not exist) */
+  VgicdMode mode;	/* [vgicd] Mode=auto|single|off */
+  char *socket_path;	/* [vgicd] Socket= (when not socket-activated) */
+  char **allow_users;	/* [vgicd] AllowUsers= user names, ;-separated */
+  gboolean probe;	/* [vgicd] Probe=true: start-up /dev/kvm probe */
+} VgicdConfig;
+
+/**
+ * vgicd_config_load() - read @path; a missing file gives the defaults
+ * (Mode=auto, Socket=/run/vgicd/vgicd.sock, AllowUsers=root;libvirt-qemu,
+ * Probe=true).  A file that exists but does not parse, or holds an unknown
+ * mode, is an error that names the file, the key and the accepted values.
+ */
+VgicdConfig *vgicd_config_load (const char *path, GError **error);
+void vgicd_config_free (VgicdConfig *config);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdConfig, vgicd_config_free)
+
+/**
+ * vgicd_config_save_mode() - set Mode= in @path, keeping the file's other
+ * keys and comments; the file is replaced atomically
+ */
+gboolean vgicd_config_save_mode (const char *path, VgicdMode mode, GError **error);

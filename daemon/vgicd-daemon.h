@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-daemon.h - the state vgicd shares between its parts: the mode, what
+ * is known of the kernel, the attached sessions and the host totals.  The
+ * sessions (vgicd-session.c) update it; the operator API (vgicd-manager.c)
+ * reads it; vgicd-main.c owns it.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "vgicd-config.h"
+
+typedef struct _VgicdSession VgicdSession;
+
+typedef struct {
+  guint64 saves;		/* saves completed */
+  guint64 loads;		/* loads completed */
+  guint64 declined;		/* saves declined (mode off) */
+  guint64 fallbacks;		/* operations run one by one for lack of kernel batch */
+  guint64 failures;		/* saves or loads that failed */
+  guint64 bytes_saved;		/* record bytes produced */
+  guint64 bytes_loaded;		/* record bytes accepted */
+  guint64 sessions_total;	/* sessions attached since start */
+  guint64 refused;		/* peers refused (not on the allow-list) */
+} VgicdTotals;
+
+typedef struct {
+  VgicdConfig *config;
+  VgicdMode mode;		/* may differ from config->mode after SetMode(persist=false) */
+  int kernel_batch;		/* -1 unknown, 0 no, 1 yes */
+  char *kernel_batch_source;	/* "start-up probe", "executor of VM foo", ... */
+  GPtrArray *sessions;		/* VgicdSession *, attached */
+  VgicdTotals totals;
+  gint64 start_usec;		/* g_get_monotonic_time() at start */
+  /* Called after any change the operator API shows (mode, kernel batch,
+   * sessions, totals). */
+  void (*changed) (gpointer data);
+  gpointer changed_data;
+} VgicdDaemon;
+
+/* vgicd_daemon_changed() - tell the operator API that something changed */
+static inline void
+vgicd_daemon_changed (VgicdDaemon *daemon)
+{
+  if (daemon->changed)
+    daemon->changed (daemon->changed_data);
+}
+
+/**
+ * vgicd_session_describe() - one session as Manager1.ListSessions shows it
+ * Return: a floating a{sv} (keys in data/org.vgicd.Manager1.xml).
+ */
+GVariant *vgicd_session_describe (VgicdSession *session);

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-main.c - the vgicd daemon: configuration, the QEMU-facing socket,
+ * the operator API on the system bus, signals and systemd notification.
+ */
+#include <errno.h>
+#include <glib-unix.h>
+#include <locale.h>
+#include <pwd.h>
+#include <systemd/sd-daemon.h>
+
+#include "vgic-shape.h"
+#include "vgicd-config.h"
+#include "vgicd-daemon.h"
+#include "vgicd-manager.h"
+#include "vgicd-probe.h"
+#include "vgicd-server.h"
+
+
+typedef struct {
+  VgicdDaemon daemon;
+  VgicdServer *server;
+  VgicdManager *manager;
+  GMainLoop *loop;
+  char *config_path;
+  char *socket_override;
+  void (*manager_changed) (gpointer);
+  gpointer manager_changed_data;
+} Vgicd;
+
+static void
+notify_status (Vgicd *v)
+{
+  VgicdDaemon *d = &v->daemon;
+  g_autofree char *status = g_strdup_printf (
+    "STATUS=mode %s, kernel batch %s, %u session(s), %" G_GUINT64_FORMAT " saves, %"
+    G_GUINT64_FORMAT " loads", vgicd_mode_to_string (d->mode),
+    d->kernel_batch < 0 ? "unknown" : d->kernel_batch ? "yes" : "no", d->sessions->len,
+    d->totals.saves, d->totals.loads);
+
+  sd_notify (0, status);
+}
+
+/* The daemon's change hook: keep systemd's STATUS current, then let the
+ * operator API emit its signals. */
+static void
+on_changed (gpointer data)
+{
+  Vgicd *v = data;
+
+  notify_status (v);
+  if (v->manager_changed)
+    v->manager_changed (v->manager_changed_data);
+}
+
+/* Resolve AllowUsers to uids; a user that does not exist on this host
+ * (libvirt-qemu without libvirt) is skipped with a note. */
+static void
+apply_allow_list (Vgicd *v)
+{
+  g_autoptr (GArray) uids = g_array_new (FALSE, FALSE, sizeof (uid_t));
+  char **users = v->daemon.config->allow_users;
+
+  for (guint i = 0; users && users[i]; i++)
+    {
+      struct passwd *pw = getpwnam (users[i]);
+      if (!pw)
+        {
+          g_message ("AllowUsers: no user %s on this host; skipped", users[i]);
+          continue;
+        }
+      g_array_append_val (uids, pw->pw_uid);
+    }
+  vgicd_server_set_allowed (v->server, (uid_t *) (void *) uids->data, uids->len);
+}
+
+static gboolean
+on_sigterm (gpointer data)
+{
+  Vgicd *v = data;
+
+  sd_notify (0, "STOPPING=1");
+  g_message ("stopping on signal");
+  g_main_loop_quit (v->loop);
+  return G_SOURCE_CONTINUE;
+}
+
+/* SIGHUP: re-read the configuration.  The mode and the allow-list change;
+ * the socket stays (changing it needs a restart). */
+static gboolean
+on_sighup (gpointer data)
+{
+  Vgicd *v = data;
+  g_autoptr (GError) error = NULL;
+  VgicdConfig *config;
+
+  sd_notify (0, "RELOADING=1");
+  config = vgicd_config_load (v->config_path, &error);
+  if (!config)
+    {
+      g_warning ("reload failed, keeping the previous configuration: %s", error->message);
+      sd_notify (0, "READY=1");
+      return G_SOURCE_CONTINUE;
+    }
+  vgicd_config_free (v->daemon.config);
+  v->daemon.config = config;
+  v->daemon.mode = config->mode;
+  apply_allow_list (v);
+  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                    "MESSAGE", "configuration reloaded from %s: mode %s", v->config_path,
+                    vgicd_mode_to_string (config->mode),
+                    "VGICD_MODE", "%s", vgicd_mode_to_string (config->mode));
+  sd_notify (0, "READY=1");
+  vgicd_daemon_changed (&v->daemon);
+  return G_SOURCE_CONTINUE;
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GOptionContext) ctx = NULL;
+  g_autoptr (GDBusConnection) bus = NULL;
+  gboolean no_system_bus = FALSE, version = FALSE;
+  Vgicd v = { 0 };
+  GOptionEntry entries[] = {
+    { "config", 'c', 0, G_OPTION_ARG_FILENAME, &v.config_path,
+      "Configuration file (" VGICD_DEFAULT_CONFIG ")", "FILE" },
+    { "socket", 's', 0, G_OPTION_ARG_FILENAME, &v.socket_override,
+      "Socket to listen on when not socket-activated (overrides Socket=)", "PATH" },
+    { "no-system-bus", 0, 0, G_OPTION_ARG_NONE, &no_system_bus,
+      "Do not offer org.vgicd.Manager1 on the system bus", NULL },
+    { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
+    { NULL }
+  };
+  int kb;
+  g_autofree char *kb_source = NULL;
+
+  setlocale (LC_ALL, "");
+  ctx = g_option_context_new ("- vGIC state helper for QEMU migrations");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    {
+      g_printerr ("vgicd: %s\n", error->message);
+      return 2;
+    }
+  if (version)
+    {
+      g_print ("vgicd %s\n", PACKAGE_VERSION);
+      return 0;
+    }
+  if (!v.config_path)
+    v.config_path = g_strdup (VGICD_DEFAULT_CONFIG);
+
+  v.daemon.config = vgicd_config_load (v.config_path, &error);
+  if (!v.daemon.config)
+    {
+      g_printerr ("vgicd: %s\n", error->message);
+      return 1;
+    }
+  v.daemon.mode = v.daemon.config->mode;
+  v.daemon.sessions = g_ptr_array_new ();
+  v.daemon.start_usec = g_get_monotonic_time ();
+  v.daemon.kernel_batch = -1;
+  v.daemon.kernel_batch_source = g_strdup ("no probe and no VM attached yet");
+
+  if (v.daemon.config->probe)
+    {
+      kb = vgicd_probe_kernel_batch (VGICD_KVM_DEVICE, &kb_source);
+      v.daemon.kernel_batch = kb;
+      g_free (v.daemon.kernel_batch_source);
+      v.daemon.kernel_batch_source = g_steal_pointer (&kb_source);
+      g_message ("kernel batch group: %s (%s)",
+                 kb < 0 ? "unknown" : kb ? "yes" : "no", v.daemon.kernel_batch_source);
+    }
+
+  v.server = vgicd_server_new (&v.daemon, v.socket_override ? v.socket_override
+                                                             : v.daemon.config->socket_path,
+                               &error);
+  if (!v.server)
+    {
+      g_printerr ("vgicd: %s\n", error->message);
+      return 1;
+    }
+  apply_allow_list (&v);
+
+  if (!no_system_bus)
+    {
+      bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, NULL, &error);
+      if (bus)
+        v.manager = vgicd_manager_new (&v.daemon, bus, &error);
+      if (!v.manager)
+        {
+          /* QEMUs are still served; only the operator API is missing. */
+          g_warning ("operator API unavailable (vgicctl will not work): %s", error->message);
+          g_clear_error (&error);
+        }
+    }
+  /* The manager installed its change hook; chain it behind ours. */
+  v.manager_changed = v.daemon.changed;
+  v.manager_changed_data = v.daemon.changed_data;
+  v.daemon.changed = on_changed;
+  v.daemon.changed_data = &v;
+
+  v.loop = g_main_loop_new (NULL, FALSE);
+  g_unix_signal_add (SIGTERM, on_sigterm, &v);
+  g_unix_signal_add (SIGINT, on_sigterm, &v);
+  g_unix_signal_add (SIGHUP, on_sighup, &v);
+
+  g_message ("vgicd %s listening on %s, mode %s", PACKAGE_VERSION,
+             vgicd_server_describe (v.server), vgicd_mode_to_string (v.daemon.mode));
+  sd_notify (0, "READY=1");
+  notify_status (&v);
+  g_main_loop_run (v.loop);
+
+  vgicd_server_free (v.server);
+  vgicd_manager_free (v.manager);
+  g_main_loop_unref (v.loop);
+  g_ptr_array_unref (v.daemon.sessions);
+  vgicd_config_free (v.daemon.config);
+  g_free (v.daemon.kernel_batch_source);
+  g_free (v.config_path);
+  g_free (v.socket_override);
+  return 0;
+}

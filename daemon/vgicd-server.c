@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-server.c - accepts QEMUs on the unix socket and speaks
+ * peer-to-peer D-Bus with each.
+ *
+ * Why not GDBusServer: under systemd the listening socket arrives already
+ * bound (socket activation), and GDBusServer only listens on addresses it
+ * binds itself.  So vgicd accepts with a GSocketService and runs the D-Bus
+ * server-side handshake on each accepted stream.  Peers authenticate with
+ * EXTERNAL only (SO_PEERCRED credentials); their uid is checked against the
+ * allow-list when they Attach, so a refused peer gets an error that says why
+ * instead of a bare authentication failure.
+ *
+ * Each connection is independent: a slow or stuck peer holds nothing that
+ * another needs (all D-Bus I/O is asynchronous, and a session's work is
+ * bounded planning and encoding).
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "vgic-shape.h"
+#include "vgicd-dbus.h"
+#include "vgicd-server.h"
+#include "vgicd-session.h"
+
+
+struct _VgicdServer {
+  VgicdDaemon *daemon;
+  GSocketService *service;
+  GDBusAuthObserver *observer;
+  char *guid;
+  char *description;
+  char *bound_path;	/* unlinked at exit when vgicd bound it */
+  GArray *allowed;	/* uid_t */
+  GPtrArray *peers;	/* Peer * */
+};
+
+typedef struct {
+  VgicdServer *server;
+  GDBusConnection *connection;
+  VgicdDbusHelper1 *helper;
+  VgicdSession *session;
+  uid_t uid;
+  pid_t pid;
+  gulong closed_id;
+} Peer;
+
+static void
+peer_free (Peer *p)
+{
+  vgicd_session_free (p->session);
+  if (p->helper)
+    {
+      g_dbus_interface_skeleton_unexport (G_DBUS_INTERFACE_SKELETON (p->helper));
+      g_object_unref (p->helper);
+    }
+  if (p->closed_id)
+    g_signal_handler_disconnect (p->connection, p->closed_id);
+  g_clear_object (&p->connection);
+  g_free (p);
+}
+
+static gboolean
+uid_allowed (VgicdServer *server, uid_t uid)
+{
+  for (guint i = 0; i < server->allowed->len; i++)
+    if (g_array_index (server->allowed, uid_t, i) == uid)
+      return TRUE;
+  return FALSE;
+}
+
+static char *
+user_name (uid_t uid)
+{
+  struct passwd *pw = getpwuid (uid);
+
+  return pw ? g_strdup (pw->pw_name) : g_strdup_printf ("%u", (guint) uid);
+}
+
+static gboolean
+on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in_fds,
+           GVariant *vm, gpointer data)
+{
+  Peer *p = data;
+  VgicdServer *server = p->server;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GUnixFDList) fds = NULL;
+  int index;
+
+  if (!uid_allowed (server, p->uid))
+    {
+      g_autofree char *who = user_name (p->uid);
+      g_autofree char *list = g_strjoinv (", ", server->daemon->config->allow_users);
+
+      server->daemon->totals.refused++;
+      vgicd_daemon_changed (server->daemon);
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "MESSAGE", "refused a peer: user %s (uid %u, pid %d) is not allowed",
+                        who, (guint) p->uid, (int) p->pid,
+                        "VGICD_PEER_UID", "%u", (guint) p->uid);
+      g_dbus_method_invocation_return_dbus_error (
+        inv, "org.freedesktop.DBus.Error.AccessDenied",
+        g_strdup_printf ("user %s (uid %u) may not use vgicd; AllowUsers in %s lists: %s",
+                         who, (guint) p->uid, server->daemon->config->path, list));
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+  if (p->session)
+    {
+      g_dbus_method_invocation_return_dbus_error (
+        inv, "org.vgicd.Error.AlreadyAttached",
+        "this connection already has a session; open a new connection for another VM");
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+  p->session = vgicd_session_new (server->daemon, p->connection, vm, p->uid, p->pid, &error);
+  if (!p->session)
+    {
+      g_dbus_method_invocation_return_dbus_error (inv, "org.freedesktop.DBus.Error.InvalidArgs",
+                                                  error->message);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+  fds = g_unix_fd_list_new ();
+  index = g_unix_fd_list_append (fds, vgicd_session_get_window_fd (p->session), &error);
+  if (index < 0)
+    {
+      g_dbus_method_invocation_return_gerror (inv, error);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+  vgicd_dbus_helper1_complete_attach (helper, inv, fds,
+                                      vgicd_session_get_path (p->session),
+                                      g_variant_new_handle (index),
+                                      vgicd_session_get_info (p->session));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static void
+on_closed (GDBusConnection *connection, gboolean remote_peer_vanished, GError *error,
+           gpointer data)
+{
+  Peer *p = data;
+
+  /* The session, its window and its object go with the connection. */
+  g_ptr_array_remove (p->server->peers, p);
+}
+
+static void
+on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
+{
+  VgicdServer *server = data;
+  g_autoptr (GError) error = NULL;
+  GDBusConnection *connection = g_dbus_connection_new_finish (res, &error);
+  GCredentials *creds;
+  Peer *p;
+
+  if (!connection)
+    {
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                        "MESSAGE", "a peer failed the D-Bus handshake: %s", error->message);
+      return;
+    }
+  p = g_new0 (Peer, 1);
+  p->server = server;
+  p->connection = connection;
+  creds = g_dbus_connection_get_peer_credentials (connection);
+  p->uid = creds ? g_credentials_get_unix_user (creds, NULL) : (uid_t) -1;
+  p->pid = creds ? g_credentials_get_unix_pid (creds, NULL) : -1;
+  p->helper = vgicd_dbus_helper1_skeleton_new ();
+  g_signal_connect (p->helper, "handle-attach", G_CALLBACK (on_attach), p);
+  p->closed_id = g_signal_connect (connection, "closed", G_CALLBACK (on_closed), p);
+  g_ptr_array_add (server->peers, p);
+  if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (p->helper), connection,
+                                         "/org/vgicd/Helper1", &error))
+    {
+      g_warning ("cannot serve a peer: %s", error->message);
+      g_ptr_array_remove (server->peers, p);
+      return;
+    }
+  g_dbus_connection_start_message_processing (connection);
+}
+
+static gboolean
+on_incoming (GSocketService *service, GSocketConnection *stream, GObject *source,
+             gpointer data)
+{
+  VgicdServer *server = data;
+
+  g_dbus_connection_new (G_IO_STREAM (stream), server->guid,
+                         G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_SERVER |
+                         G_DBUS_CONNECTION_FLAGS_DELAY_MESSAGE_PROCESSING,
+                         server->observer, NULL, on_connection_ready, server);
+  return TRUE;
+}
+
+/* Only EXTERNAL: the kernel vouches for the peer's uid. */
+static gboolean
+on_allow_mechanism (GDBusAuthObserver *observer, const char *mechanism, gpointer data)
+{
+  return g_strcmp0 (mechanism, "EXTERNAL") == 0;
+}
+
+static GSocket *
+bind_socket (const char *path, GError **error)
+{
+  g_autoptr (GSocket) sock = NULL;
+  g_autoptr (GSocketAddress) addr = NULL;
+  g_autofree char *dir = g_path_get_dirname (path);
+  struct stat st;
+
+  if (g_mkdir_with_parents (dir, 0755) < 0)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED, "cannot create %s: %s", dir,
+                   g_strerror (errno));
+      return NULL;
+    }
+  /* A stale socket from a previous run would make bind fail. */
+  if (lstat (path, &st) == 0 && S_ISSOCK (st.st_mode))
+    unlink (path);
+  sock = g_socket_new (G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT,
+                       error);
+  if (!sock)
+    return NULL;
+  addr = g_unix_socket_address_new (path);
+  if (!g_socket_bind (sock, addr, TRUE, error) || !g_socket_listen (sock, error))
+    {
+      g_prefix_error (error, "cannot listen on %s: ", path);
+      return NULL;
+    }
+  /* Access control is the allow-list; the mode lets the users on it (and
+   * libvirt's QEMU user in the socket's group) connect at all. */
+  chmod (path, 0666);
+  return g_steal_pointer (&sock);
+}
+
+VgicdServer *
+vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
+{
+  VgicdServer *server = g_new0 (VgicdServer, 1);
+  g_autoptr (GSocket) sock = NULL;
+  int n = sd_listen_fds (TRUE);
+
+  server->daemon = daemon;
+  server->guid = g_dbus_generate_guid ();
+  server->allowed = g_array_new (FALSE, FALSE, sizeof (uid_t));
+  server->peers = g_ptr_array_new_with_free_func ((GDestroyNotify) peer_free);
+  server->observer = g_dbus_auth_observer_new ();
+  g_signal_connect (server->observer, "allow-mechanism", G_CALLBACK (on_allow_mechanism), NULL);
+
+  if (n > 1)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                   "systemd passed %d sockets; vgicd.socket should pass one", n);
+      vgicd_server_free (server);
+      return NULL;
+    }
+  if (n == 1)
+    {
+      sock = g_socket_new_from_fd (SD_LISTEN_FDS_START, error);
+      server->description = g_strdup ("socket-activated");
+    }
+  else
+    {
+      sock = bind_socket (socket_path, error);
+      server->bound_path = g_strdup (socket_path);
+      server->description = g_strdup (socket_path);
+    }
+  if (!sock)
+    {
+      vgicd_server_free (server);
+      return NULL;
+    }
+  if (n == 1)
+    {
+      g_autoptr (GSocketAddress) local = g_socket_get_local_address (sock, NULL);
+      if (local && G_IS_UNIX_SOCKET_ADDRESS (local))
+        {
+          g_free (server->description);
+          server->description = g_strdup_printf (
+            "%s (socket-activated)",
+            g_unix_socket_address_get_path (G_UNIX_SOCKET_ADDRESS (local)));
+        }
+    }
+  server->service = g_socket_service_new ();
+  if (!g_socket_listener_add_socket (G_SOCKET_LISTENER (server->service), sock, NULL, error))
+    {
+      vgicd_server_free (server);
+      return NULL;
+    }
+  g_signal_connect (server->service, "incoming", G_CALLBACK (on_incoming), server);
+  g_socket_service_start (server->service);
+  return server;
+}
+
+void
+vgicd_server_free (VgicdServer *server)
+{
+  if (!server)
+    return;
+  if (server->service)
+    {
+      g_socket_service_stop (server->service);
+      g_socket_listener_close (G_SOCKET_LISTENER (server->service));
+      g_object_unref (server->service);
+    }
+  if (server->peers)
+    g_ptr_array_unref (server->peers);
+  if (server->bound_path)
+    unlink (server->bound_path);
+  g_clear_object (&server->observer);
+  g_array_unref (server->allowed);
+  g_free (server->bound_path);
+  g_free (server->description);
+  g_free (server->guid);
+  g_free (server);
+}
+
+const char *
+vgicd_server_describe (VgicdServer *server)
+{
+  return server->description;
+}
+
+void
+vgicd_server_set_allowed (VgicdServer *server, const uid_t *uids, guint n)
+{
+  g_array_set_size (server->allowed, 0);
+  g_array_append_vals (server->allowed, uids, n);
+}

@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-session.c - org.vgicd.Session1: drives one VM's save or restore.
+ *
+ * Theory of operation
+ *
+ * vgicd cannot touch the vGIC: the kernel refuses device ioctls from any
+ * process but the VM's owner.  So a session plans, and the peer (libvgicd,
+ * inside QEMU) executes.  Each step lays an access list into the shared
+ * window and answers "read" or "write"; the peer copies the list out of the
+ * window, checks it, runs it, copies the results back and calls Next with a
+ * report.  vgicd then copies the results out of the window in turn, and
+ * checks that the peer changed nothing but values and errors.
+ *
+ *   save:  [round 1 reads] → [round 2 reads] → done(record)
+ *   load:  validate the whole record against the VM → [TYPER reads]
+ *          → [writes] → done
+ *
+ * A load validates the record (shape, register set, checksum, version)
+ * before it lays out a single write, so a record that does not fit changes
+ * nothing.  A failure part-way through the writes is reported with the
+ * register, how many writes were applied, and that the destination is now
+ * partly written: the migration must fail.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "vgic-plan.h"
+#include "vgic-record.h"
+#include "vgic-regs.h"
+#include "vgicd-dbus.h"
+#include "vgicd-session.h"
+#include "vgicd-window.h"
+
+
+typedef struct kvm_vgic_batch_entry Entry;
+
+typedef enum {
+  OP_NONE,
+  OP_SAVE_FIRST,
+  OP_SAVE_SECOND,
+  OP_LOAD_CHECK,
+  OP_LOAD_WRITE,
+} Op;
+
+typedef struct {
+  guint64 ns;		/* executor time, summed over steps */
+  guint ioctls;
+  const char *via;
+  guint64 count;
+} OpStats;
+
+struct _VgicdSession {
+  VgicdDaemon *daemon;
+  GDBusConnection *connection;
+  VgicdDbusSession1 *skeleton;
+  char *path;
+  uid_t uid;
+  pid_t pid;
+
+  char *name;
+  char *uuid;
+  VgicShape *shape;
+  gboolean kernel_batch;
+  VgicdWindow *window;
+  gint64 attached_usec;
+
+  /* The operation in progress. */
+  Op op;
+  GArray *step;		/* what was laid into the window, kept private */
+  gboolean step_write;
+  const char *step_via;
+  GArray *reads;	/* save: everything read so far */
+  VgicRecord *record;	/* load: the validated record */
+  gsize record_len;
+  gint64 op_start;
+  guint op_ioctls;
+  guint64 op_ns;
+  gboolean op_fallback;
+
+  OpStats save, load;
+};
+
+static guint next_session_id;
+
+/* ------------------------------------------------------------------ */
+/* Logging                                                            */
+/* ------------------------------------------------------------------ */
+
+/* One structured record per operation outcome: the journal gets the VM,
+ * the operation and its figures as fields, stderr a readable line. */
+static void
+log_op (VgicdSession *s, GLogLevelFlags level, const char *operation,
+        const char *message)
+{
+  g_autofree char *dur = g_strdup_printf ("%" G_GINT64_FORMAT,
+                                          s->op_start ? (g_get_monotonic_time () - s->op_start) * 1000 : 0);
+  g_autofree char *ioctls = g_strdup_printf ("%u", s->op_ioctls);
+  g_autofree char *exec_ns = g_strdup_printf ("%" G_GUINT64_FORMAT, s->op_ns);
+  g_autofree char *line = g_strdup_printf ("VM %s: %s", s->name, message);
+
+  g_log_structured (G_LOG_DOMAIN, level,
+                    "MESSAGE", "%s", line,
+                    "VGICD_VM", "%s", s->name,
+                    "VGICD_UUID", "%s", s->uuid,
+                    "VGICD_OPERATION", "%s", operation,
+                    "VGICD_DURATION_NS", "%s", dur,
+                    "VGICD_EXEC_NS", "%s", exec_ns,
+                    "VGICD_IOCTLS", "%s", ioctls,
+                    "VGICD_VIA", "%s", s->step_via ? s->step_via : "-");
+}
+
+/* ------------------------------------------------------------------ */
+/* Steps                                                              */
+/* ------------------------------------------------------------------ */
+
+static GVariant *
+step_simple (const char *action, const char *key, GVariant *value)
+{
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "action", g_variant_new_string (action));
+  if (key)
+    g_variant_builder_add (&b, "{sv}", key, value);
+  return g_variant_builder_end (&b);
+}
+
+static void
+op_reset (VgicdSession *s)
+{
+  s->op = OP_NONE;
+  g_clear_pointer (&s->step, g_array_unref);
+  g_clear_pointer (&s->reads, g_array_unref);
+  g_clear_pointer (&s->record, vgic_record_free);
+}
+
+/* Give up on the operation in progress: count it, log it, say so.
+ * @reason: "refused" (nothing was touched), "device" (the kernel failed),
+ * or "internal". */
+static GVariant *
+step_fail_why (VgicdSession *s, const char *operation, const char *reason,
+               const char *message)
+{
+  GVariantBuilder b;
+
+  s->daemon->totals.failures++;
+  log_op (s, G_LOG_LEVEL_WARNING, operation, message);
+  op_reset (s);
+  s->op_start = 0;
+  vgicd_daemon_changed (s->daemon);
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "action", g_variant_new_string ("fail"));
+  g_variant_builder_add (&b, "{sv}", "reason", g_variant_new_string (reason));
+  g_variant_builder_add (&b, "{sv}", "message", g_variant_new_string (message));
+  return g_variant_builder_end (&b);
+}
+
+static GVariant *
+step_fail (VgicdSession *s, const char *operation, const char *message)
+{
+  return step_fail_why (s, operation, "internal", message);
+}
+
+static const char *
+op_name (Op op)
+{
+  return op == OP_SAVE_FIRST || op == OP_SAVE_SECOND ? "save" : "load";
+}
+
+/* Which path a step takes: the mode, and what the executor found. */
+static const char *
+choose_via (VgicdSession *s)
+{
+  if (s->daemon->mode == VGICD_MODE_SINGLE)
+    return "single";
+  if (!s->kernel_batch)
+    {
+      if (!s->op_fallback)
+        {
+          /* No silent fallback: logged and counted once per operation. */
+          s->op_fallback = TRUE;
+          s->daemon->totals.fallbacks++;
+          g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                            "MESSAGE", "VM %s: the kernel has no vGIC batch group; "
+                            "running one register per ioctl", s->name,
+                            "VGICD_VM", "%s", s->name,
+                            "VGICD_FALLBACK", "single");
+        }
+      return "single";
+    }
+  return "batch";
+}
+
+/* Lay @plan into the window and answer the step that runs it. */
+static GVariant *
+step_run (VgicdSession *s, GArray *plan, gboolean write)
+{
+  GVariantBuilder b;
+
+  /* The window holds the largest round of this shape by construction. */
+  g_assert (plan->len <= s->window->capacity);
+  memcpy (s->window->entries, plan->data, plan->len * sizeof (Entry));
+  g_clear_pointer (&s->step, g_array_unref);
+  s->step = g_array_ref (plan);
+  s->step_write = write;
+  s->step_via = choose_via (s);
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "action",
+                         g_variant_new_string (write ? "write" : "read"));
+  g_variant_builder_add (&b, "{sv}", "count", g_variant_new_uint32 (plan->len));
+  g_variant_builder_add (&b, "{sv}", "via", g_variant_new_string (s->step_via));
+  return g_variant_builder_end (&b);
+}
+
+/* Take the results of the step just run out of the window, checking that
+ * the peer changed nothing but values and errors. */
+static GArray *
+step_collect (VgicdSession *s, GError **error)
+{
+  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (Entry), s->step->len);
+
+  g_array_append_vals (out, s->window->entries, s->step->len);
+  for (guint i = 0; i < out->len; i++)
+    {
+      const Entry *got = &g_array_index (out, Entry, i);
+      const Entry *sent = &g_array_index (s->step, Entry, i);
+
+      if (got->group != sent->group || got->attr != sent->attr ||
+          (s->step_write && got->value != sent->value))
+        {
+          g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                       "the executor changed entry %u of the window; refusing its results", i);
+          g_array_unref (out);
+          return NULL;
+        }
+      if (got->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && got->value > G_MAXUINT32)
+        {
+          g_autofree char *what = vgic_reg_describe (got->group, got->attr);
+          g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                       "the executor returned a 64-bit value for the 32-bit %s", what);
+          g_array_unref (out);
+          return NULL;
+        }
+    }
+  return out;
+}
+
+static GVariant *
+save_done (VgicdSession *s)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) record = vgic_record_encode (s->shape, (Entry *) (void *) s->reads->data,
+                                                  s->reads->len, &error);
+  g_autofree char *msg = NULL;
+  GVariant *bytes;
+
+  if (!record)
+    return step_fail (s, "save", error->message);
+  s->save.ns = s->op_ns;
+  s->save.ioctls = s->op_ioctls;
+  s->save.via = s->step_via;
+  s->save.count++;
+  s->daemon->totals.saves++;
+  s->daemon->totals.bytes_saved += g_bytes_get_size (record);
+  msg = g_strdup_printf ("saved %u registers in %u ioctls (%s), %.3f ms in the kernel, "
+                         "record %" G_GSIZE_FORMAT " bytes", s->reads->len, s->op_ioctls,
+                         s->step_via, s->op_ns / 1e6, g_bytes_get_size (record));
+  log_op (s, G_LOG_LEVEL_MESSAGE, "save", msg);
+  bytes = g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING, record, TRUE);
+  op_reset (s);
+  s->op_start = 0;
+  vgicd_daemon_changed (s->daemon);
+  return step_simple ("done", "record", bytes);
+}
+
+static GVariant *
+load_done (VgicdSession *s)
+{
+  g_autofree char *msg = NULL;
+
+  s->load.ns = s->op_ns;
+  s->load.ioctls = s->op_ioctls;
+  s->load.via = s->step_via;
+  s->load.count++;
+  s->daemon->totals.loads++;
+  s->daemon->totals.bytes_loaded += s->record_len;
+  msg = g_strdup_printf ("restored %u writes in %u ioctls (%s), %.3f ms in the kernel",
+                         s->step->len, s->op_ioctls, s->step_via, s->op_ns / 1e6);
+  log_op (s, G_LOG_LEVEL_MESSAGE, "load", msg);
+  op_reset (s);
+  s->op_start = 0;
+  vgicd_daemon_changed (s->daemon);
+  return step_simple ("done", NULL, NULL);
+}
+
+/* The peer's report on a failed step: name the register, say how far it
+ * got, and what that means for the VM. */
+static GVariant *
+step_failed_in_kernel (VgicdSession *s, guint32 done, gint32 err, guint32 index)
+{
+  g_autofree char *what = NULL;
+  g_autofree char *msg = NULL;
+  const char *operation = op_name (s->op);
+
+  if (index < s->step->len)
+    {
+      const Entry *e = &g_array_index (s->step, Entry, index);
+      what = vgic_reg_describe (e->group, e->attr);
+    }
+  else
+    what = g_strdup_printf ("entry %u", index);
+
+  if (s->op == OP_LOAD_WRITE)
+    msg = g_strdup_printf ("restore failed writing %s (entry %u of %u): %s; %u writes "
+                           "were applied, so this VM's vGIC is partly restored: fail the "
+                           "migration and keep the source running",
+                           what, index, s->step->len, g_strerror (-err), done);
+  else
+    msg = g_strdup_printf ("%s failed reading %s (entry %u of %u): %s; nothing was changed",
+                           operation, what, index, s->step->len, g_strerror (-err));
+  return step_fail_why (s, operation, "device", msg);
+}
+
+static GVariant *
+next_step (VgicdSession *s, GVariant *report)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) results = NULL;
+  guint32 done = 0, index = 0, ioctls = 0;
+  gint32 err = 0;
+  guint64 ns = 0;
+
+  if (s->op == OP_NONE)
+    return step_simple ("fail", "message",
+                        g_variant_new_string ("Next called with no save or load in progress"));
+
+  g_variant_lookup (report, "done", "u", &done);
+  g_variant_lookup (report, "error", "i", &err);
+  g_variant_lookup (report, "error-index", "u", &index);
+  g_variant_lookup (report, "ioctls", "u", &ioctls);
+  g_variant_lookup (report, "ns", "t", &ns);
+  s->op_ioctls += ioctls;
+  s->op_ns += ns;
+
+  if (err != 0)
+    {
+      /* A kernel without the batch group that the probe missed: run the
+       * same step one by one, logged and counted. */
+      if (err == -ENXIO && done == 0 && g_strcmp0 (s->step_via, "batch") == 0)
+        {
+          g_autoptr (GArray) again = g_array_ref (s->step);
+          s->kernel_batch = FALSE;
+          return step_run (s, again, s->step_write);
+        }
+      return step_failed_in_kernel (s, done, err, index);
+    }
+  if (done != s->step->len)
+    {
+      g_autofree char *msg = g_strdup_printf ("the executor reported %u of %u entries done "
+                                              "and no error", done, s->step->len);
+      return step_fail (s, op_name (s->op), msg);
+    }
+  results = step_collect (s, &error);
+  if (!results)
+    return step_fail (s, op_name (s->op), error->message);
+
+  switch (s->op)
+    {
+    case OP_SAVE_FIRST:
+      {
+        g_autoptr (VgicValues) first = vgic_values_from_reads ((Entry *) (void *) results->data,
+                                                               results->len, &error);
+        g_autoptr (GArray) second = NULL;
+
+        if (first)
+          second = vgic_plan_save_second (s->shape, first, &error);
+        if (!second)
+          return step_fail (s, "save", error->message);
+        s->reads = g_steal_pointer (&results);
+        s->op = OP_SAVE_SECOND;
+        return step_run (s, second, FALSE);
+      }
+    case OP_SAVE_SECOND:
+      g_array_append_vals (s->reads, results->data, results->len);
+      return save_done (s);
+    case OP_LOAD_CHECK:
+      {
+        g_autoptr (VgicValues) check = vgic_values_new ((Entry *) (void *) results->data,
+                                                        results->len, &error);
+        g_autoptr (GArray) write = NULL;
+
+        if (check)
+          write = vgic_plan_restore_write (s->shape, s->record->values, check, &error);
+        if (!write)
+          {
+            g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %s",
+                                                    error->message);
+            return step_fail_why (s, "load", "refused", msg);
+          }
+        s->op = OP_LOAD_WRITE;
+        return step_run (s, write, TRUE);
+      }
+    case OP_LOAD_WRITE:
+      return load_done (s);
+    case OP_NONE:
+    default:
+      g_assert_not_reached ();
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* D-Bus methods                                                      */
+/* ------------------------------------------------------------------ */
+
+static void
+begin_op (VgicdSession *s)
+{
+  op_reset (s);
+  s->op_start = g_get_monotonic_time ();
+  s->op_ioctls = 0;
+  s->op_ns = 0;
+  s->op_fallback = FALSE;
+  s->step_via = NULL;
+}
+
+static gboolean
+on_save (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, gpointer data)
+{
+  VgicdSession *s = data;
+  g_autoptr (GArray) first = NULL;
+
+  begin_op (s);
+  if (s->daemon->mode == VGICD_MODE_OFF)
+    {
+      s->daemon->totals.declined++;
+      log_op (s, G_LOG_LEVEL_MESSAGE, "save", "save declined: mode is off");
+      s->op_start = 0;
+      vgicd_daemon_changed (s->daemon);
+      vgicd_dbus_session1_complete_save (skel, inv, step_simple ("declined", NULL, NULL));
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+  first = vgic_plan_save_first (s->shape);
+  s->op = OP_SAVE_FIRST;
+  vgicd_dbus_session1_complete_save (skel, inv, step_run (s, first, FALSE));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+on_load (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, GVariant *record,
+         gpointer data)
+{
+  VgicdSession *s = data;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) check = NULL;
+  gsize len = 0;
+  const guint8 *bytes = g_variant_get_fixed_array (record, &len, 1);
+
+  begin_op (s);
+  /* Everything is checked before the first access is planned. */
+  s->record = vgic_record_load (bytes, len, s->shape, &error);
+  if (!s->record)
+    {
+      g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %s",
+                                              error->message);
+      vgicd_dbus_session1_complete_load (skel, inv, step_fail_why (s, "load", "refused", msg));
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+  s->record_len = len;
+  check = vgic_plan_restore_check (s->shape);
+  s->op = OP_LOAD_CHECK;
+  vgicd_dbus_session1_complete_load (skel, inv, step_run (s, check, FALSE));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+on_next (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, GVariant *report,
+         gpointer data)
+{
+  vgicd_dbus_session1_complete_next (skel, inv, next_step (data, report));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+/* ------------------------------------------------------------------ */
+/* Life cycle                                                         */
+/* ------------------------------------------------------------------ */
+
+static gboolean
+parse_vm (VgicdSession *s, GVariant *vm, GError **error)
+{
+  g_autoptr (GVariant) mpidrs = NULL;
+  guint32 nr_irqs = 0;
+  gsize n = 0;
+  const guint32 *aff;
+
+  if (!g_variant_lookup (vm, "name", "s", &s->name) ||
+      !g_variant_lookup (vm, "nr-irqs", "u", &nr_irqs) ||
+      !(mpidrs = g_variant_lookup_value (vm, "mpidrs", G_VARIANT_TYPE ("au"))))
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_INVALID_SHAPE,
+                   "Attach needs \"name\" (s), \"nr-irqs\" (u) and \"mpidrs\" (au)");
+      return FALSE;
+    }
+  if (!g_variant_lookup (vm, "uuid", "s", &s->uuid))
+    s->uuid = g_strdup ("");
+  g_variant_lookup (vm, "kernel-batch", "b", &s->kernel_batch);
+  aff = g_variant_get_fixed_array (mpidrs, &n, sizeof (guint32));
+  if (n > VGIC_MAX_VCPUS)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_INVALID_SHAPE,
+                   "%" G_GSIZE_FORMAT " vCPUs is more than vgicd supports (%u)", n,
+                   VGIC_MAX_VCPUS);
+      return FALSE;
+    }
+  s->shape = vgic_shape_new (nr_irqs, (guint32) n, aff, error);
+  return s->shape != NULL;
+}
+
+VgicdSession *
+vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *vm,
+                   uid_t uid, pid_t pid, GError **error)
+{
+  VgicdSession *s = g_new0 (VgicdSession, 1);
+  g_autofree char *msg = NULL;
+  guint32 capacity;
+
+  s->daemon = daemon;
+  s->uid = uid;
+  s->pid = pid;
+  if (!parse_vm (s, vm, error))
+    {
+      vgicd_session_free (s);
+      return NULL;
+    }
+  /* The largest round of any operation on this shape: a restore's writes
+   * with LPIs and four APRs per group. */
+  capacity = vgic_plan_restore_count (s->shape, TRUE, 4);
+  s->window = vgicd_window_new (capacity, error);
+  if (!s->window)
+    {
+      vgicd_session_free (s);
+      return NULL;
+    }
+  s->connection = g_object_ref (connection);
+  s->path = g_strdup_printf ("/org/vgicd/Session1/%u", ++next_session_id);
+  s->skeleton = vgicd_dbus_session1_skeleton_new ();
+  g_signal_connect (s->skeleton, "handle-save", G_CALLBACK (on_save), s);
+  g_signal_connect (s->skeleton, "handle-load", G_CALLBACK (on_load), s);
+  g_signal_connect (s->skeleton, "handle-next", G_CALLBACK (on_next), s);
+  if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (s->skeleton),
+                                         connection, s->path, error))
+    {
+      vgicd_session_free (s);
+      return NULL;
+    }
+  s->attached_usec = g_get_real_time ();
+
+  /* What the executor found is the freshest word on the kernel. */
+  if (daemon->kernel_batch != (s->kernel_batch ? 1 : 0))
+    {
+      daemon->kernel_batch = s->kernel_batch ? 1 : 0;
+      g_free (daemon->kernel_batch_source);
+      daemon->kernel_batch_source = g_strdup_printf ("executor of VM %s", s->name);
+    }
+  g_ptr_array_add (daemon->sessions, s);
+  daemon->totals.sessions_total++;
+  msg = g_strdup_printf ("attached: %u vCPUs, %u IRQs, kernel batch %s, pid %d uid %u",
+                         s->shape->nr_vcpus, s->shape->nr_irqs,
+                         s->kernel_batch ? "yes" : "no", (int) pid, (guint) uid);
+  log_op (s, G_LOG_LEVEL_MESSAGE, "attach", msg);
+  vgicd_daemon_changed (daemon);
+  return s;
+}
+
+void
+vgicd_session_free (VgicdSession *s)
+{
+  if (!s)
+    return;
+  if (s->daemon && g_ptr_array_remove (s->daemon->sessions, s))
+    {
+      if (s->op != OP_NONE)
+        log_op (s, G_LOG_LEVEL_WARNING, op_name (s->op),
+                "the peer went away in the middle of an operation");
+      else
+        log_op (s, G_LOG_LEVEL_MESSAGE, "detach", "detached");
+      vgicd_daemon_changed (s->daemon);
+    }
+  if (s->skeleton)
+    {
+      g_dbus_interface_skeleton_unexport (G_DBUS_INTERFACE_SKELETON (s->skeleton));
+      g_object_unref (s->skeleton);
+    }
+  op_reset (s);
+  g_clear_object (&s->connection);
+  vgicd_window_free (s->window);
+  vgic_shape_free (s->shape);
+  g_free (s->name);
+  g_free (s->uuid);
+  g_free (s->path);
+  g_free (s);
+}
+
+const char *
+vgicd_session_get_path (VgicdSession *s)
+{
+  return s->path;
+}
+
+int
+vgicd_session_get_window_fd (VgicdSession *s)
+{
+  return s->window->fd;
+}
+
+GVariant *
+vgicd_session_get_info (VgicdSession *s)
+{
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "window-entries", g_variant_new_uint32 (s->window->capacity));
+  g_variant_builder_add (&b, "{sv}", "mode",
+                         g_variant_new_string (vgicd_mode_to_string (s->daemon->mode)));
+  g_variant_builder_add (&b, "{sv}", "protocol", g_variant_new_uint32 (1));
+  g_variant_builder_add (&b, "{sv}", "version", g_variant_new_string (PACKAGE_VERSION));
+  return g_variant_builder_end (&b);
+}
+
+GVariant *
+vgicd_session_describe (VgicdSession *s)
+{
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "name", g_variant_new_string (s->name));
+  g_variant_builder_add (&b, "{sv}", "uuid", g_variant_new_string (s->uuid));
+  g_variant_builder_add (&b, "{sv}", "vcpus", g_variant_new_uint32 (s->shape->nr_vcpus));
+  g_variant_builder_add (&b, "{sv}", "nr-irqs", g_variant_new_uint32 (s->shape->nr_irqs));
+  g_variant_builder_add (&b, "{sv}", "kernel-batch", g_variant_new_boolean (s->kernel_batch));
+  g_variant_builder_add (&b, "{sv}", "saves", g_variant_new_uint64 (s->save.count));
+  g_variant_builder_add (&b, "{sv}", "loads", g_variant_new_uint64 (s->load.count));
+  g_variant_builder_add (&b, "{sv}", "last-save-ns", g_variant_new_uint64 (s->save.ns));
+  g_variant_builder_add (&b, "{sv}", "last-save-ioctls", g_variant_new_uint32 (s->save.ioctls));
+  g_variant_builder_add (&b, "{sv}", "last-save-via", g_variant_new_string (s->save.via ? s->save.via : ""));
+  g_variant_builder_add (&b, "{sv}", "last-load-ns", g_variant_new_uint64 (s->load.ns));
+  g_variant_builder_add (&b, "{sv}", "last-load-ioctls", g_variant_new_uint32 (s->load.ioctls));
+  g_variant_builder_add (&b, "{sv}", "last-load-via", g_variant_new_string (s->load.via ? s->load.via : ""));
+  g_variant_builder_add (&b, "{sv}", "attached-usec", g_variant_new_uint64 ((guint64) s->attached_usec));
+  return g_variant_builder_end (&b);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-session.h - one QEMU's session: the VM it attached, its window, and
+ * the save or restore in progress.  A session lives exactly as long as the
+ * peer-to-peer connection it was attached on.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <sys/types.h>
+
+#include "vgicd-daemon.h"
+
+/**
+ * vgicd_session_new() - attach a VM on @connection
+ * @daemon: the daemon's shared state (the session registers itself there)
+ * @connection: the peer's connection; the session's object is exported on it
+ * @vm: the Attach argument (a{sv}, see data/org.vgicd.Helper1.xml)
+ * @uid: the peer's uid, @pid its pid (for logs)
+ * @error: set when @vm does not describe a possible vGIC
+ *
+ * Return: the session, or NULL with @error set.
+ */
+VgicdSession *vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection,
+                                 GVariant *vm, uid_t uid, pid_t pid, GError **error);
+
+/* vgicd_session_free() - unexport, unregister and drop the window */
+void vgicd_session_free (VgicdSession *session);
+
+const char *vgicd_session_get_path (VgicdSession *session);
+int vgicd_session_get_window_fd (VgicdSession *session);
+
+/* vgicd_session_get_info() - Attach's "info" reply (a floating a{sv}) */
+GVariant *vgicd_session_get_info (VgicdSession *session);

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libvgicd.h - the library QEMU links to save and restore its in-kernel
+ * GICv3 (vGIC) through vgicd.
+ *
+ * vgicd knows which registers make up the vGIC state and in what order they
+ * must be written; QEMU does not need to.  The kernel only lets the VM's own
+ * process touch the vGIC device, so libvgicd runs vgicd's access lists on
+ * the device fd, inside QEMU, in as few KVM_{GET,SET}_DEVICE_ATTR calls as
+ * the kernel allows.
+ *
+ *   c = vgicd_client_connect ("unix:path=/run/vgicd/vgicd.sock", &err);
+ *   vgicd_client_attach (c, vgic_fd, "vm1", uuid, nr_irqs, nr_vcpus, mpidrs, &err);
+ *   vgicd_client_save (c, &record, &err);       // source, in pre_save
+ *   vgicd_client_load (c, data, len, &err);     // destination, in post_load
+ *   vgicd_client_free (c);
+ *
+ * Every call is synchronous and bounded by the client's timeout (5 s by
+ * default).  Errors are in the VGICD_CLIENT_ERROR domain; the code says what
+ * the caller should do (fall back, fail the migration, ...).
+ *
+ * The API and ABI are stable: symbols are versioned (VGICD_0.1).
+ */
+#ifndef LIBVGICD_H
+#define LIBVGICD_H
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+#define VGICD_CLIENT_DEFAULT_TIMEOUT_MS 5000
+
+typedef struct _VgicdClient VgicdClient;
+
+#define VGICD_CLIENT_ERROR (vgicd_client_error_quark ())
+GQuark vgicd_client_error_quark (void);
+
+/**
+ * VgicdClientError - what went wrong, and what the caller does about it
+ * @VGICD_CLIENT_ERROR_UNREACHABLE: no vgicd at the address, it went away,
+ *	or it did not answer in time.  On save: use your own path.
+ * @VGICD_CLIENT_ERROR_DENIED: vgicd refused this process (allow-list).
+ * @VGICD_CLIENT_ERROR_DECLINED: save only: the host's mode is off; use
+ *	your own path.  Not a failure.
+ * @VGICD_CLIENT_ERROR_REFUSED: vgicd refused the request: on load, the
+ *	record does not fit this VM (nothing was written).
+ * @VGICD_CLIENT_ERROR_DEVICE: a kernel call failed; the message names the
+ *	register.  On load the vGIC may be partly written: fail the migration.
+ * @VGICD_CLIENT_ERROR_PROTOCOL: vgicd sent something libvgicd will not run
+ *	(a non-vGIC group, a count beyond the window); nothing was executed.
+ * @VGICD_CLIENT_ERROR_INVALID: bad arguments, or not attached.
+ */
+typedef enum {
+  VGICD_CLIENT_ERROR_UNREACHABLE,
+  VGICD_CLIENT_ERROR_DENIED,
+  VGICD_CLIENT_ERROR_DECLINED,
+  VGICD_CLIENT_ERROR_REFUSED,
+  VGICD_CLIENT_ERROR_DEVICE,
+  VGICD_CLIENT_ERROR_PROTOCOL,
+  VGICD_CLIENT_ERROR_INVALID,
+} VgicdClientError;
+
+/**
+ * vgicd_client_connect() - connect to vgicd
+ * @address: a D-Bus address, e.g. "unix:path=/run/vgicd/vgicd.sock"
+ * @timeout_ms: bound on the connection and on every later call; 0 for
+ *	VGICD_CLIENT_DEFAULT_TIMEOUT_MS
+ * @error: UNREACHABLE when nobody answers
+ *
+ * Return: a client, or NULL with @error set.
+ */
+VgicdClient *vgicd_client_connect (const char *address, int timeout_ms, GError **error);
+
+/**
+ * vgicd_client_probe_batch() - does the kernel behind @vgic_fd have the vGIC
+ * batch group?  KVM_HAS_DEVICE_ATTR(KVM_DEV_ARM_VGIC_GRP_BATCH_REGS, 0)
+ * Return: 1 yes, 0 no, or a negative errno.
+ */
+int vgicd_client_probe_batch (int vgic_fd);
+
+/**
+ * vgicd_client_attach() - describe the VM to vgicd and get the shared window
+ * @client: the client
+ * @vgic_fd: the VM's vGICv3 device fd (not passed to vgicd; kept for the
+ *	executor; must stay open while the client is used)
+ * @name: the VM's name, for logs and vgicctl
+ * @uuid: the VM's UUID, or NULL
+ * @nr_irqs: the vGIC's interrupt count including the 32 private ones
+ * @nr_vcpus: the number of vCPUs
+ * @mpidrs: per vCPU, in vCPU index order, the affinity as the device-attr
+ *	interface encodes it (Aff3.Aff2.Aff1.Aff0, i.e. GICR_TYPER[63:32])
+ * @error: set on failure
+ *
+ * Probes the kernel (vgicd_client_probe_batch()) and tells vgicd the
+ * result.  Call it once, after the vGIC is initialized.
+ */
+gboolean vgicd_client_attach (VgicdClient *client, int vgic_fd, const char *name,
+                              const char *uuid, uint32_t nr_irqs, uint32_t nr_vcpus,
+                              const uint32_t *mpidrs, GError **error);
+
+/**
+ * vgicd_client_save() - save the vGIC state
+ * @record: (out): the state record to carry in the migration stream
+ *
+ * The VM must be stopped.  DECLINED means "use your own path".
+ */
+gboolean vgicd_client_save (VgicdClient *client, GBytes **record, GError **error);
+
+/**
+ * vgicd_client_load() - restore the vGIC state from a record
+ *
+ * vgicd checks the whole record against the attached VM before anything is
+ * written (REFUSED: nothing was touched).  DEVICE means the kernel failed
+ * part-way: the vGIC is partly written.
+ */
+gboolean vgicd_client_load (VgicdClient *client, const void *record, size_t len,
+                            GError **error);
+
+/**
+ * VgicdClientStats - what the last save or load cost
+ * @ioctls: device ioctls issued
+ * @kernel_ns: time spent in them
+ * @entries: register accesses executed
+ * @batched: TRUE if the batch group was used
+ */
+typedef struct {
+  uint32_t ioctls;
+  uint64_t kernel_ns;
+  uint32_t entries;
+  gboolean batched;
+} VgicdClientStats;
+
+/* vgicd_client_get_stats() - the last save's or load's figures */
+void vgicd_client_get_stats (VgicdClient *client, VgicdClientStats *stats);
+
+/* vgicd_client_get_mode() - the host's mode as of attach ("auto", ...) */
+const char *vgicd_client_get_mode (VgicdClient *client);
+
+void vgicd_client_free (VgicdClient *client);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdClient, vgicd_client_free)
+
+G_END_DECLS
+
+#endif /* LIBVGICD_H */

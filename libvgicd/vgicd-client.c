@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-client.c - libvgicd: the peer-to-peer D-Bus client and the step
+ * loop that feeds the executor.
+ *
+ * Theory of operation
+ *
+ * vgicd answers Save, Load and Next with steps.  A "read" or "write" step
+ * names a count of entries in the shared window.  The window is shared
+ * memory that vgicd can change at any time, so the loop copies the entries
+ * into private memory first, checks the copy (groups, widths, count), runs
+ * the copy, and only then copies the results back.  What the kernel is asked
+ * to do is exactly what was checked.
+ */
+#define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gio.h>
+#include <gio/gunixfdlist.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "libvgicd.h"
+#include "vgic-exec.h"
+
+#define HELPER_PATH "/org/vgicd/Helper1"
+#define HELPER_IFACE "org.vgicd.Helper1"
+#define SESSION_IFACE "org.vgicd.Session1"
+
+struct _VgicdClient {
+  GDBusConnection *connection;
+  char *address;
+  int timeout_ms;
+
+  int vgic_fd;
+  gboolean kernel_batch;
+  char *session_path;
+  char *mode;
+  int window_fd;
+  struct kvm_vgic_batch_entry *window;
+  gsize window_size;
+  guint32 window_entries;
+
+  VgicdClientStats stats;
+};
+
+G_DEFINE_QUARK (vgicd-client-error-quark, vgicd_client_error)
+
+/* Turn a D-Bus call failure into the caller's terms. */
+static void
+set_call_error (GError **error, GError *call_error, const char *what)
+{
+  g_autofree char *remote = g_dbus_error_get_remote_error (call_error);
+  int code = VGICD_CLIENT_ERROR_UNREACHABLE;
+
+  if (remote && strcmp (remote, "org.freedesktop.DBus.Error.AccessDenied") == 0)
+    code = VGICD_CLIENT_ERROR_DENIED;
+  else if (remote && strcmp (remote, "org.freedesktop.DBus.Error.InvalidArgs") == 0)
+    code = VGICD_CLIENT_ERROR_INVALID;
+  g_dbus_error_strip_remote_error (call_error);
+  g_set_error (error, VGICD_CLIENT_ERROR, code, "vgicd %s: %s", what, call_error->message);
+}
+
+typedef struct {
+  GMainLoop *loop;
+  GAsyncResult *result;
+} Waiter;
+
+static void
+on_ready (GObject *source, GAsyncResult *res, gpointer data)
+{
+  Waiter *w = data;
+
+  w->result = g_object_ref (res);
+  g_main_loop_quit (w->loop);
+}
+
+static gboolean
+on_timeout (gpointer data)
+{
+  g_cancellable_cancel (data);
+  return G_SOURCE_REMOVE;
+}
+
+VgicdClient *
+vgicd_client_connect (const char *address, int timeout_ms, GError **error)
+{
+  g_autoptr (GMainContext) ctx = g_main_context_new ();
+  g_autoptr (GCancellable) cancel = g_cancellable_new ();
+  g_autoptr (GError) local = NULL;
+  Waiter w = { 0 };
+  GSource *timeout;
+  VgicdClient *c;
+  GDBusConnection *conn;
+
+  g_return_val_if_fail (address != NULL, NULL);
+  if (timeout_ms <= 0)
+    timeout_ms = VGICD_CLIENT_DEFAULT_TIMEOUT_MS;
+
+  /* The handshake has no timeout of its own: run it on a private context
+   * with one, so a wedged vgicd cannot hold QEMU. */
+  g_main_context_push_thread_default (ctx);
+  w.loop = g_main_loop_new (ctx, FALSE);
+  g_dbus_connection_new_for_address (address,
+                                     G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
+                                     NULL, cancel, on_ready, &w);
+  timeout = g_timeout_source_new (timeout_ms);
+  g_source_set_callback (timeout, on_timeout, cancel, NULL);
+  g_source_attach (timeout, ctx);
+  g_main_loop_run (w.loop);
+  g_source_destroy (timeout);
+  g_source_unref (timeout);
+  conn = g_dbus_connection_new_for_address_finish (w.result, &local);
+  g_object_unref (w.result);
+  g_main_loop_unref (w.loop);
+  g_main_context_pop_thread_default (ctx);
+
+  if (!conn)
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
+                   "cannot reach vgicd at %s: %s", address,
+                   g_cancellable_is_cancelled (cancel) ? "no answer in time" : local->message);
+      return NULL;
+    }
+  c = g_new0 (VgicdClient, 1);
+  c->connection = conn;
+  c->address = g_strdup (address);
+  c->timeout_ms = timeout_ms;
+  c->vgic_fd = -1;
+  c->window_fd = -1;
+  return c;
+}
+
+int
+vgicd_client_probe_batch (int vgic_fd)
+{
+  return vgic_exec_probe_batch (vgic_fd);
+}
+
+/* Map the window read-write after checking that vgicd sealed its size, so
+ * it cannot be truncated under the executor (which would be SIGBUS). */
+static gboolean
+map_window (VgicdClient *c, int fd, guint32 entries, GError **error)
+{
+  struct stat st;
+  int seals = fcntl (fd, F_GET_SEALS);
+  gsize size = (gsize) entries * sizeof (struct kvm_vgic_batch_entry);
+
+  if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat (fd, &st) < 0 ||
+      (gsize) st.st_size < size || entries == 0)
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                   "vgicd's window is not a sealed memfd of %u entries", entries);
+      return FALSE;
+    }
+  c->window = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (c->window == MAP_FAILED)
+    {
+      c->window = NULL;
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                   "cannot map vgicd's window: %s", g_strerror (errno));
+      return FALSE;
+    }
+  c->window_fd = fd;
+  c->window_size = size;
+  c->window_entries = entries;
+  return TRUE;
+}
+
+gboolean
+vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *uuid,
+                     uint32_t nr_irqs, uint32_t nr_vcpus, const uint32_t *mpidrs,
+                     GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GUnixFDList) fds = NULL;
+  g_autoptr (GVariant) info = NULL;
+  GVariantBuilder vm;
+  const char *path;
+  gint32 handle;
+  guint32 entries = 0;
+  const char *mode = NULL;
+  int fd;
+
+  if (c->session_path || vgic_fd < 0 || !name || nr_vcpus == 0 || !mpidrs)
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_INVALID,
+                   c->session_path ? "already attached" : "attach needs a vGIC fd, a name "
+                   "and the vCPUs' affinities");
+      return FALSE;
+    }
+  c->vgic_fd = vgic_fd;
+  c->kernel_batch = vgicd_client_probe_batch (vgic_fd) == 1;
+
+  g_variant_builder_init (&vm, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&vm, "{sv}", "name", g_variant_new_string (name));
+  g_variant_builder_add (&vm, "{sv}", "uuid", g_variant_new_string (uuid ? uuid : ""));
+  g_variant_builder_add (&vm, "{sv}", "nr-irqs", g_variant_new_uint32 (nr_irqs));
+  g_variant_builder_add (&vm, "{sv}", "mpidrs",
+                         g_variant_new_fixed_array (G_VARIANT_TYPE_UINT32, mpidrs,
+                                                    nr_vcpus, sizeof (uint32_t)));
+  g_variant_builder_add (&vm, "{sv}", "kernel-batch", g_variant_new_boolean (c->kernel_batch));
+
+  reply = g_dbus_connection_call_with_unix_fd_list_sync (
+    c->connection, NULL, HELPER_PATH, HELPER_IFACE, "Attach",
+    g_variant_new ("(@a{sv})", g_variant_builder_end (&vm)), G_VARIANT_TYPE ("(oha{sv})"),
+    G_DBUS_CALL_FLAGS_NONE, c->timeout_ms, NULL, &fds, NULL, &local);
+  if (!reply)
+    {
+      set_call_error (error, local, "refused to attach");
+      return FALSE;
+    }
+  g_variant_get (reply, "(&oh@a{sv})", &path, &handle, &info);
+  g_variant_lookup (info, "window-entries", "u", &entries);
+  g_variant_lookup (info, "mode", "&s", &mode);
+  fd = fds ? g_unix_fd_list_get (fds, handle, &local) : -1;
+  if (fd < 0)
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                   "vgicd sent no window");
+      return FALSE;
+    }
+  if (!map_window (c, fd, entries, error))
+    {
+      close (fd);
+      return FALSE;
+    }
+  c->session_path = g_strdup (path);
+  c->mode = g_strdup (mode ? mode : "");
+  return TRUE;
+}
+
+static GVariant *
+call_session (VgicdClient *c, const char *method, GVariant *args, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  GVariant *reply = g_dbus_connection_call_sync (c->connection, NULL, c->session_path,
+                                                 SESSION_IFACE, method, args,
+                                                 G_VARIANT_TYPE ("(a{sv})"),
+                                                 G_DBUS_CALL_FLAGS_NONE, c->timeout_ms,
+                                                 NULL, &local);
+  GVariant *step;
+
+  if (!reply)
+    {
+      set_call_error (error, local, "did not answer");
+      return NULL;
+    }
+  g_variant_get (reply, "(@a{sv})", &step);
+  g_variant_unref (reply);
+  return step;
+}
+
+/* Run one read or write step: copy, check, execute, copy back. */
+static GVariant *
+run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
+{
+  g_autofree struct kvm_vgic_batch_entry *work = NULL;
+  g_autoptr (GError) local = NULL;
+  guint32 count = 0;
+  const char *via = NULL;
+  VgicExecVia exec_via;
+  VgicExecReport r;
+  VgicExecDir dir = write ? VGIC_EXEC_WRITE : VGIC_EXEC_READ;
+  GVariantBuilder b;
+
+  g_variant_lookup (step, "count", "u", &count);
+  g_variant_lookup (step, "via", "&s", &via);
+  if (count > c->window_entries)
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                   "vgicd asked for %u entries but the window holds %u; nothing was run",
+                   count, c->window_entries);
+      return NULL;
+    }
+  /* Private copy first: vgicd can no longer change what is checked. */
+  work = g_memdup2 (c->window, (gsize) count * sizeof (*work));
+  if (!vgic_exec_check (work, count, dir, &local))
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                   "refusing vgicd's list, nothing was run: %s", local->message);
+      return NULL;
+    }
+  exec_via = g_strcmp0 (via, "batch") == 0 && c->kernel_batch ? VGIC_EXEC_BATCH
+                                                             : VGIC_EXEC_SINGLE;
+  vgic_exec_run (c->vgic_fd, work, count, dir, exec_via, &r);
+  memcpy (c->window, work, (gsize) count * sizeof (*work));
+
+  c->stats.ioctls += r.ioctls;
+  c->stats.kernel_ns += r.ns;
+  c->stats.entries += r.done;
+  c->stats.batched = exec_via == VGIC_EXEC_BATCH;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "done", g_variant_new_uint32 (r.done));
+  g_variant_builder_add (&b, "{sv}", "error", g_variant_new_int32 (r.error));
+  g_variant_builder_add (&b, "{sv}", "error-index", g_variant_new_uint32 (r.error_index));
+  g_variant_builder_add (&b, "{sv}", "ioctls", g_variant_new_uint32 (r.ioctls));
+  g_variant_builder_add (&b, "{sv}", "ns", g_variant_new_uint64 (r.ns));
+  g_variant_builder_add (&b, "{sv}", "via",
+                         g_variant_new_string (exec_via == VGIC_EXEC_BATCH ? "batch" : "single"));
+  return call_session (c, "Next", g_variant_new ("(@a{sv})", g_variant_builder_end (&b)),
+                       error);
+}
+
+/* Follow steps until vgicd says done, declined or fail. */
+static gboolean
+run (VgicdClient *c, GVariant *first, gboolean load, GBytes **record, GError **error)
+{
+  g_autoptr (GVariant) step = first;
+
+  while (step)
+    {
+      const char *action = NULL;
+      GVariant *next;
+
+      g_variant_lookup (step, "action", "&s", &action);
+      if (g_strcmp0 (action, "read") == 0 || g_strcmp0 (action, "write") == 0)
+        {
+          next = run_step (c, step, action[0] == 'w', error);
+          g_variant_unref (step);
+          step = next;
+          continue;
+        }
+      if (g_strcmp0 (action, "done") == 0)
+        {
+          g_autoptr (GVariant) bytes = NULL;
+
+          if (load)
+            return TRUE;
+          bytes = g_variant_lookup_value (step, "record", G_VARIANT_TYPE_BYTESTRING);
+          if (!bytes)
+            {
+              g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                           "vgicd finished a save without a record");
+              return FALSE;
+            }
+          *record = g_variant_get_data_as_bytes (bytes);
+          return TRUE;
+        }
+      if (g_strcmp0 (action, "declined") == 0)
+        {
+          g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED,
+                       "vgicd declined (mode off on this host)");
+          return FALSE;
+        }
+      if (g_strcmp0 (action, "fail") == 0)
+        {
+          const char *message = "no reason given", *reason = "";
+          g_variant_lookup (step, "message", "&s", &message);
+          g_variant_lookup (step, "reason", "&s", &reason);
+          /* Refused before any access, or failed in the kernel. */
+          g_set_error (error, VGICD_CLIENT_ERROR,
+                       strcmp (reason, "refused") == 0 ? VGICD_CLIENT_ERROR_REFUSED
+                                                       : VGICD_CLIENT_ERROR_DEVICE,
+                       "vgicd: %s", message);
+          return FALSE;
+        }
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                   "vgicd sent an unknown step \"%s\"", action ? action : "");
+      return FALSE;
+    }
+  return FALSE;
+}
+
+static gboolean
+check_attached (VgicdClient *c, GError **error)
+{
+  if (c->session_path)
+    return TRUE;
+  g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_INVALID, "not attached");
+  return FALSE;
+}
+
+gboolean
+vgicd_client_save (VgicdClient *c, GBytes **record, GError **error)
+{
+  GVariant *step;
+
+  g_return_val_if_fail (record != NULL, FALSE);
+  if (!check_attached (c, error))
+    return FALSE;
+  memset (&c->stats, 0, sizeof (c->stats));
+  step = call_session (c, "Save", NULL, error);
+  return step && run (c, step, FALSE, record, error);
+}
+
+gboolean
+vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
+{
+  GVariant *step;
+
+  if (!check_attached (c, error))
+    return FALSE;
+  memset (&c->stats, 0, sizeof (c->stats));
+  step = call_session (c, "Load",
+                       g_variant_new ("(@ay)", g_variant_new_fixed_array (G_VARIANT_TYPE_BYTE,
+                                                                          data, len, 1)),
+                       error);
+  return step && run (c, step, TRUE, NULL, error);
+}
+
+void
+vgicd_client_get_stats (VgicdClient *c, VgicdClientStats *stats)
+{
+  *stats = c->stats;
+}
+
+const char *
+vgicd_client_get_mode (VgicdClient *c)
+{
+  return c->mode;
+}
+
+void
+vgicd_client_free (VgicdClient *c)
+{
+  if (!c)
+    return;
+  if (c->window)
+    munmap (c->window, c->window_size);
+  if (c->window_fd >= 0)
+    close (c->window_fd);
+  if (c->connection)
+    {
+      g_dbus_connection_close_sync (c->connection, NULL, NULL);
+      g_object_unref (c->connection);
+    }
+  g_free (c->session_path);
+  g_free (c->mode);
+  g_free (c->address);
+  g_free (c);
+}

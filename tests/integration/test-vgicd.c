@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-vgicd.c - libvgicd + the real vgicd + a real system dbus-daemon with
+ * the project's policy, against vgic-sim behind real ioctls.  This program
+ * plays QEMU; the window and the vGIC fd really cross process boundaries.
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "libvgicd.h"
+#include "vgic-exec.h"
+#include "vgic-plan.h"
+#include "vgic-record.h"
+#include "vgic-sim.h"
+#include "vgicd-harness.h"
+
+typedef struct kvm_vgic_batch_entry Entry;
+
+static const char *vgicd_bin;
+static const char *policy;
+
+typedef struct {
+  guint32 vcpus, irqs;
+  gboolean its;
+  guint pri_bits;
+} Shape;
+
+static VgicSim *
+make_sim (const Shape *s, gboolean batch)
+{
+  g_autoptr (GError) error = NULL;
+  VgicSimConfig c = {
+    .nr_vcpus = s->vcpus, .nr_irqs = s->irqs, .has_its = s->its,
+    .pri_bits = s->pri_bits, .batch = batch,
+  };
+  VgicSim *sim = vgic_sim_new (&c, &error);
+
+  g_assert_no_error (error);
+  return sim;
+}
+
+static VgicdClient *
+attach (VgicdHarness *h, VgicSim *sim, const Shape *s, const char *name)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
+  VgicdClient *c = vgicd_client_connect (h->address, 0, &error);
+
+  g_assert_no_error (error);
+  for (guint i = 0; i < s->vcpus; i++)
+    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
+  vgicd_client_attach (c, vgic_sim_get_fd (sim), name, "0f3c1a2e-0000-4000-8000-000000000001",
+                       s->irqs, s->vcpus, mpidrs, &error);
+  g_assert_no_error (error);
+  return c;
+}
+
+/* What a save can see of @sim, as a record (batch reads, bypassing vgicd). */
+static GBytes *
+visible_state (VgicSim *sim, const Shape *s)
+{
+  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
+  g_autoptr (VgicShape) shape = NULL;
+  g_autoptr (GArray) all = NULL;
+  g_autoptr (GArray) second = NULL;
+  g_autoptr (VgicValues) first = NULL;
+  g_autoptr (GError) error = NULL;
+  VgicExecReport r;
+  GBytes *bytes;
+
+  for (guint i = 0; i < s->vcpus; i++)
+    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
+  shape = vgic_shape_new (s->irqs, s->vcpus, mpidrs, &error);
+  all = vgic_plan_save_first (shape);
+  g_assert_true (vgic_exec_run (vgic_sim_get_fd (sim), (Entry *) (void *) all->data, all->len,
+                                VGIC_EXEC_READ, VGIC_EXEC_SINGLE, &r));
+  first = vgic_values_from_reads ((Entry *) (void *) all->data, all->len, &error);
+  second = vgic_plan_save_second (shape, first, &error);
+  g_assert_true (vgic_exec_run (vgic_sim_get_fd (sim), (Entry *) (void *) second->data,
+                                second->len, VGIC_EXEC_READ, VGIC_EXEC_SINGLE, &r));
+  g_array_append_vals (all, second->data, second->len);
+  bytes = vgic_record_encode (shape, (Entry *) (void *) all->data, all->len, &error);
+  g_assert_no_error (error);
+  return bytes;
+}
+
+static void
+assert_untouched (VgicSim *sim, VgicSimState *before)
+{
+  g_autoptr (VgicSimState) after = vgic_sim_state_get (sim);
+  g_autoptr (GString) diff = g_string_new (NULL);
+
+  if (!vgic_sim_state_equal (before, after, diff))
+    g_error ("destination changed: %s", diff->str);
+}
+
+static VgicdHarness *
+harness (const char *mode)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *conf = g_strdup_printf ("Mode=%s\nAllowUsers=root\n", mode);
+  VgicdHarness *h = vgicd_harness_start (vgicd_bin, policy, conf, &error);
+
+  g_assert_no_error (error);
+  return h;
+}
+
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+  const char *mode;
+  gboolean kernel_batch;
+  gboolean expect_batched;
+} ModeCase;
+
+static const Shape shapes[] = {
+  { 1, 64, FALSE, 5 },
+  { 4, 128, TRUE, 7 },
+  { 16, 288, TRUE, 6 },
+  { 64, 992, TRUE, 5 },
+};
+
+/* Save through vgicd, load into a fresh VM through vgicd: the destination
+ * reads back exactly what the source held, by the expected path. */
+static void
+test_round_trip (gconstpointer data)
+{
+  const ModeCase *mc = data;
+  g_autoptr (VgicdHarness) h = harness (mc->mode);
+
+  for (guint i = 0; i < G_N_ELEMENTS (shapes); i++)
+    {
+      const Shape *s = &shapes[i];
+      g_autoptr (VgicSim) src = make_sim (s, mc->kernel_batch);
+      g_autoptr (VgicSim) dst = make_sim (s, mc->kernel_batch);
+      g_autoptr (VgicdClient) cs = NULL, cd = NULL;
+      g_autoptr (GBytes) record = NULL, want = NULL, got = NULL;
+      g_autoptr (GError) error = NULL;
+      VgicdClientStats st;
+
+      vgic_sim_randomize (src, 100 + i);
+      cs = attach (h, src, s, "src");
+      cd = attach (h, dst, s, "dst");
+      g_assert_true (vgicd_client_save (cs, &record, &error));
+      g_assert_no_error (error);
+      vgicd_client_get_stats (cs, &st);
+      g_assert_cmpint (st.batched, ==, mc->expect_batched);
+      g_assert_cmpuint (st.entries, ==, vgic_plan_save_count (
+                          &(VgicShape) { s->irqs, s->vcpus, NULL }, s->its,
+                          s->pri_bits == 7 ? 4 : s->pri_bits == 6 ? 2 : 1));
+      if (mc->expect_batched)
+        g_assert_cmpuint (st.ioctls, <=, 3);
+      else
+        g_assert_cmpuint (st.ioctls, ==, st.entries);
+
+      g_assert_true (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                        g_bytes_get_size (record), &error));
+      g_assert_no_error (error);
+      want = visible_state (src, s);
+      got = visible_state (dst, s);
+      g_assert_true (g_bytes_equal (want, got));
+      g_assert_true (g_bytes_equal (want, record));
+    }
+}
+
+/* Mode off: saves are declined (QEMU keeps its own path); loads still serve. */
+static void
+test_mode_off (void)
+{
+  g_autoptr (VgicdHarness) on = harness ("auto");
+  g_autoptr (VgicdHarness) off = harness ("off");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) c_on = NULL, c_off = NULL, c_dst = NULL;
+  g_autoptr (GBytes) record = NULL, none = NULL;
+  g_autoptr (GError) error = NULL;
+
+  vgic_sim_randomize (src, 5);
+  c_on = attach (on, src, s, "src");
+  c_off = attach (off, src, s, "src");
+  g_assert_false (vgicd_client_save (c_off, &none, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED);
+  g_assert_null (none);
+  g_clear_error (&error);
+
+  g_assert_true (vgicd_client_save (c_on, &record, &error));
+  c_dst = attach (off, dst, s, "dst");
+  g_assert_true (vgicd_client_load (c_dst, g_bytes_get_data (record, NULL),
+                                    g_bytes_get_size (record), &error));
+  g_assert_no_error (error);
+}
+
+/* A record that does not fit its VM changes nothing. */
+static void
+test_refused_records_change_nothing (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape four = { 4, 128, TRUE, 5 }, eight = { 8, 128, TRUE, 5 };
+  g_autoptr (VgicSim) src = make_sim (&four, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (&eight, TRUE);
+  g_autoptr (VgicSim) dst4 = make_sim (&four, TRUE);
+  g_autoptr (VgicdClient) cs = NULL, cd = NULL, cd4 = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicSimState) before = NULL, before4 = NULL;
+  g_autofree guint8 *bad = NULL;
+  gsize len;
+
+  vgic_sim_randomize (src, 9);
+  vgic_sim_randomize (dst, 10);
+  vgic_sim_randomize (dst4, 11);
+  cs = attach (h, src, &four, "src");
+  cd = attach (h, dst, &eight, "dst8");
+  cd4 = attach (h, dst4, &four, "dst4");
+  g_assert_true (vgicd_client_save (cs, &record, &error));
+  len = g_bytes_get_size (record);
+
+  /* 4 vCPUs into 8. */
+  before = vgic_sim_state_get (dst);
+  vgic_sim_counters_reset (dst);
+  g_assert_false (vgicd_client_load (cd, g_bytes_get_data (record, NULL), len, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
+  g_assert_nonnull (strstr (error->message, "4 vCPUs but this VM has 8"));
+  g_clear_error (&error);
+  assert_untouched (dst, before);
+
+  /* Truncated, then one flipped byte, into a VM of the right shape. */
+  before4 = vgic_sim_state_get (dst4);
+  g_assert_false (vgicd_client_load (cd4, g_bytes_get_data (record, NULL), len - 7, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
+  g_clear_error (&error);
+  bad = g_memdup2 (g_bytes_get_data (record, NULL), len);
+  bad[len / 2] ^= 0x40;
+  g_assert_false (vgicd_client_load (cd4, bad, len, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
+  g_assert_nonnull (strstr (error->message, "checksum"));
+  g_clear_error (&error);
+  assert_untouched (dst4, before4);
+
+  /* The sessions stay usable. */
+  g_assert_true (vgicd_client_load (cd4, g_bytes_get_data (record, NULL), len, &error));
+  g_assert_no_error (error);
+}
+
+/* A fault at write k: the load fails naming the register, vgicd and the
+ * QEMU side stay usable. */
+static void
+test_fault_during_restore (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) cs = NULL, cd = NULL;
+  g_autoptr (GBytes) record = NULL, again = NULL;
+  g_autoptr (GError) error = NULL;
+
+  vgic_sim_randomize (src, 3);
+  cs = attach (h, src, s, "src");
+  cd = attach (h, dst, s, "dst");
+  g_assert_true (vgicd_client_save (cs, &record, &error));
+
+  vgic_sim_fail_at (dst, 100, -EINVAL);
+  g_assert_false (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                     g_bytes_get_size (record), &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DEVICE);
+  g_assert_nonnull (strstr (error->message, "entry 100"));
+  g_assert_nonnull (strstr (error->message, "partly restored"));
+  g_assert_nonnull (strstr (error->message, "of vCPU"));
+  g_clear_error (&error);
+
+  /* Both sides carry on: the load succeeds the second time, and a save
+   * still works. */
+  g_assert_true (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                    g_bytes_get_size (record), &error));
+  g_assert_no_error (error);
+  g_assert_true (vgicd_client_save (cd, &again, &error));
+  g_assert_true (g_bytes_equal (record, again));
+}
+
+/* A peer whose uid is not on the allow-list is refused with a reason.  The
+ * peer is a separate program run as "nobody" (this process has threads, so
+ * a forked child must exec before it uses GDBus). */
+static void
+child_become_nobody (gpointer data)
+{
+  struct passwd *pw = data;
+
+  if (setgid (pw->pw_gid) < 0 || setuid (pw->pw_uid) < 0)
+    _exit (127);
+}
+
+static void
+test_peer_not_allowed (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  struct passwd *nobody = getpwnam ("nobody");
+  const char *argv[] = { g_getenv ("VGICD_PEER"), h->address, NULL };
+  g_autofree char *out = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *code = NULL;
+  int status;
+
+  g_assert_nonnull (nobody);
+  g_assert_nonnull (argv[0]);
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT,
+                               child_become_nobody, nobody, &out, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_test_message ("peer said: %s", out);
+  code = g_strdup_printf ("error %d ", VGICD_CLIENT_ERROR_DENIED);
+  g_assert_true (g_str_has_prefix (out, code));
+  g_assert_nonnull (strstr (out, "may not use vgicd"));
+  g_assert_nonnull (strstr (out, "AllowUsers"));
+  g_assert_false (g_spawn_check_wait_status (status, NULL));
+}
+
+/* The kernel has no batch group: vgicd's plans run one by one, same result. */
+static void
+test_old_kernel_single_path (void)
+{
+  static const ModeCase mc = { "auto", FALSE, FALSE };
+
+  test_round_trip (&mc);
+}
+
+/* vgicd dies or hangs: libvgicd returns within its timeout. */
+static void
+test_vgicd_gone (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[3];
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (VgicdClient) c = NULL;
+  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
+  gint64 t0;
+
+  for (guint i = 0; i < s->vcpus; i++)
+    mpidrs[i] = vgic_sim_get_mpidr (src, i);
+  c = vgicd_client_connect (h->address, 1000, &error);
+  g_assert_no_error (error);
+  g_assert_true (vgicd_client_attach (c, vgic_sim_get_fd (src), "victim", NULL, s->irqs,
+                                      s->vcpus, mpidrs, &error));
+  /* Hung: stopped in the middle of the conversation. */
+  kill (h->vgicd_pid, SIGSTOP);
+  t0 = g_get_monotonic_time ();
+  g_assert_false (vgicd_client_save (c, &record, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
+  g_assert_cmpint (g_get_monotonic_time () - t0, <, 3 * G_USEC_PER_SEC);
+  g_clear_error (&error);
+  /* Gone. */
+  vgicd_harness_kill_vgicd (h);
+  g_assert_false (vgicd_client_save (c, &record, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
+  g_clear_error (&error);
+  g_assert_null (vgicd_client_connect (h->address, 1000, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
+}
+
+/* 32 QEMUs save at once, each its own VM: all correct. */
+typedef struct {
+  VgicdHarness *h;
+  guint index;
+  gboolean ok;
+} Worker;
+
+static gpointer
+worker (gpointer data)
+{
+  Worker *w = data;
+  const Shape s = { 8, 256, TRUE, 6 };
+  g_autoptr (VgicSim) src = make_sim (&s, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (&s, TRUE);
+  g_autoptr (VgicdClient) cs = NULL, cd = NULL;
+  g_autoptr (GBytes) record = NULL, want = NULL, got = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *name = g_strdup_printf ("vm%02u", w->index);
+
+  vgic_sim_randomize (src, 1000 + w->index);
+  cs = attach (w->h, src, &s, name);
+  cd = attach (w->h, dst, &s, name);
+  for (int round = 0; round < 3; round++)
+    {
+      g_clear_pointer (&record, g_bytes_unref);
+      if (!vgicd_client_save (cs, &record, &error) ||
+          !vgicd_client_load (cd, g_bytes_get_data (record, NULL), g_bytes_get_size (record),
+                              &error))
+        {
+          g_printerr ("%s: %s\n", name, error->message);
+          return NULL;
+        }
+    }
+  want = visible_state (src, &s);
+  got = visible_state (dst, &s);
+  w->ok = g_bytes_equal (want, got) && g_bytes_equal (want, record);
+  return NULL;
+}
+
+static void
+test_concurrent_sessions (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  Worker workers[32];
+  GThread *threads[32];
+
+  for (guint i = 0; i < 32; i++)
+    {
+      workers[i] = (Worker) { .h = h, .index = i };
+      threads[i] = g_thread_new ("qemu", worker, &workers[i]);
+    }
+  for (guint i = 0; i < 32; i++)
+    {
+      g_thread_join (threads[i]);
+      g_assert_true (workers[i].ok);
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+  static const ModeCase auto_batch = { "auto", TRUE, TRUE };
+  static const ModeCase single = { "single", TRUE, FALSE };
+  g_autoptr (GError) error = NULL;
+
+  vgicd_bin = g_getenv ("VGICD_BIN");
+  policy = g_getenv ("VGICD_POLICY");
+  if (!vgic_sim_supervise_self (&error))
+    g_error ("vgic-sim: %s", error->message);
+  g_test_init (&argc, &argv, NULL);
+  g_assert_nonnull (vgicd_bin);
+  g_assert_nonnull (policy);
+
+  g_test_add_data_func ("/vgicd/round-trip/auto-batch", &auto_batch, test_round_trip);
+  g_test_add_data_func ("/vgicd/round-trip/single", &single, test_round_trip);
+  g_test_add_func ("/vgicd/round-trip/old-kernel-single-path", test_old_kernel_single_path);
+  g_test_add_func ("/vgicd/mode-off-declines-save-serves-load", test_mode_off);
+  g_test_add_func ("/vgicd/refused-records-change-nothing", test_refused_records_change_nothing);
+  g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);
+  g_test_add_func ("/vgicd/peer-not-allowed", test_peer_not_allowed);
+  g_test_add_func ("/vgicd/vgicd-gone", test_vgicd_gone);
+  g_test_add_func ("/vgicd/concurrent-sessions", test_concurrent_sessions);
+  return g_test_run ();
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-peer.c - a minimal libvgicd peer for the access tests: connects to
+ * ADDRESS and attaches a 1-vCPU VM, then prints what happened on one line
+ * ("attached", or "error <code> <message>").  Run under another uid by the
+ * test.  The "vGIC fd" is /dev/null: the attach must be refused before any
+ * device access matters.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+
+#include "libvgicd.h"
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdClient) c = NULL;
+  guint32 mpidr = 0;
+  int fd = open ("/dev/null", O_RDWR);
+
+  if (argc != 2)
+    {
+      fprintf (stderr, "usage: vgicd-peer ADDRESS\n");
+      return 2;
+    }
+  c = vgicd_client_connect (argv[1], 2000, &error);
+  if (c && vgicd_client_attach (c, fd, "intruder", NULL, 64, 1, &mpidr, &error))
+    {
+      printf ("attached\n");
+      return 0;
+    }
+  printf ("error %d %s\n", error->code, error->message);
+  return 1;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-harness.c - a private vgicd and system bus (see vgicd-harness.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vgicd-harness.h"
+
+/* A system bus as Debian's /usr/share/dbus-1/system.conf sets it up (deny
+ * by default, policy files decide), in a private directory, with the
+ * project's policy file included. */
+static const char bus_config[] =
+  "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+  " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+  "<busconfig>\n"
+  "  <type>system</type>\n"
+  "  <listen>unix:path=%s/system_bus_socket</listen>\n"
+  "  <auth>EXTERNAL</auth>\n"
+  "  <policy context=\"default\">\n"
+  "    <allow user=\"*\"/>\n"
+  "    <deny own=\"*\"/>\n"
+  "    <deny send_type=\"method_call\"/>\n"
+  "    <allow send_type=\"signal\"/>\n"
+  "    <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
+  "    <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
+  "    <allow receive_type=\"method_call\"/>\n"
+  "    <allow receive_type=\"method_return\"/>\n"
+  "    <allow receive_type=\"error\"/>\n"
+  "    <allow receive_type=\"signal\"/>\n"
+  "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
+  "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
+  "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Properties\"/>\n"
+  "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Peer\"/>\n"
+  "  </policy>\n"
+  "  <include>%s</include>\n"
+  "</busconfig>\n";
+
+static gboolean
+wait_for_path (const char *path, GPid pid, GError **error)
+{
+  for (int i = 0; i < 500; i++)
+    {
+      int status;
+
+      if (g_file_test (path, G_FILE_TEST_EXISTS))
+        return TRUE;
+      if (waitpid (pid, &status, WNOHANG) == pid)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                       "process %d exited (status %d) before creating %s", pid, status, path);
+          return FALSE;
+        }
+      g_usleep (10000);
+    }
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "%s did not appear in 5 s", path);
+  return FALSE;
+}
+
+VgicdHarness *
+vgicd_harness_start (const char *vgicd, const char *policy, const char *config,
+                     GError **error)
+{
+  g_autoptr (VgicdHarness) h = g_new0 (VgicdHarness, 1);
+  g_autofree char *bus_conf_path = NULL;
+  g_autofree char *bus_conf = NULL;
+  g_autofree char *bus_socket = NULL;
+  g_autofree char *conf = NULL;
+  g_autofree char *abs_policy = g_canonicalize_filename (policy, NULL);
+  g_auto (GStrv) env = NULL;
+  int log_fd;
+
+  h->dir = g_dir_make_tmp ("vgicd-XXXXXX", error);
+  if (!h->dir)
+    return NULL;
+  chmod (h->dir, 0755);	/* unprivileged test peers reach the sockets */
+
+  bus_conf_path = g_build_filename (h->dir, "system.conf", NULL);
+  bus_conf = g_strdup_printf (bus_config, h->dir, abs_policy);
+  if (!g_file_set_contents (bus_conf_path, bus_conf, -1, error))
+    return NULL;
+  {
+    const char *argv[] = { "dbus-daemon", "--nofork", "--nopidfile", "--config-file",
+                           bus_conf_path, NULL };
+    if (!g_spawn_async (NULL, (char **) argv, NULL,
+                        G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
+                        &h->dbus_pid, error))
+      return NULL;
+  }
+  bus_socket = g_build_filename (h->dir, "system_bus_socket", NULL);
+  if (!wait_for_path (bus_socket, h->dbus_pid, error))
+    return NULL;
+  h->bus_address = g_strdup_printf ("unix:path=%s", bus_socket);
+
+  h->socket_path = g_build_filename (h->dir, "vgicd.sock", NULL);
+  h->address = g_strdup_printf ("unix:path=%s", h->socket_path);
+  h->config_path = g_build_filename (h->dir, "vgicd.conf", NULL);
+  conf = g_strdup_printf ("# written by the test harness\n[vgicd]\nSocket=%s\nProbe=false\n%s",
+                          h->socket_path, config ? config : "");
+  if (!g_file_set_contents (h->config_path, conf, -1, error))
+    return NULL;
+
+  h->log_path = g_build_filename (h->dir, "vgicd.log", NULL);
+  log_fd = open (h->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  env = g_environ_setenv (g_get_environ (), "DBUS_SYSTEM_BUS_ADDRESS", h->bus_address, TRUE);
+  {
+    const char *argv[] = { vgicd, "--config", h->config_path, NULL };
+    if (!g_spawn_async_with_fds (NULL, (char **) argv, env, G_SPAWN_DO_NOT_REAP_CHILD,
+                                 NULL, NULL, &h->vgicd_pid, -1, log_fd, log_fd, error))
+      {
+        close (log_fd);
+        return NULL;
+      }
+  }
+  close (log_fd);
+  if (!wait_for_path (h->socket_path, h->vgicd_pid, error))
+    {
+      g_autofree char *log = NULL;
+      g_file_get_contents (h->log_path, &log, NULL, NULL);
+      g_prefix_error (error, "vgicd did not start (%s): ", log ? g_strstrip (log) : "");
+      return NULL;
+    }
+  return g_steal_pointer (&h);
+}
+
+static void
+stop_pid (GPid *pid, int sig)
+{
+  if (*pid <= 0)
+    return;
+  kill (*pid, sig);
+  waitpid (*pid, NULL, 0);
+  g_spawn_close_pid (*pid);
+  *pid = 0;
+}
+
+void
+vgicd_harness_kill_vgicd (VgicdHarness *h)
+{
+  stop_pid (&h->vgicd_pid, SIGKILL);
+}
+
+static void
+remove_tree (const char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d && (name = g_dir_read_name (d)))
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+      if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
+        remove_tree (path);
+      else
+        unlink (path);
+    }
+  rmdir (dir);
+}
+
+void
+vgicd_harness_stop (VgicdHarness *h)
+{
+  if (!h)
+    return;
+  stop_pid (&h->vgicd_pid, SIGTERM);
+  stop_pid (&h->dbus_pid, SIGTERM);
+  if (h->dir)
+    remove_tree (h->dir);
+  g_free (h->dir);
+  g_free (h->bus_address);
+  g_free (h->config_path);
+  g_free (h->socket_path);
+  g_free (h->address);
+  g_free (h->log_path);
+  g_free (h);
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-harness.h - a private vgicd in a temporary directory, with its own
+ * system-bus dbus-daemon carrying the project's policy file: what the demo
+ * and the integration tests run against.  Real processes, real sockets.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+typedef struct {
+  char *dir;		/* temporary directory, removed at stop */
+  char *bus_address;	/* the private system bus (DBUS_SYSTEM_BUS_ADDRESS) */
+  char *config_path;	/* vgicd.conf */
+  char *socket_path;	/* vgicd's socket */
+  char *address;	/* "unix:path=<socket_path>", for libvgicd */
+  GPid dbus_pid;
+  GPid vgicd_pid;
+  char *log_path;	/* vgicd's stderr */
+} VgicdHarness;
+
+/**
+ * vgicd_harness_start() - start dbus-daemon and vgicd
+ * @vgicd: path of the vgicd binary
+ * @policy: path of data/org.vgicd.Manager1.conf
+ * @config: the [vgicd] keys to write (e.g. "Mode=auto\nAllowUsers=root\n");
+ *	Socket= and Probe=false are added
+ * @error: set when either process does not come up
+ */
+VgicdHarness *vgicd_harness_start (const char *vgicd, const char *policy,
+                                   const char *config, GError **error);
+
+/* vgicd_harness_kill_vgicd() - SIGKILL vgicd (for failure tests) */
+void vgicd_harness_kill_vgicd (VgicdHarness *h);
+
+/* vgicd_harness_stop() - stop both, remove the directory */
+void vgicd_harness_stop (VgicdHarness *h);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdHarness, vgicd_harness_stop)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +40,14 @@ static const char bus_config[] =
   "  </policy>\n"
   "  <include>%s</include>\n"
   "</busconfig>\n";
+
+/* Children die with the harness's process, even if it crashes, and keep
+ * none of its output pipes open (a test runner waits for those). */
+static void
+child_setup (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
 
 static gboolean
 wait_for_path (const char *path, GPid pid, GError **error)
@@ -86,9 +95,14 @@ vgicd_harness_start (const char *vgicd, const char *policy, const char *config,
   {
     const char *argv[] = { "dbus-daemon", "--nofork", "--nopidfile", "--config-file",
                            bus_conf_path, NULL };
-    if (!g_spawn_async (NULL, (char **) argv, NULL,
-                        G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
-                        &h->dbus_pid, error))
+    g_autofree char *bus_log = g_build_filename (h->dir, "dbus-daemon.log", NULL);
+    int bus_log_fd = open (bus_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    gboolean ok = g_spawn_async_with_fds (NULL, (char **) argv, NULL,
+                                          G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD,
+                                          child_setup, NULL, &h->dbus_pid, -1, bus_log_fd,
+                                          bus_log_fd, error);
+    close (bus_log_fd);
+    if (!ok)
       return NULL;
   }
   bus_socket = g_build_filename (h->dir, "system_bus_socket", NULL);
@@ -110,7 +124,7 @@ vgicd_harness_start (const char *vgicd, const char *policy, const char *config,
   {
     const char *argv[] = { vgicd, "--config", h->config_path, NULL };
     if (!g_spawn_async_with_fds (NULL, (char **) argv, env, G_SPAWN_DO_NOT_REAP_CHILD,
-                                 NULL, NULL, &h->vgicd_pid, -1, log_fd, log_fd, error))
+                                 child_setup, NULL, &h->vgicd_pid, -1, log_fd, log_fd, error))
       {
         close (log_fd);
         return NULL;

@@ -74,7 +74,8 @@ vgic_sim_unlock_all (VgicSimShm *m)
   pthread_mutex_unlock (&m->vm_lock);
 }
 
-/* Consume an armed vgic_sim_fail_at() for a single access (locks held). */
+/* Count one access against an armed vgic_sim_fail_at(); return its error
+ * when this is the access it names (locks held). */
 int
 vgic_sim_single_injected (VgicSimShm *m)
 {

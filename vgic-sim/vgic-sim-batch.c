@@ -115,8 +115,8 @@ vgic_sim_batch (VgicSimShm *m, gboolean write, guint64 addr,
   g_autofree struct kvm_vgic_batch_entry *e = NULL;
   g_autofree guint32 *vcpu = NULL;
   MpidrCache cache = { FALSE, 0, -1 };
-  guint32 fail_index = G_MAXUINT32, done = 0;
-  int fail_err = 0, ret;
+  guint32 done = 0;
+  int ret;
 
   if (user->read (user->ctx, addr, &b, sizeof b))
     return -EFAULT;
@@ -154,16 +154,12 @@ vgic_sim_batch (VgicSimShm *m, gboolean write, guint64 addr,
       vgic_sim_unlock_all (m);
       return write_back (user, addr, &b, e, -EBUSY);
     }
-  if (m->fail_armed)
-    {
-      /* vgic_sim_fail_at(): this batch consumes it. */
-      fail_index = m->fail_index;
-      fail_err = m->fail_err;
-      m->fail_armed = 0;
-    }
   for (guint32 i = 0; i < b.nr_entries; i++)
     {
-      ret = i == fail_index ? fail_err : apply (m, write, &e[i], vcpu[i]);
+      /* vgic_sim_fail_at() counts accesses, batched or not. */
+      ret = vgic_sim_single_injected (m);
+      if (ret == 0)
+        ret = apply (m, write, &e[i], vcpu[i]);
       if (ret)
         {
           e[i].error = ret;

@@ -125,10 +125,11 @@ void vgic_sim_set_vcpu_running (VgicSim *sim, guint idx, gboolean running);
 
 /**
  * vgic_sim_fail_at() - arm one apply-phase failure with @err (a negative
- * errno): the next batch fails at entry @index (entries before it are
- * applied, it is not), or, if single calls come first, the @index-th single
- * GET/SET from now (0 = the next one) fails after taking the locks.
- * Whichever happens first consumes it.
+ * errno): the @index-th register access from now (0 = the next one) fails
+ * after the locks are taken, whether it comes in a single GET/SET or as an
+ * entry of a batch (the batch's earlier entries are applied, it is not).
+ * Accesses count across calls, so a failure can be aimed at the write round
+ * of a restore that starts with a read round.
  */
 void vgic_sim_fail_at (VgicSim *sim, guint index, int err);
 

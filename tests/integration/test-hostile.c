@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-hostile.c - libvgicd against a vgicd that misbehaves: a window entry
+ * in the CTRL group, a count beyond the window, a window that is not
+ * sealed.  libvgicd must refuse each without issuing a single device ioctl
+ * (the sim's counters prove it).  The hostile server speaks the real
+ * protocol with the generated skeletons, on a real unix socket.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "libvgicd.h"
+#include "vgic-regs.h"
+#include "vgic-sim.h"
+#include "vgicd-dbus.h"
+
+typedef struct kvm_vgic_batch_entry Entry;
+
+typedef enum { BAD_GROUP, BAD_COUNT, UNSEALED } Misbehaviour;
+
+typedef struct {
+  Misbehaviour how;
+  GMainContext *ctx;
+  GMainLoop *loop;
+  GDBusServer *server;
+  char *address;
+  char *dir;
+  VgicdDbusHelper1 *helper;
+  VgicdDbusSession1 *session;
+  int window_fd;
+  GMutex lock;
+  GCond ready;
+  gboolean up;
+} Hostile;
+
+#define WINDOW_ENTRIES 16
+
+static gboolean
+on_save (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, gpointer data)
+{
+  Hostile *h = data;
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "action", g_variant_new_string ("read"));
+  g_variant_builder_add (&b, "{sv}", "count",
+                         g_variant_new_uint32 (h->how == BAD_COUNT ? WINDOW_ENTRIES * 1000 : 4));
+  g_variant_builder_add (&b, "{sv}", "via", g_variant_new_string ("single"));
+  vgicd_dbus_session1_complete_save (skel, inv, g_variant_builder_end (&b));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+on_attach (VgicdDbusHelper1 *skel, GDBusMethodInvocation *inv, GUnixFDList *in,
+           GVariant *vm, gpointer data)
+{
+  Hostile *h = data;
+  g_autoptr (GUnixFDList) fds = g_unix_fd_list_new ();
+  gsize size = WINDOW_ENTRIES * sizeof (Entry);
+  Entry *w;
+  GVariantBuilder info;
+  int fd = memfd_create ("hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+  g_assert_cmpint (ftruncate (fd, (off_t) size), ==, 0);
+  if (h->how != UNSEALED)
+    g_assert_cmpint (fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), ==, 0);
+  w = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  for (guint i = 0; i < WINDOW_ENTRIES; i++)
+    w[i] = (Entry) { .group = KVM_DEV_ARM_VGIC_GRP_DIST_REGS, .attr = GICD_CTLR };
+  /* Entry 2 would ask QEMU to run KVM_DEV_ARM_VGIC_CTRL_INIT. */
+  w[2].group = KVM_DEV_ARM_VGIC_GRP_CTRL;
+  w[2].attr = KVM_DEV_ARM_VGIC_CTRL_INIT;
+  munmap (w, size);
+  g_unix_fd_list_append (fds, fd, NULL);
+  close (fd);
+
+  g_variant_builder_init (&info, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&info, "{sv}", "window-entries", g_variant_new_uint32 (WINDOW_ENTRIES));
+  g_variant_builder_add (&info, "{sv}", "mode", g_variant_new_string ("auto"));
+  h->session = vgicd_dbus_session1_skeleton_new ();
+  g_signal_connect (h->session, "handle-save", G_CALLBACK (on_save), h);
+  g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (h->session),
+                                    g_dbus_method_invocation_get_connection (inv),
+                                    "/org/vgicd/Session1/1", NULL);
+  vgicd_dbus_helper1_complete_attach (skel, inv, fds, "/org/vgicd/Session1/1",
+                                      g_variant_new_handle (0), g_variant_builder_end (&info));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+on_new_connection (GDBusServer *server, GDBusConnection *conn, gpointer data)
+{
+  Hostile *h = data;
+
+  h->helper = vgicd_dbus_helper1_skeleton_new ();
+  g_signal_connect (h->helper, "handle-attach", G_CALLBACK (on_attach), h);
+  g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (h->helper), conn,
+                                    "/org/vgicd/Helper1", NULL);
+  return TRUE;
+}
+
+static gpointer
+serve (gpointer data)
+{
+  Hostile *h = data;
+  g_autofree char *guid = g_dbus_generate_guid ();
+  g_autofree char *listen = g_strdup_printf ("unix:path=%s/sock", h->dir);
+
+  g_main_context_push_thread_default (h->ctx);
+  h->server = g_dbus_server_new_sync (listen, G_DBUS_SERVER_FLAGS_NONE, guid, NULL, NULL, NULL);
+  g_assert_nonnull (h->server);
+  g_signal_connect (h->server, "new-connection", G_CALLBACK (on_new_connection), h);
+  g_dbus_server_start (h->server);
+  h->address = g_strdup (g_dbus_server_get_client_address (h->server));
+  g_mutex_lock (&h->lock);
+  h->up = TRUE;
+  g_cond_signal (&h->ready);
+  g_mutex_unlock (&h->lock);
+  g_main_loop_run (h->loop);
+  g_dbus_server_stop (h->server);
+  g_clear_object (&h->server);
+  g_clear_object (&h->helper);
+  g_clear_object (&h->session);
+  g_main_context_pop_thread_default (h->ctx);
+  return NULL;
+}
+
+static void
+test_hostile (gconstpointer data)
+{
+  Hostile h = { .how = GPOINTER_TO_INT (data) };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicSim) sim = NULL;
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL;
+  VgicSimConfig config = { .nr_vcpus = 1, .nr_irqs = 64, .pri_bits = 5, .batch = TRUE };
+  VgicSimCounters counters;
+  guint32 mpidr;
+  GThread *thread;
+
+  h.dir = g_dir_make_tmp ("hostile-XXXXXX", NULL);
+  h.ctx = g_main_context_new ();
+  h.loop = g_main_loop_new (h.ctx, FALSE);
+  thread = g_thread_new ("hostile-vgicd", serve, &h);
+  g_mutex_lock (&h.lock);
+  while (!h.up)
+    g_cond_wait (&h.ready, &h.lock);
+  g_mutex_unlock (&h.lock);
+
+  sim = vgic_sim_new (&config, &error);
+  g_assert_no_error (error);
+  mpidr = vgic_sim_get_mpidr (sim, 0);
+  c = vgicd_client_connect (h.address, 2000, &error);
+  g_assert_no_error (error);
+  if (h.how == UNSEALED)
+    {
+      g_assert_false (vgicd_client_attach (c, vgic_sim_get_fd (sim), "vm", NULL, 64, 1,
+                                           &mpidr, &error));
+      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL);
+      g_assert_nonnull (strstr (error->message, "sealed"));
+    }
+  else
+    {
+      g_assert_true (vgicd_client_attach (c, vgic_sim_get_fd (sim), "vm", NULL, 64, 1,
+                                          &mpidr, &error));
+      vgic_sim_counters_reset (sim);
+      g_assert_false (vgicd_client_save (c, &record, &error));
+      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL);
+      g_assert_nonnull (strstr (error->message, h.how == BAD_GROUP ? "entry 2: group 4"
+                                                                  : "the window holds 16"));
+      g_assert_nonnull (strstr (error->message, "nothing was run"));
+      g_assert_null (record);
+    }
+  /* Not one register access reached the device. */
+  vgic_sim_counters_get (sim, &counters);
+  g_assert_cmpuint (counters.single_get + counters.single_set + counters.batch_calls, ==, 0);
+
+  g_main_loop_quit (h.loop);
+  g_thread_join (thread);
+  g_main_loop_unref (h.loop);
+  g_main_context_unref (h.ctx);
+  g_free (h.address);
+  {
+    g_autofree char *sock = g_build_filename (h.dir, "sock", NULL);
+    unlink (sock);
+    rmdir (h.dir);
+  }
+  g_free (h.dir);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (!vgic_sim_supervise_self (&error))
+    g_error ("vgic-sim: %s", error->message);
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_data_func ("/libvgicd/hostile/ctrl-group-in-window", GINT_TO_POINTER (BAD_GROUP),
+                        test_hostile);
+  g_test_add_data_func ("/libvgicd/hostile/count-beyond-window", GINT_TO_POINTER (BAD_COUNT),
+                        test_hostile);
+  g_test_add_data_func ("/libvgicd/hostile/unsealed-window", GINT_TO_POINTER (UNSEALED),
+                        test_hostile);
+  return g_test_run ();
+}

@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicctl.c - the operator's command line for vgicd: status, mode, sessions,
+ * stats (org.vgicd.Manager1 on the system bus) and dump (a state record
+ * decoded locally).
+ *
+ * It is meant for shell scripts as much as for people: one exit code per
+ * kind of failure, errors on stderr saying what failed and what to do, and
+ * the plain answers (`vgicctl mode`, --json) on stdout with nothing else.
+ */
+#include <errno.h>
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gio/gio.h>
+#include <gio/gunixinputstream.h>
+
+#include "vgic-dump.h"
+#include "vgic-record.h"
+#include "vgicctl-json.h"
+#include "vgicd-config.h"
+
+#define NAME "org.vgicd.Manager1"
+#define PATH "/org/vgicd/Manager1"
+#define IFACE "org.vgicd.Manager1"
+/* Long enough for a loaded host, short enough that a script does not hang. */
+#define CALL_TIMEOUT_MS 15000
+
+enum {
+  EXIT_OK = 0,
+  EXIT_USAGE = 1,
+  EXIT_DBUS = 2,	/* vgicd unreachable, or a D-Bus error */
+  EXIT_INPUT = 3,	/* bad input (a mode, a record) */
+  EXIT_DENIED = 4,	/* permission denied */
+};
+
+#define HINT_RUNNING "is vgicd running? systemctl status vgicd"
+
+typedef struct {
+  const char *name;
+  const char *synopsis;
+  const char *help;
+  int (*run) (int argc, char **argv);
+} Command;
+
+
+static const char usage_text[] =
+  "Usage: vgicctl [--help] [--version] COMMAND [ARGS]\n"
+  "\n"
+  "Commands:\n"
+  "  status                     mode, kernel batch support, sessions, totals\n"
+  "  mode                       print the mode (auto, single or off)\n"
+  "  mode auto|single|off [--runtime]\n"
+  "                             change the mode (root only); it is saved in\n"
+  "                             vgicd's configuration file unless --runtime\n"
+  "  sessions [--json]          the VMs attached to vgicd\n"
+  "  stats [--json]             host totals since vgicd started\n"
+  "  dump [--all-irqs] FILE|-   decode a vGIC state record into a table\n"
+  "\n"
+  "'vgicctl COMMAND --help' describes a command.\n"
+  "\n"
+  "Exit status: 0 success, 1 usage error, 2 vgicd not reachable or D-Bus\n"
+  "error, 3 bad input, 4 permission denied.\n";
+
+static int
+usage_error (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
+
+/* usage_error() - report a mistake on the command line; exit status 1 */
+static int
+usage_error (const char *fmt, ...)
+{
+  g_autofree char *msg = NULL;
+  va_list ap;
+
+  va_start (ap, fmt);
+  msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  fprintf (stderr, "vgicctl: %s\n\n%s", msg, usage_text);
+  return EXIT_USAGE;
+}
+
+/* dbus_failure() - report a failed call with the exit status its kind has */
+static int
+dbus_failure (const char *what, GError *error)
+{
+  g_dbus_error_strip_remote_error (error);
+
+  if (g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_ACCESS_DENIED))
+    {
+      /* The bus's own refusal is a dump of the message header; say what it
+       * means instead. */
+      gboolean by_bus = g_str_has_prefix (error->message, "Rejected send message");
+
+      fprintf (stderr, "vgicctl: %s: permission denied: %s\n"
+               "Run it as root (for example with sudo).\n", what,
+               by_bus ? "the system bus policy lets only root do this"
+                      : error->message);
+      return EXIT_DENIED;
+    }
+  if (g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS))
+    {
+      fprintf (stderr, "vgicctl: %s: %s\n", what, error->message);
+      return EXIT_INPUT;
+    }
+  if (error->domain == G_IO_ERROR ||
+      g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
+      g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) ||
+      g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY) ||
+      g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT) ||
+      g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_DISCONNECTED) ||
+      g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_OBJECT) ||
+      g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NO_SERVER))
+    {
+      fprintf (stderr, "vgicctl: %s: cannot reach vgicd (%s): %s\n", what,
+               error->message, HINT_RUNNING);
+      return EXIT_DBUS;
+    }
+  /* Anything else is vgicd's own answer (a failed save, say): its message
+   * already says what went wrong. */
+  fprintf (stderr, "vgicctl: %s: %s\n", what, error->message);
+  return EXIT_DBUS;
+}
+
+static GDBusConnection *
+system_bus (const char *what, int *status)
+{
+  g_autoptr (GError) error = NULL;
+  GDBusConnection *bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, NULL, &error);
+
+  if (!bus)
+    {
+      fprintf (stderr, "vgicctl: %s: cannot connect to the system bus: %s; "
+               HINT_RUNNING "\n", what, error->message);
+      *status = EXIT_DBUS;
+    }
+  return bus;
+}
+
+/* call() - one method call to vgicd; on failure the error is reported and
+ * *status set */
+static GVariant *
+call (const char *what, const char *iface, const char *method, GVariant *params,
+      const char *reply_type, int *status)
+{
+  g_autoptr (GDBusConnection) bus = system_bus (what, status);
+  g_autoptr (GError) error = NULL;
+  GVariant *reply;
+
+  if (!bus)
+    {
+      if (params)
+        g_variant_unref (g_variant_ref_sink (params));
+      return NULL;
+    }
+  /* NO_AUTO_START: vgicd is started by systemd, never by the bus; asking the
+   * bus to start it only turns "not running" into a confusing error. */
+  reply = g_dbus_connection_call_sync (bus, NAME, PATH, iface, method, params,
+                                       G_VARIANT_TYPE (reply_type),
+                                       G_DBUS_CALL_FLAGS_NO_AUTO_START,
+                                       CALL_TIMEOUT_MS, NULL, &error);
+  if (!reply)
+    *status = dbus_failure (what, error);
+  return reply;
+}
+
+/* get_all() - every Manager1 property, as an a{sv} dictionary */
+static GVariantDict *
+get_all (const char *what, int *status)
+{
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GVariant) props = NULL;
+
+  reply = call (what, "org.freedesktop.DBus.Properties", "GetAll",
+                g_variant_new ("(s)", IFACE), "(a{sv})", status);
+  if (!reply)
+    return NULL;
+  props = g_variant_get_child_value (reply, 0);
+  return g_variant_dict_new (props);
+}
+
+static GVariantDict *
+get_stats (const char *what, int *status)
+{
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GVariant) stats = NULL;
+
+  reply = call (what, IFACE, "GetStats", NULL, "(a{sv})", status);
+  if (!reply)
+    return NULL;
+  stats = g_variant_get_child_value (reply, 0);
+  return g_variant_dict_new (stats);
+}
+
+static const char *
+dict_str (GVariantDict *d, const char *key)
+{
+  const char *s = NULL;
+
+  if (!g_variant_dict_lookup (d, key, "&s", &s))
+    return "?";
+  return s;
+}
+
+static guint64
+dict_u64 (GVariantDict *d, const char *key)
+{
+  guint64 v = 0;
+
+  g_variant_dict_lookup (d, key, "t", &v);
+  return v;
+}
+
+static guint32
+dict_u32 (GVariantDict *d, const char *key)
+{
+  guint32 v = 0;
+
+  g_variant_dict_lookup (d, key, "u", &v);
+  return v;
+}
+
+static char *
+format_duration_usec (guint64 usec)
+{
+  guint64 s = usec / G_USEC_PER_SEC;
+
+  if (s >= 86400)
+    return g_strdup_printf ("%" G_GUINT64_FORMAT "d %uh %um", s / 86400,
+                            (guint) (s % 86400 / 3600), (guint) (s % 3600 / 60));
+  if (s >= 3600)
+    return g_strdup_printf ("%uh %um %us", (guint) (s / 3600),
+                            (guint) (s % 3600 / 60), (guint) (s % 60));
+  if (s >= 60)
+    return g_strdup_printf ("%um %us", (guint) (s / 60), (guint) (s % 60));
+  return g_strdup_printf ("%us", (guint) s);
+}
+
+/* Is the first argument a request for help?  Every command takes --help. */
+static gboolean
+wants_help (int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++)
+    if (g_str_equal (argv[i], "--help") || g_str_equal (argv[i], "-h"))
+      return TRUE;
+  return FALSE;
+}
+
+/* parse_flags() - accept only the flags in @known (NULL-terminated) and at
+ * most @max_args positional arguments */
+static int
+parse_flags (const char *cmd, int argc, char **argv, const char *const *known,
+             gboolean *seen, int max_args, char **args)
+{
+  int n = 0;
+
+  for (int i = 1; i < argc; i++)
+    {
+      gboolean matched = FALSE;
+
+      if (argv[i][0] == '-' && argv[i][1] != '\0')
+        {
+          for (int k = 0; known && known[k]; k++)
+            if (g_str_equal (argv[i], known[k]))
+              {
+                seen[k] = TRUE;
+                matched = TRUE;
+              }
+          if (!matched)
+            return usage_error ("%s: unknown option %s", cmd, argv[i]);
+          continue;
+        }
+      if (n == max_args)
+        return usage_error ("%s: unexpected argument \"%s\"", cmd, argv[i]);
+      args[n++] = argv[i];
+    }
+  return EXIT_OK;
+}
+
+static int
+cmd_status (int argc, char **argv)
+{
+  g_autoptr (GVariantDict) props = NULL;
+  g_autoptr (GVariantDict) stats = NULL;
+  g_autofree char *uptime = NULL;
+  const char *source;
+  int status;
+
+  if ((status = parse_flags ("status", argc, argv, NULL, NULL, 0, NULL)))
+    return status;
+  if (!(props = get_all ("status", &status)) ||
+      !(stats = get_stats ("status", &status)))
+    return status;
+
+  source = dict_str (props, "KernelBatchSource");
+  uptime = format_duration_usec (dict_u64 (stats, "uptime-usec"));
+  printf ("Mode:          %s\n", dict_str (props, "Mode"));
+  printf ("Kernel batch:  %s%s%s%s\n", dict_str (props, "KernelBatch"),
+          *source ? " (" : "", source, *source ? ")" : "");
+  printf ("Version:       %s\n", dict_str (props, "Version"));
+  printf ("Socket:        %s\n", dict_str (props, "Socket"));
+  printf ("Config file:   %s\n", dict_str (props, "ConfigFile"));
+  printf ("Uptime:        %s\n", uptime);
+  printf ("Sessions:      %u attached, %" G_GUINT64_FORMAT " since start, %"
+          G_GUINT64_FORMAT " peers refused\n", dict_u32 (stats, "sessions"),
+          dict_u64 (stats, "sessions-total"), dict_u64 (stats, "refused"));
+  printf ("Totals:        %" G_GUINT64_FORMAT " saves, %" G_GUINT64_FORMAT
+          " loads, %" G_GUINT64_FORMAT " declined, %" G_GUINT64_FORMAT
+          " fallbacks, %" G_GUINT64_FORMAT " failures\n",
+          dict_u64 (stats, "saves"), dict_u64 (stats, "loads"),
+          dict_u64 (stats, "declined"), dict_u64 (stats, "fallbacks"),
+          dict_u64 (stats, "failures"));
+  return EXIT_OK;
+}
+
+static int
+cmd_mode (int argc, char **argv)
+{
+  static const char *const flags[] = { "--runtime", NULL };
+  gboolean seen[1] = { FALSE };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  char *args[1] = { NULL };
+  VgicdMode mode;
+  int status;
+
+  if ((status = parse_flags ("mode", argc, argv, flags, seen, 1, args)))
+    return status;
+
+  if (!args[0])
+    {
+      g_autoptr (GVariantDict) props = NULL;
+
+      if (seen[0])
+        return usage_error ("mode: --runtime needs a mode to set");
+      if (!(props = get_all ("mode", &status)))
+        return status;
+      printf ("%s\n", dict_str (props, "Mode"));
+      return EXIT_OK;
+    }
+
+  /* Checked here too, so a typo is a usage error even when vgicd is down. */
+  if (!vgicd_mode_from_string (args[0], &mode, &error))
+    return usage_error ("mode: %s", error->message);
+
+  reply = call ("mode", IFACE, "SetMode",
+                g_variant_new ("(sb)", vgicd_mode_to_string (mode), !seen[0]),
+                "()", &status);
+  if (!reply)
+    return status;
+
+  if (seen[0])
+    printf ("Mode is now %s, until vgicd restarts.\n", vgicd_mode_to_string (mode));
+  else
+    printf ("Mode is now %s, saved in the configuration file.\n",
+            vgicd_mode_to_string (mode));
+  return EXIT_OK;
+}
+
+/* "12.345 ms / 3 ioctls / batch", or "-" for an operation never run */
+static char *
+format_last (GVariantDict *s, const char *op, guint64 count)
+{
+  g_autofree char *ns_key = g_strdup_printf ("last-%s-ns", op);
+  g_autofree char *ioctls_key = g_strdup_printf ("last-%s-ioctls", op);
+  g_autofree char *via_key = g_strdup_printf ("last-%s-via", op);
+  guint64 ns = dict_u64 (s, ns_key);
+
+  if (count == 0 && ns == 0)
+    return g_strdup ("-");
+  return g_strdup_printf ("%.3f ms/%u/%s", ns / 1e6, dict_u32 (s, ioctls_key),
+                          dict_str (s, via_key));
+}
+
+static int
+cmd_sessions (int argc, char **argv)
+{
+  static const char *const flags[] = { "--json", NULL };
+  gboolean seen[1] = { FALSE };
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GVariant) list = NULL;
+  int status;
+  gsize n;
+
+  if ((status = parse_flags ("sessions", argc, argv, flags, seen, 0, NULL)))
+    return status;
+  if (!(reply = call ("sessions", IFACE, "ListSessions", NULL, "(aa{sv})", &status)))
+    return status;
+  list = g_variant_get_child_value (reply, 0);
+  n = g_variant_n_children (list);
+
+  if (seen[0])
+    {
+      g_autoptr (GString) out = g_string_new (NULL);
+
+      vgicctl_json_append (out, list);
+      printf ("%s\n", out->str);
+      return EXIT_OK;
+    }
+
+  if (n == 0)
+    {
+      printf ("No VM is attached to vgicd.\n");
+      return EXIT_OK;
+    }
+
+  printf ("%-20s %-36s %5s %11s  %-28s %-28s\n", "NAME", "UUID", "VCPUS",
+          "SAVES/LOADS", "LAST SAVE (ms/ioctls/via)", "LAST LOAD (ms/ioctls/via)");
+  for (gsize i = 0; i < n; i++)
+    {
+      g_autoptr (GVariant) entry = g_variant_get_child_value (list, i);
+      g_autoptr (GVariantDict) s = g_variant_dict_new (entry);
+      guint64 saves = dict_u64 (s, "saves"), loads = dict_u64 (s, "loads");
+      g_autofree char *last_save = format_last (s, "save", saves);
+      g_autofree char *last_load = format_last (s, "load", loads);
+      g_autofree char *counts = g_strdup_printf ("%" G_GUINT64_FORMAT "/%"
+                                                 G_GUINT64_FORMAT, saves, loads);
+
+      printf ("%-20s %-36s %5u %11s  %-28s %-28s\n", dict_str (s, "name"),
+              dict_str (s, "uuid"), dict_u32 (s, "vcpus"), counts, last_save,
+              last_load);
+    }
+  return EXIT_OK;
+}
+
+static int
+cmd_stats (int argc, char **argv)
+{
+  static const char *const flags[] = { "--json", NULL };
+  /* The order people read them in; --json prints whatever vgicd sends. */
+  static const char *const keys[] = {
+    "saves", "loads", "declined", "fallbacks", "failures", "bytes-saved",
+    "bytes-loaded", "sessions", "sessions-total", "refused", "uptime-usec",
+  };
+  gboolean seen[1] = { FALSE };
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GVariant) stats = NULL;
+  int status;
+
+  if ((status = parse_flags ("stats", argc, argv, flags, seen, 0, NULL)))
+    return status;
+  if (!(reply = call ("stats", IFACE, "GetStats", NULL, "(a{sv})", &status)))
+    return status;
+  stats = g_variant_get_child_value (reply, 0);
+
+  if (seen[0])
+    {
+      g_autoptr (GString) out = g_string_new (NULL);
+
+      vgicctl_json_append (out, stats);
+      printf ("%s\n", out->str);
+      return EXIT_OK;
+    }
+
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    {
+      g_autoptr (GVariant) v = g_variant_lookup_value (stats, keys[i], NULL);
+      g_autofree char *key = g_strconcat (keys[i], ":", NULL);
+
+      if (!v)
+        continue;
+      if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT64))
+        printf ("%-16s %" G_GUINT64_FORMAT "\n", key, g_variant_get_uint64 (v));
+      else if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT32))
+        printf ("%-16s %u\n", key, g_variant_get_uint32 (v));
+    }
+  return EXIT_OK;
+}
+
+/* read_all() - the whole of @path, or of stdin for "-" */
+static GBytes *
+read_all (const char *path, GError **error)
+{
+  g_autoptr (GInputStream) in = NULL;
+  g_autoptr (GOutputStream) out = NULL;
+
+  if (!g_str_equal (path, "-"))
+    {
+      char *data;
+      gsize len;
+
+      if (!g_file_get_contents (path, &data, &len, error))
+        return NULL;
+      return g_bytes_new_take (data, len);
+    }
+  in = g_unix_input_stream_new (STDIN_FILENO, FALSE);
+  out = g_memory_output_stream_new_resizable ();
+  if (g_output_stream_splice (out, in, G_OUTPUT_STREAM_SPLICE_CLOSE_TARGET,
+                              NULL, error) < 0)
+    return NULL;
+  return g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
+}
+
+static int
+cmd_dump (int argc, char **argv)
+{
+  static const char *const flags[] = { "--all-irqs", NULL };
+  gboolean seen[1] = { FALSE };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) bytes = NULL;
+  g_autoptr (VgicRecord) record = NULL;
+  g_autofree char *text = NULL;
+  char *args[1] = { NULL };
+  const char *name;
+  gsize len;
+  int status;
+
+  if ((status = parse_flags ("dump", argc, argv, flags, seen, 1, args)))
+    return status;
+  if (!args[0])
+    return usage_error ("dump: which record? Give a file, or - for standard input");
+  name = g_str_equal (args[0], "-") ? "standard input" : args[0];
+
+  if (!(bytes = read_all (args[0], &error)))
+    {
+      fprintf (stderr, "vgicctl: dump: cannot read %s: %s\n", name, error->message);
+      return EXIT_INPUT;
+    }
+  record = vgic_record_decode (g_bytes_get_data (bytes, &len),
+                               g_bytes_get_size (bytes), &error);
+  if (!record)
+    {
+      fprintf (stderr, "vgicctl: dump: %s is not a valid vGIC state record: %s\n",
+               name, error->message);
+      return EXIT_INPUT;
+    }
+  text = vgic_dump_record (record, seen[0] ? VGIC_DUMP_ALL_IRQS : VGIC_DUMP_NONE);
+  fputs (text, stdout);
+  return EXIT_OK;
+}
+
+static const Command commands[] = {
+  { "status", "status",
+    "Show vgicd's mode, whether the kernel has the vGIC batch group (and how\n"
+    "that is known), its version, socket and configuration file, the number\n"
+    "of attached VMs and short host totals.\n",
+    cmd_status },
+  { "mode", "mode [auto|single|off [--runtime]]",
+    "Without an argument, print the mode.  With one, change it (root only):\n"
+    "  auto    batch when the kernel has it, else one register per ioctl\n"
+    "  single  never batch\n"
+    "  off     decline saves (QEMU uses its own path); loads are still served\n"
+    "The new mode is saved in vgicd's configuration file unless --runtime is\n"
+    "given, in which case it lasts until vgicd restarts.\n",
+    cmd_mode },
+  { "sessions", "sessions [--json]",
+    "List the attached VMs: name, uuid, vCPUs, saves/loads, and the last save\n"
+    "and load (milliseconds, ioctls, batch or single).\n",
+    cmd_sessions },
+  { "stats", "stats [--json]",
+    "Print the host totals since vgicd started: saves, loads, declined saves,\n"
+    "fallbacks to one-by-one, failures, bytes, sessions, refused peers and\n"
+    "uptime.  --json prints one JSON object.\n",
+    cmd_stats },
+  { "dump", "dump [--all-irqs] FILE|-",
+    "Decode a vGIC state record (from FILE, or standard input for -) into a\n"
+    "table of every IRQ and vCPU.  Quiet SPIs are summarised unless\n"
+    "--all-irqs is given.  Does not need vgicd.  Exit status 3 if the record\n"
+    "is not valid.\n",
+    cmd_dump },
+};
+
+static const Command *
+find_command (const char *name)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    if (g_str_equal (commands[i].name, name))
+      return &commands[i];
+  return NULL;
+}
+
+int
+main (int argc, char **argv)
+{
+  const Command *cmd;
+
+  setlocale (LC_ALL, "");
+
+  if (argc < 2)
+    return usage_error ("which command?");
+  if (g_str_equal (argv[1], "--help") || g_str_equal (argv[1], "-h") ||
+      g_str_equal (argv[1], "help"))
+    {
+      fputs (usage_text, stdout);
+      return EXIT_OK;
+    }
+  if (g_str_equal (argv[1], "--version"))
+    {
+      printf ("vgicctl %s\n", PACKAGE_VERSION);
+      return EXIT_OK;
+    }
+  if (argv[1][0] == '-')
+    return usage_error ("unknown option %s", argv[1]);
+
+  cmd = find_command (argv[1]);
+  if (!cmd)
+    return usage_error ("unknown command \"%s\"", argv[1]);
+  if (wants_help (argc - 1, argv + 1))
+    {
+      printf ("Usage: vgicctl %s\n\n%s", cmd->synopsis, cmd->help);
+      return EXIT_OK;
+    }
+  return cmd->run (argc - 1, argv + 1);
+}

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-config.c - read /etc/vgicd/vgicd.conf and write its Mode= back.
+ *
+ * The file is edited by people as well as by `vgicctl mode`, so a save keeps
+ * every comment and key it does not own, and replaces the file atomically:
+ * a crash half-way never leaves a truncated configuration behind.
+ */
+#ifndef G_LOG_DOMAIN
+#define G_LOG_DOMAIN "vgicd"
+#endif
+
+#include "vgicd-config.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+
+#define GROUP "vgicd"
+#define ACCEPTED_MODES "auto, single, off"
+
+static const char *const mode_names[] = {
+  [VGICD_MODE_AUTO] = "auto",
+  [VGICD_MODE_SINGLE] = "single",
+  [VGICD_MODE_OFF] = "off",
+};
+
+/* The keys vgicd reads; anything else in [vgicd] is most likely a typo. */
+static const char *const known_keys[] = {
+  "Mode", "Socket", "AllowUsers", "Probe", NULL,
+};
+
+/* vgicd_mode_to_string() - "auto", "single" or "off" */
+const char *
+vgicd_mode_to_string (VgicdMode mode)
+{
+  if ((guint) mode < G_N_ELEMENTS (mode_names))
+    return mode_names[mode];
+  return "invalid";
+}
+
+/**
+ * vgicd_mode_from_string() - parse a mode name (exact, lower case)
+ * @error: G_KEY_FILE_ERROR_INVALID_VALUE naming the accepted values
+ */
+gboolean
+vgicd_mode_from_string (const char *str, VgicdMode *mode, GError **error)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (mode_names); i++)
+    if (str && g_str_equal (str, mode_names[i]))
+      {
+        *mode = (VgicdMode) i;
+        return TRUE;
+      }
+  g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+               "unknown mode \"%s\"; accepted values: " ACCEPTED_MODES,
+               str ? str : "");
+  return FALSE;
+}
+
+static VgicdConfig *
+config_defaults (const char *path)
+{
+  VgicdConfig *config = g_new0 (VgicdConfig, 1);
+
+  config->path = g_strdup (path);
+  config->mode = VGICD_MODE_AUTO;
+  config->socket_path = g_strdup (VGICD_DEFAULT_SOCKET);
+  config->allow_users = g_strsplit ("root;libvirt-qemu", ";", -1);
+  config->probe = TRUE;
+  return config;
+}
+
+/* Prefix an error from the key file with where it came from, since the
+ * daemon's log line is all the operator gets. */
+static gboolean
+config_error (GError **error, GError *cause, const char *path, const char *key)
+{
+  if (key)
+    g_set_error (error, G_KEY_FILE_ERROR, cause->code,
+                 "%s: [" GROUP "] %s: %s", path, key, cause->message);
+  else
+    g_set_error (error, G_KEY_FILE_ERROR, cause->code, "%s: %s", path,
+                 cause->message);
+  g_error_free (cause);
+  return FALSE;
+}
+
+static gboolean
+config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
+{
+  const char *path = config->path;
+  g_auto (GStrv) keys = NULL;
+  GError *local = NULL;
+
+  if (!g_key_file_has_group (file, GROUP))
+    return TRUE;
+
+  keys = g_key_file_get_keys (file, GROUP, NULL, NULL);
+  for (guint i = 0; keys && keys[i]; i++)
+    if (!g_strv_contains (known_keys, keys[i]))
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                        "MESSAGE", "%s: unknown key [" GROUP "] %s ignored "
+                        "(known: Mode, Socket, AllowUsers, Probe)",
+                        path, keys[i]);
+
+  if (g_key_file_has_key (file, GROUP, "Mode", NULL))
+    {
+      g_autofree char *mode = g_key_file_get_string (file, GROUP, "Mode", &local);
+
+      if (!mode)
+        return config_error (error, local, path, "Mode");
+      g_strstrip (mode);
+      if (!vgicd_mode_from_string (mode, &config->mode, NULL))
+        {
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                       "%s: [" GROUP "] Mode=%s is not a mode; accepted values: "
+                       ACCEPTED_MODES, path, mode);
+          return FALSE;
+        }
+    }
+
+  if (g_key_file_has_key (file, GROUP, "Socket", NULL))
+    {
+      g_autofree char *socket = g_key_file_get_string (file, GROUP, "Socket", &local);
+
+      if (!socket)
+        return config_error (error, local, path, "Socket");
+      g_strstrip (socket);
+      if (!g_path_is_absolute (socket))
+        {
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                       "%s: [" GROUP "] Socket=%s is not an absolute path",
+                       path, socket);
+          return FALSE;
+        }
+      g_free (config->socket_path);
+      config->socket_path = g_steal_pointer (&socket);
+    }
+
+  if (g_key_file_has_key (file, GROUP, "AllowUsers", NULL))
+    {
+      char **users = g_key_file_get_string_list (file, GROUP, "AllowUsers",
+                                                 NULL, &local);
+      if (!users)
+        {
+          /* An empty value is a list of nobody, not a syntax error. */
+          if (!g_error_matches (local, G_KEY_FILE_ERROR,
+                                G_KEY_FILE_ERROR_INVALID_VALUE))
+            return config_error (error, local, path, "AllowUsers");
+          g_clear_error (&local);
+          users = g_new0 (char *, 1);
+        }
+      for (guint i = 0; users[i]; i++)
+        g_strstrip (users[i]);
+      g_strfreev (config->allow_users);
+      config->allow_users = users;
+    }
+
+  if (g_key_file_has_key (file, GROUP, "Probe", NULL))
+    {
+      config->probe = g_key_file_get_boolean (file, GROUP, "Probe", &local);
+      if (local)
+        {
+          g_autofree char *value = g_key_file_get_value (file, GROUP, "Probe", NULL);
+
+          g_error_free (local);
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                       "%s: [" GROUP "] Probe=%s is not a boolean; accepted "
+                       "values: true, false", path, value ? value : "");
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* vgicd_config_load() - see vgicd-config.h */
+VgicdConfig *
+vgicd_config_load (const char *path, GError **error)
+{
+  g_autoptr (VgicdConfig) config = NULL;
+  g_autoptr (GKeyFile) file = g_key_file_new ();
+  GError *local = NULL;
+
+  if (!path)
+    path = VGICD_DEFAULT_CONFIG;
+  config = config_defaults (path);
+
+  if (!g_key_file_load_from_file (file, path, G_KEY_FILE_NONE, &local))
+    {
+      /* No file means "all defaults": vgicd runs out of the box. */
+      if (g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        {
+          g_error_free (local);
+          return g_steal_pointer (&config);
+        }
+      g_set_error (error, local->domain, local->code,
+                   "cannot read the configuration file %s: %s; fix or remove it",
+                   path, local->message);
+      g_error_free (local);
+      return NULL;
+    }
+
+  if (!config_parse (config, file, error))
+    return NULL;
+  return g_steal_pointer (&config);
+}
+
+/* vgicd_config_free() - free @config (NULL is fine) */
+void
+vgicd_config_free (VgicdConfig *config)
+{
+  if (!config)
+    return;
+  g_free (config->path);
+  g_free (config->socket_path);
+  g_strfreev (config->allow_users);
+  g_free (config);
+}
+
+/* vgicd_config_save_mode() - see vgicd-config.h */
+gboolean
+vgicd_config_save_mode (const char *path, VgicdMode mode, GError **error)
+{
+  g_autoptr (GKeyFile) file = g_key_file_new ();
+  g_autofree char *data = NULL;
+  GError *local = NULL;
+  struct stat st;
+  int file_mode = 0644;
+  gsize len;
+
+  g_return_val_if_fail ((guint) mode < G_N_ELEMENTS (mode_names), FALSE);
+
+  if (!g_key_file_load_from_file (file, path,
+                                  G_KEY_FILE_KEEP_COMMENTS |
+                                  G_KEY_FILE_KEEP_TRANSLATIONS, &local))
+    {
+      /* A missing file is created; an unreadable or broken one is left
+       * alone rather than overwritten with a one-line file. */
+      if (!g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        {
+          g_set_error (error, local->domain, local->code,
+                       "cannot save the mode in %s: %s", path, local->message);
+          g_error_free (local);
+          return FALSE;
+        }
+      g_clear_error (&local);
+    }
+
+  g_key_file_set_string (file, GROUP, "Mode", vgicd_mode_to_string (mode));
+  data = g_key_file_to_data (file, &len, NULL);
+
+  /* The replacement gets the permissions of the file it replaces. */
+  if (stat (path, &st) == 0)
+    file_mode = st.st_mode & 07777;
+
+  if (!g_file_set_contents_full (path, data, len,
+                                 G_FILE_SET_CONTENTS_CONSISTENT, file_mode,
+                                 &local))
+    {
+      g_set_error (error, local->domain, local->code,
+                   "cannot save the mode in %s: %s (vgicd needs write access "
+                   "to the file's directory; or change the mode for this run "
+                   "only, without persisting it)", path, local->message);
+      g_error_free (local);
+      return FALSE;
+    }
+  return TRUE;
+}

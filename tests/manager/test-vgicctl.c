@@ -1,0 +1,844 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-vgicctl.c - the operator API end to end, with real processes: a
+ * private dbus-daemon configured like the system bus with the project's
+ * policy file (test-bus.conf.in), the manager in a stand-in for vgicd (or
+ * vgicd itself), and the real vgicctl binary, run as root and as an
+ * unprivileged user.
+ *
+ * Environment (set by meson): VGICCTL, STANDIN, VGICD, POLICY, BUS_TEMPLATE,
+ * RECORD (a valid state record).
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gio/gio.h>
+
+#define TEST_USER "vgicd-test"
+
+static const char config_text[] =
+  "# vgicd test configuration\n"
+  "# (comments must survive `vgicctl mode`)\n"
+  "\n"
+  "[vgicd]\n"
+  "# the mode\n"
+  "Mode=auto\n"
+  "Probe=false\n";
+
+static char *tmpdir;
+static char *bus_address;	/* the main test bus */
+static GSubprocess *bus_proc;
+static GDBusConnection *conn;	/* the test's own connection, as root */
+static gboolean have_user;	/* TEST_USER exists and we can become it */
+
+typedef struct {
+  int status;
+  char *out;
+  char *err;
+} Run;
+
+static void
+run_free (Run *r)
+{
+  g_free (r->out);
+  g_free (r->err);
+  g_free (r);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Run, run_free)
+
+/* Children die with the test, so a failed assertion leaves no bus behind. */
+static void
+child_setup (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+  if (data)
+    umask (0);
+}
+
+static GSubprocessLauncher *
+launcher_for (const char *address, GSubprocessFlags flags)
+{
+  GSubprocessLauncher *l = g_subprocess_launcher_new (flags);
+
+  if (address)
+    g_subprocess_launcher_setenv (l, "DBUS_SYSTEM_BUS_ADDRESS", address, TRUE);
+  g_subprocess_launcher_set_child_setup (l, child_setup, NULL, NULL);
+  return l;
+}
+
+/* argv for running @args as @user (NULL: as ourselves) */
+static GPtrArray *
+command_as (const char *user, const char *const *args)
+{
+  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
+
+  if (user)
+    {
+      g_ptr_array_add (argv, g_strdup ("setpriv"));
+      g_ptr_array_add (argv, g_strdup_printf ("--reuid=%s", user));
+      g_ptr_array_add (argv, g_strdup_printf ("--regid=%s", user));
+      g_ptr_array_add (argv, g_strdup ("--clear-groups"));
+      g_ptr_array_add (argv, g_strdup ("--"));
+    }
+  for (; *args; args++)
+    g_ptr_array_add (argv, g_strdup (*args));
+  g_ptr_array_add (argv, NULL);
+  return argv;
+}
+
+/* bytes_to_string() - @b as a string ("" for nothing) */
+static char *
+bytes_to_string (GBytes *b)
+{
+  gsize len = 0;
+  const char *data = g_bytes_get_data (b, &len);
+
+  return len ? g_strndup (data, len) : g_strdup ("");
+}
+
+/* run_full() - run a program to completion, with @input on its stdin */
+static Run *
+run_full (const char *address, const char *user, GBytes *input,
+          const char *const *args)
+{
+  g_autoptr (GPtrArray) argv = command_as (user, args);
+  g_autoptr (GSubprocessLauncher) l =
+    launcher_for (address, (input ? G_SUBPROCESS_FLAGS_STDIN_PIPE : 0) |
+                  G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_autoptr (GSubprocess) p = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) out = NULL;
+  g_autoptr (GBytes) err = NULL;
+  Run *r = g_new0 (Run, 1);
+
+  p = g_subprocess_launcher_spawnv (l, (const char *const *) argv->pdata, &error);
+  g_assert_no_error (error);
+  g_subprocess_communicate (p, input, NULL, &out, &err, &error);
+  g_assert_no_error (error);
+  r->out = bytes_to_string (out);
+  r->err = bytes_to_string (err);
+  g_assert_true (g_subprocess_get_if_exited (p));
+  r->status = g_subprocess_get_exit_status (p);
+  g_test_message ("%s%s%s -> %d\nstdout:\n%s\nstderr:\n%s", user ? user : "",
+                  user ? ": " : "", args[1] ? args[1] : args[0], r->status,
+                  r->out, r->err);
+  return r;
+}
+
+/* vgicctl() - run vgicctl ARGS... on the main test bus as @user */
+#define vgicctl(user, ...) \
+  run_full (bus_address, user, NULL, \
+            (const char *const[]) { g_getenv ("VGICCTL"), __VA_ARGS__, NULL })
+
+static void
+assert_contains (const char *haystack, const char *needle)
+{
+  if (!strstr (haystack, needle))
+    g_error ("expected \"%s\" in:\n%s", needle, haystack);
+}
+
+/* start_bus() - a dbus-daemon with test-bus.conf.in; @extra goes in as is */
+static GSubprocess *
+start_bus (const char *name, const char *extra, char **address)
+{
+  g_autofree char *template = NULL;
+  g_autofree char *socket = g_strdup_printf ("%s/%s.sock", tmpdir, name);
+  g_autofree char *conf_path = g_strdup_printf ("%s/%s.conf", tmpdir, name);
+  g_autofree char *conf = NULL;
+  g_autofree char *config_arg = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSubprocessLauncher) l = NULL;
+  g_autoptr (GDataInputStream) in = NULL;
+  GSubprocess *p;
+  GString *s;
+
+  g_file_get_contents (g_getenv ("BUS_TEMPLATE"), &template, NULL, &error);
+  g_assert_no_error (error);
+  s = g_string_new (template);
+  g_string_replace (s, "@SOCKET@", socket, 0);
+  g_string_replace (s, "@POLICY@", g_getenv ("POLICY"), 0);
+  g_string_replace (s, "@EXTRA@", extra ? extra : "", 0);
+  conf = g_string_free (s, FALSE);
+  g_file_set_contents (conf_path, conf, -1, &error);
+  g_assert_no_error (error);
+
+  l = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  /* umask 0: the socket must be connectable by the unprivileged user, as
+   * the real system bus socket is. */
+  g_subprocess_launcher_set_child_setup (l, child_setup, GINT_TO_POINTER (1), NULL);
+  config_arg = g_strdup_printf ("--config-file=%s", conf_path);
+  p = g_subprocess_launcher_spawn (l, &error, "dbus-daemon", config_arg,
+                                   "--nofork", "--print-address", NULL);
+  g_assert_no_error (error);
+  in = g_data_input_stream_new (g_subprocess_get_stdout_pipe (p));
+  *address = g_data_input_stream_read_line (in, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (*address);
+  return p;
+}
+
+static void
+stop (GSubprocess *p)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_subprocess_send_signal (p, SIGTERM);
+  g_subprocess_wait (p, NULL, &error);
+  g_assert_no_error (error);
+}
+
+static gboolean
+name_has_owner (GDBusConnection *c)
+{
+  g_autoptr (GVariant) r = NULL;
+  gboolean owned = FALSE;
+
+  r = g_dbus_connection_call_sync (c, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                   "org.freedesktop.DBus", "NameHasOwner",
+                                   g_variant_new ("(s)", "org.vgicd.Manager1"),
+                                   G_VARIANT_TYPE ("(b)"), 0, -1, NULL, NULL);
+  if (r)
+    g_variant_get (r, "(b)", &owned);
+  return owned;
+}
+
+/* start_daemon() - run @args (the stand-in or vgicd) on the bus at
+ * @address, and wait until it owns org.vgicd.Manager1 */
+static GSubprocess *
+start_daemon (const char *address, const char *const *args)
+{
+  g_autoptr (GSubprocessLauncher) l = launcher_for (address, G_SUBPROCESS_FLAGS_NONE);
+  g_autoptr (GDBusConnection) c = NULL;
+  g_autoptr (GError) error = NULL;
+  GSubprocess *p;
+  gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+  c = g_dbus_connection_new_for_address_sync (address,
+        G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL, NULL, &error);
+  g_assert_no_error (error);
+  p = g_subprocess_launcher_spawnv (l, args, &error);
+  g_assert_no_error (error);
+  while (!name_has_owner (c))
+    {
+      if (g_subprocess_get_identifier (p) == NULL)
+        g_error ("%s exited before owning the name", args[0]);
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (10000);
+    }
+  return p;
+}
+
+/* stop_daemon() - SIGTERM; it must exit cleanly (ASan checks leaks then) */
+static void
+stop_daemon (GSubprocess *p)
+{
+  stop (p);
+  g_assert_true (g_subprocess_get_if_exited (p));
+  g_assert_cmpint (g_subprocess_get_exit_status (p), ==, 0);
+  /* The name goes with the connection; the next test needs it free. */
+  while (name_has_owner (conn))
+    g_usleep (5000);
+}
+
+typedef struct {
+  char *config;
+  GSubprocess *daemon;
+} Fixture;
+
+static char *
+new_config (const char *text)
+{
+  static int n;
+  char *path = g_strdup_printf ("%s/vgicd-%d.conf", tmpdir, ++n);
+
+  if (text)
+    {
+      g_autoptr (GError) error = NULL;
+
+      g_file_set_contents (path, text, -1, &error);
+      g_assert_no_error (error);
+      /* readable by the unprivileged user's stand-in */
+      chmod (path, 0644);
+    }
+  return path;
+}
+
+static GSubprocess *
+start_standin (const char *address, const char *config, const char *sessions)
+{
+  const char *args[] = { g_getenv ("STANDIN"), "--config", config,
+                         "--sessions", sessions ? sessions : "0", NULL };
+
+  return start_daemon (address, args);
+}
+
+static void
+fixture_setup (Fixture *f, gconstpointer data)
+{
+  f->config = new_config (config_text);
+  f->daemon = start_standin (bus_address, f->config, data);
+}
+
+static void
+fixture_teardown (Fixture *f, gconstpointer data)
+{
+  stop_daemon (f->daemon);
+  g_object_unref (f->daemon);
+  g_free (f->config);
+}
+
+static char *
+read_file (const char *path)
+{
+  g_autoptr (GError) error = NULL;
+  char *text = NULL;
+
+  g_file_get_contents (path, &text, NULL, &error);
+  g_assert_no_error (error);
+  return text;
+}
+
+static void
+test_usage (void)
+{
+  const char *vgicctl_path = g_getenv ("VGICCTL");
+  g_autoptr (Run) none = run_full (bus_address, NULL, NULL,
+                                   (const char *const[]) { vgicctl_path, NULL });
+  g_autoptr (Run) help = vgicctl (NULL, "--help");
+  g_autoptr (Run) version = vgicctl (NULL, "--version");
+  g_autoptr (Run) unknown = vgicctl (NULL, "frobnicate");
+  g_autoptr (Run) extra = vgicctl (NULL, "status", "now");
+  g_autoptr (Run) badopt = vgicctl (NULL, "stats", "--yaml");
+  g_autoptr (Run) cmdhelp = vgicctl (NULL, "mode", "--help");
+  g_autoptr (Run) nodump = vgicctl (NULL, "dump");
+
+  g_assert_cmpint (none->status, ==, 1);
+  assert_contains (none->err, "Usage: vgicctl");
+  g_assert_cmpint (help->status, ==, 0);
+  assert_contains (help->out, "mode auto|single|off [--runtime]");
+  g_assert_cmpint (version->status, ==, 0);
+  g_assert_cmpstr (version->out, ==, "vgicctl " PACKAGE_VERSION "\n");
+  g_assert_cmpint (unknown->status, ==, 1);
+  assert_contains (unknown->err, "unknown command \"frobnicate\"");
+  g_assert_cmpint (extra->status, ==, 1);
+  g_assert_cmpint (badopt->status, ==, 1);
+  assert_contains (badopt->err, "--yaml");
+  g_assert_cmpint (cmdhelp->status, ==, 0);
+  assert_contains (cmdhelp->out, "--runtime");
+  g_assert_cmpint (nodump->status, ==, 1);
+}
+
+static void
+test_status (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) r = vgicctl (NULL, "status");
+  g_autofree char *config_line = g_strdup_printf ("Config file:   %s\n", f->config);
+
+  g_assert_cmpint (r->status, ==, 0);
+  g_assert_cmpstr (r->err, ==, "");
+  assert_contains (r->out, "Mode:          auto\n");
+  assert_contains (r->out, "Kernel batch:  unknown (test stand-in)\n");
+  assert_contains (r->out, "Version:       " PACKAGE_VERSION "\n");
+  assert_contains (r->out, "Socket:        /run/vgicd/vgicd.sock\n");
+  assert_contains (r->out, config_line);
+  assert_contains (r->out, "Sessions:      0 attached, 9 since start, 3 peers refused\n");
+  assert_contains (r->out, "Totals:        7 saves, 5 loads, 1 declined, "
+                   "2 fallbacks, 1 failures\n");
+}
+
+static void
+test_mode_print (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) r = vgicctl (NULL, "mode");
+
+  g_assert_cmpint (r->status, ==, 0);
+  g_assert_cmpstr (r->out, ==, "auto\n");
+}
+
+static void
+test_mode_persist (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) set = vgicctl (NULL, "mode", "single");
+  g_autoptr (Run) now = vgicctl (NULL, "mode");
+  g_autofree char *after = read_file (f->config);
+
+  g_assert_cmpint (set->status, ==, 0);
+  assert_contains (set->out, "single");
+  g_assert_cmpstr (now->out, ==, "single\n");
+  assert_contains (after, "# vgicd test configuration\n# (comments must survive `vgicctl mode`)\n");
+  assert_contains (after, "# the mode\nMode=single\n");
+  assert_contains (after, "Probe=false\n");
+  g_assert_null (strstr (after, "Mode=auto"));
+}
+
+static void
+test_mode_runtime (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) set = vgicctl (NULL, "mode", "off", "--runtime");
+  g_autoptr (Run) now = vgicctl (NULL, "mode");
+  g_autofree char *after = read_file (f->config);
+
+  g_assert_cmpint (set->status, ==, 0);
+  g_assert_cmpstr (now->out, ==, "off\n");
+  g_assert_cmpstr (after, ==, config_text);
+}
+
+static void
+test_mode_unknown (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) set = vgicctl (NULL, "mode", "bogus");
+  g_autoptr (Run) now = vgicctl (NULL, "mode");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  g_autofree char *after = read_file (f->config);
+
+  g_assert_cmpint (set->status, ==, 1);
+  assert_contains (set->err, "bogus");
+  assert_contains (set->err, "auto, single, off");
+  g_assert_cmpstr (now->out, ==, "auto\n");
+  g_assert_cmpstr (after, ==, config_text);
+
+  /* vgicd checks too, for clients other than vgicctl. */
+  reply = g_dbus_connection_call_sync (conn, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                                       "org.vgicd.Manager1", "SetMode",
+                                       g_variant_new ("(sb)", "bogus", TRUE), NULL,
+                                       0, -1, NULL, &error);
+  g_assert_null (reply);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
+  assert_contains (error->message, "auto, single, off");
+}
+
+/* When the file cannot be written the mode does not change either. */
+static void
+test_mode_persist_fails (void)
+{
+  g_autofree char *config = g_strdup_printf ("%s/no-such-dir/vgicd.conf", tmpdir);
+  g_autoptr (GSubprocess) d = start_standin (bus_address, config, NULL);
+  g_autoptr (Run) set = vgicctl (NULL, "mode", "single");
+  g_autoptr (Run) now = vgicctl (NULL, "mode");
+  g_autoptr (Run) rt = vgicctl (NULL, "mode", "single", "--runtime");
+  g_autoptr (Run) now2 = vgicctl (NULL, "mode");
+
+  g_assert_cmpint (set->status, ==, 2);
+  assert_contains (set->err, "cannot save the mode in");
+  assert_contains (set->err, config);
+  g_assert_cmpstr (now->out, ==, "auto\n");
+  g_assert_cmpint (rt->status, ==, 0);
+  g_assert_cmpstr (now2->out, ==, "single\n");
+  stop_daemon (d);
+}
+
+static void
+assert_valid_json (const char *text)
+{
+  g_autoptr (GBytes) input = g_bytes_new (text, strlen (text));
+  g_autoptr (Run) r = run_full (NULL, NULL, input, (const char *const[]) {
+                                  "/usr/bin/python3", "-m", "json.tool", NULL });
+
+  g_assert_cmpint (r->status, ==, 0);
+}
+
+static void
+test_stats (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) json = vgicctl (NULL, "stats", "--json");
+  g_autoptr (Run) text = vgicctl (NULL, "stats");
+
+  g_assert_cmpint (json->status, ==, 0);
+  assert_valid_json (json->out);
+  assert_contains (json->out, "\"saves\": 7");
+  assert_contains (json->out, "\"bytes-saved\": 123456");
+  assert_contains (json->out, "\"sessions\": 0");
+  assert_contains (json->out, "\"uptime-usec\": ");
+  g_assert_cmpint (text->status, ==, 0);
+  assert_contains (text->out, "saves:           7\n");
+  assert_contains (text->out, "refused:         3\n");
+}
+
+static void
+test_sessions_none (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) r = vgicctl (NULL, "sessions");
+  g_autoptr (Run) json = vgicctl (NULL, "sessions", "--json");
+
+  g_assert_cmpint (r->status, ==, 0);
+  g_assert_cmpstr (r->out, ==, "No VM is attached to vgicd.\n");
+  g_assert_cmpint (json->status, ==, 0);
+  g_assert_cmpstr (json->out, ==, "[]\n");
+}
+
+static void
+test_sessions_two (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) r = vgicctl (NULL, "sessions");
+  g_autoptr (Run) json = vgicctl (NULL, "sessions", "--json");
+  g_autoptr (Run) st = vgicctl (NULL, "status");
+
+  g_assert_cmpint (r->status, ==, 0);
+  assert_contains (r->out, "NAME");
+  assert_contains (r->out, "vm-0 \"q\\t\"");
+  assert_contains (r->out, "00000000-0000-4000-8000-000000000001");
+  assert_contains (r->out, "1.235 ms/3/batch");
+  g_assert_cmpint (json->status, ==, 0);
+  assert_valid_json (json->out);
+  /* the quote and the backslash escaped */
+  assert_contains (json->out, "\"name\": \"vm-1 \\\"q\\\\t\\\"\"");
+  assert_contains (json->out, "\"vcpus\": 8");
+  assert_contains (json->out, "\"kernel-batch\": true");
+  assert_contains (st->out, "Sessions:      2 attached");
+}
+
+typedef struct {
+  GMainLoop *loop;
+  char *key;
+  char *value;
+} Wait;
+
+static void
+on_properties_changed (GDBusConnection *c, const char *sender, const char *path,
+                       const char *iface, const char *signal, GVariant *params,
+                       gpointer data)
+{
+  Wait *w = data;
+  g_autoptr (GVariant) changed = g_variant_get_child_value (params, 1);
+  const char *v;
+
+  if (g_variant_lookup (changed, w->key, "&s", &v) && g_str_equal (v, w->value))
+    g_main_loop_quit (w->loop);
+}
+
+static gboolean
+on_timeout (gpointer data)
+{
+  g_error ("no PropertiesChanged for %s", ((Wait *) data)->key);
+  return G_SOURCE_REMOVE;
+}
+
+/* Wait for PropertiesChanged(@key = @value) after @trigger ran. */
+static void
+expect_change (const char *key, const char *value, void (*trigger) (gpointer),
+               gpointer trigger_data)
+{
+  Wait w = { g_main_loop_new (NULL, FALSE), (char *) key, (char *) value };
+  guint id, timeout;
+
+  id = g_dbus_connection_signal_subscribe (conn, "org.vgicd.Manager1",
+                                           "org.freedesktop.DBus.Properties",
+                                           "PropertiesChanged", "/org/vgicd/Manager1",
+                                           "org.vgicd.Manager1", 0,
+                                           on_properties_changed, &w, NULL);
+  /* The match rule must be in place before the change. */
+  g_dbus_connection_call_sync (conn, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus.Peer", "Ping", NULL, NULL, 0,
+                               -1, NULL, NULL);
+  trigger (trigger_data);
+  timeout = g_timeout_add_seconds (20, on_timeout, &w);
+  g_main_loop_run (w.loop);
+  g_source_remove (timeout);
+  g_dbus_connection_signal_unsubscribe (conn, id);
+  g_main_loop_unref (w.loop);
+}
+
+static void
+set_off_runtime (gpointer data)
+{
+  g_autoptr (Run) r = vgicctl (NULL, "mode", "off", "--runtime");
+
+  g_assert_cmpint (r->status, ==, 0);
+}
+
+static void
+send_usr1 (gpointer data)
+{
+  g_subprocess_send_signal (data, SIGUSR1);
+}
+
+static void
+test_properties_changed (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) st = NULL;
+
+  expect_change ("Mode", "off", set_off_runtime, NULL);
+  expect_change ("KernelBatch", "yes", send_usr1, f->daemon);
+  st = vgicctl (NULL, "status");
+  assert_contains (st->out, "Kernel batch:  yes (executor of VM vm-0)\n");
+  assert_contains (st->out, "Mode:          off\n");
+}
+
+#define NEED_USER() \
+  do { if (!have_user) { g_test_skip ("needs root and user " TEST_USER); return; } } while (0)
+
+static void
+test_user_reads (Fixture *f, gconstpointer data)
+{
+  NEED_USER ();
+  {
+    g_autoptr (Run) st = vgicctl (TEST_USER, "status");
+    g_autoptr (Run) stats = vgicctl (TEST_USER, "stats", "--json");
+    g_autoptr (Run) sessions = vgicctl (TEST_USER, "sessions");
+    g_autoptr (Run) mode = vgicctl (TEST_USER, "mode");
+
+    g_assert_cmpint (st->status, ==, 0);
+    assert_contains (st->out, "Mode:          auto\n");
+    g_assert_cmpint (stats->status, ==, 0);
+    assert_valid_json (stats->out);
+    g_assert_cmpint (sessions->status, ==, 0);
+    g_assert_cmpint (mode->status, ==, 0);
+    g_assert_cmpstr (mode->out, ==, "auto\n");
+  }
+}
+
+/* The policy file stops a non-root SetMode before it reaches vgicd. */
+static void
+test_user_set_mode_policy (Fixture *f, gconstpointer data)
+{
+  NEED_USER ();
+  {
+    g_autoptr (Run) set = vgicctl (TEST_USER, "mode", "single");
+    g_autoptr (Run) now = vgicctl (NULL, "mode");
+    g_autofree char *after = read_file (f->config);
+
+    g_assert_cmpint (set->status, ==, 4);
+    assert_contains (set->err, "permission denied");
+    assert_contains (set->err, "as root");
+    /* the bus's refusal, not vgicd's */
+    assert_contains (set->err, "system bus policy");
+    g_assert_cmpstr (now->out, ==, "auto\n");
+    g_assert_cmpstr (after, ==, config_text);
+  }
+}
+
+/* With the policy loosened, vgicd itself still refuses a non-root caller. */
+static void
+test_user_set_mode_daemon (void)
+{
+  NEED_USER ();
+  {
+    g_autofree char *address = NULL;
+    g_autoptr (GSubprocess) bus = start_bus ("loose",
+      "<policy context=\"mandatory\">"
+      "<allow send_destination=\"org.vgicd.Manager1\"/></policy>", &address);
+    g_autofree char *config = new_config (config_text);
+    g_autoptr (GSubprocess) d = start_standin (address, config, NULL);
+    g_autoptr (Run) set = run_full (address, TEST_USER, NULL, (const char *const[]) {
+                                      g_getenv ("VGICCTL"), "mode", "single", NULL });
+    g_autoptr (Run) now = run_full (address, NULL, NULL, (const char *const[]) {
+                                      g_getenv ("VGICCTL"), "mode", NULL });
+    g_autofree char *after = read_file (config);
+
+    g_assert_cmpint (set->status, ==, 4);
+    assert_contains (set->err, "only root may change");
+    assert_contains (set->err, "as root");
+    g_assert_cmpstr (now->out, ==, "auto\n");
+    g_assert_cmpstr (after, ==, config_text);
+    stop (d);
+    g_assert_cmpint (g_subprocess_get_exit_status (d), ==, 0);
+    stop (bus);
+  }
+}
+
+static void
+test_user_cannot_own (void)
+{
+  NEED_USER ();
+  {
+    g_autofree char *config = new_config (config_text);
+    g_autoptr (Run) r = run_full (bus_address, TEST_USER, NULL, (const char *const[]) {
+                                    g_getenv ("STANDIN"), "--config", config, NULL });
+
+    g_assert_cmpint (r->status, ==, 1);
+    assert_contains (r->err, "does not let this user own org.vgicd.Manager1");
+    g_assert_false (name_has_owner (conn));
+  }
+}
+
+static void
+test_name_taken (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) r = run_full (bus_address, NULL, NULL, (const char *const[]) {
+                                  g_getenv ("STANDIN"), "--config", f->config, NULL });
+
+  g_assert_cmpint (r->status, ==, 1);
+  assert_contains (r->err, "already owned");
+  assert_contains (r->err, "another vgicd is running");
+}
+
+static void
+test_unreachable (void)
+{
+  g_autoptr (Run) noname = vgicctl (NULL, "status");
+  g_autoptr (Run) nobus = run_full ("unix:path=/nonexistent/bus", NULL, NULL,
+                                    (const char *const[]) { g_getenv ("VGICCTL"),
+                                                            "stats", NULL });
+  g_autoptr (Run) setmode = vgicctl (NULL, "mode", "off");
+
+  g_assert_cmpint (noname->status, ==, 2);
+  assert_contains (noname->err, "is vgicd running? systemctl status vgicd");
+  g_assert_cmpint (nobus->status, ==, 2);
+  assert_contains (nobus->err, "is vgicd running? systemctl status vgicd");
+  g_assert_cmpint (setmode->status, ==, 2);
+}
+
+static void
+test_dump (void)
+{
+  g_autofree char *garbage = new_config ("not a record\n");
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (Run) bad = vgicctl (NULL, "dump", garbage);
+  g_autoptr (Run) missing = vgicctl (NULL, "dump", "/nonexistent/record");
+  g_autoptr (Run) good = vgicctl (NULL, "dump", g_getenv ("RECORD"));
+  g_autoptr (Run) piped = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GMappedFile) file = g_mapped_file_new (g_getenv ("RECORD"), FALSE, &error);
+
+  g_assert_no_error (error);
+  record = g_mapped_file_get_bytes (file);
+  piped = run_full (NULL, NULL, record, (const char *const[]) {
+                      g_getenv ("VGICCTL"), "dump", "-", NULL });
+
+  g_assert_cmpint (bad->status, ==, 3);
+  assert_contains (bad->err, "is not a valid vGIC state record");
+  assert_contains (bad->err, "magic");
+  g_assert_cmpint (missing->status, ==, 3);
+  assert_contains (missing->err, "/nonexistent/record");
+  g_assert_cmpint (good->status, ==, 0);
+  g_assert_cmpuint (strlen (good->out), >, 100);
+  g_assert_cmpint (piped->status, ==, 0);
+  g_assert_cmpstr (piped->out, ==, good->out);
+}
+
+/* The real daemon (vgicd-main.c) serving Manager1. */
+static void
+test_real_vgicd (void)
+{
+  const char *vgicd = g_getenv ("VGICD");
+  g_autofree char *config = NULL;
+  g_autofree char *socket = NULL;
+  g_autoptr (GSubprocess) d = NULL;
+
+  if (!vgicd || !*vgicd)
+    {
+      g_test_skip ("vgicd is not built");
+      return;
+    }
+  config = new_config ("[vgicd]\nMode=single\nProbe=false\n");
+  socket = g_strdup_printf ("%s/vgicd.sock", tmpdir);
+  d = start_daemon (bus_address, (const char *const[]) {
+                      vgicd, "--config", config, "--socket", socket, NULL });
+  {
+    g_autoptr (Run) st = vgicctl (NULL, "status");
+    g_autoptr (Run) set = vgicctl (NULL, "mode", "off", "--runtime");
+    g_autoptr (Run) now = vgicctl (NULL, "mode");
+    g_autoptr (Run) json = vgicctl (NULL, "stats", "--json");
+    g_autoptr (Run) sessions = vgicctl (NULL, "sessions");
+
+    g_assert_cmpint (st->status, ==, 0);
+    assert_contains (st->out, "Mode:          single\n");
+    assert_contains (st->out, "Version:       " PACKAGE_VERSION "\n");
+    g_assert_cmpint (set->status, ==, 0);
+    g_assert_cmpstr (now->out, ==, "off\n");
+    g_assert_cmpint (json->status, ==, 0);
+    assert_valid_json (json->out);
+    g_assert_cmpstr (sessions->out, ==, "No VM is attached to vgicd.\n");
+  }
+  stop_daemon (d);
+}
+
+static gboolean
+ensure_test_user (void)
+{
+  if (getuid () != 0)
+    return FALSE;
+  if (!getpwnam (TEST_USER))
+    {
+      g_autoptr (Run) r = run_full (NULL, NULL, NULL, (const char *const[]) {
+                                      "useradd", "--system", "--no-create-home",
+                                      "--shell", "/usr/sbin/nologin", TEST_USER, NULL });
+      if (r->status != 0)
+        return FALSE;
+    }
+  return getpwnam (TEST_USER) != NULL;
+}
+
+static void
+remove_tree (const char *path)
+{
+  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir && (name = g_dir_read_name (dir)))
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      if (g_file_test (child, G_FILE_TEST_IS_DIR) &&
+          !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
+        remove_tree (child);
+      else
+        unlink (child);
+    }
+  rmdir (path);
+}
+
+#define ADD(name, fn, data) \
+  g_test_add ("/vgicctl/" name, Fixture, data, fixture_setup, fn, fixture_teardown)
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr (GError) error = NULL;
+  int ret;
+
+  g_test_init (&argc, &argv, NULL);
+  if (!g_getenv ("VGICCTL") || !g_getenv ("STANDIN") || !g_getenv ("POLICY") ||
+      !g_getenv ("BUS_TEMPLATE") || !g_getenv ("RECORD"))
+    g_error ("run me through meson test (VGICCTL, STANDIN, POLICY, "
+             "BUS_TEMPLATE, RECORD are not set)");
+
+  tmpdir = g_dir_make_tmp ("vgicd-manager-XXXXXX", &error);
+  g_assert_no_error (error);
+  /* The unprivileged user must reach the bus socket and the config. */
+  chmod (tmpdir, 0755);
+  have_user = ensure_test_user ();
+
+  bus_proc = start_bus ("system", NULL, &bus_address);
+  conn = g_dbus_connection_new_for_address_sync (bus_address,
+           G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+           G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL, NULL, &error);
+  g_assert_no_error (error);
+
+  g_test_add_func ("/vgicctl/usage", test_usage);
+  ADD ("status", test_status, NULL);
+  ADD ("mode/print", test_mode_print, NULL);
+  ADD ("mode/persist", test_mode_persist, NULL);
+  ADD ("mode/runtime", test_mode_runtime, NULL);
+  ADD ("mode/unknown", test_mode_unknown, NULL);
+  g_test_add_func ("/vgicctl/mode/persist-fails", test_mode_persist_fails);
+  ADD ("stats", test_stats, NULL);
+  ADD ("sessions/none", test_sessions_none, NULL);
+  ADD ("sessions/two", test_sessions_two, "2");
+  ADD ("properties-changed", test_properties_changed, NULL);
+  ADD ("user/reads", test_user_reads, NULL);
+  ADD ("user/set-mode-refused-by-policy", test_user_set_mode_policy, NULL);
+  g_test_add_func ("/vgicctl/user/set-mode-refused-by-vgicd", test_user_set_mode_daemon);
+  g_test_add_func ("/vgicctl/user/cannot-own-name", test_user_cannot_own);
+  ADD ("name-taken", test_name_taken, NULL);
+  g_test_add_func ("/vgicctl/unreachable", test_unreachable);
+  g_test_add_func ("/vgicctl/dump", test_dump);
+  g_test_add_func ("/vgicctl/real-vgicd", test_real_vgicd);
+  ret = g_test_run ();
+
+  g_dbus_connection_close_sync (conn, NULL, NULL);
+  g_object_unref (conn);
+  stop (bus_proc);
+  g_object_unref (bus_proc);
+  g_free (bus_address);
+  remove_tree (tmpdir);
+  g_free (tmpdir);
+  return ret;
+}

@@ -102,14 +102,20 @@ on_sighup (gpointer data)
       sd_notify (0, "READY=1");
       return G_SOURCE_CONTINUE;
     }
+  if (v->socket_override)
+    {
+      /* The socket does not change on reload. */
+      g_free (config->socket_path);
+      config->socket_path = g_strdup (v->socket_override);
+    }
   vgicd_config_free (v->daemon.config);
   v->daemon.config = config;
   v->daemon.mode = config->mode;
   apply_allow_list (v);
   g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                    "VGICD_MODE", vgicd_mode_to_string (config->mode),
                     "MESSAGE", "configuration reloaded from %s: mode %s", v->config_path,
-                    vgicd_mode_to_string (config->mode),
-                    "VGICD_MODE", "%s", vgicd_mode_to_string (config->mode));
+                    vgicd_mode_to_string (config->mode));
   sd_notify (0, "READY=1");
   vgicd_daemon_changed (&v->daemon);
   return G_SOURCE_CONTINUE;
@@ -174,9 +180,12 @@ main (int argc, char **argv)
                  kb < 0 ? "unknown" : kb ? "yes" : "no", v.daemon.kernel_batch_source);
     }
 
-  v.server = vgicd_server_new (&v.daemon, v.socket_override ? v.socket_override
-                                                             : v.daemon.config->socket_path,
-                               &error);
+  if (v.socket_override)
+    {
+      g_free (v.daemon.config->socket_path);
+      v.daemon.config->socket_path = g_strdup (v.socket_override);
+    }
+  v.server = vgicd_server_new (&v.daemon, v.daemon.config->socket_path, &error);
   if (!v.server)
     {
       g_printerr ("vgicd: %s\n", error->message);

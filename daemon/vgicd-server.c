@@ -96,13 +96,14 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
     {
       g_autofree char *who = user_name (p->uid);
       g_autofree char *list = g_strjoinv (", ", server->daemon->config->allow_users);
+      g_autofree char *uid = g_strdup_printf ("%u", (guint) p->uid);
 
       server->daemon->totals.refused++;
       vgicd_daemon_changed (server->daemon);
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "VGICD_PEER_UID", uid,
                         "MESSAGE", "refused a peer: user %s (uid %u, pid %d) is not allowed",
-                        who, (guint) p->uid, (int) p->pid,
-                        "VGICD_PEER_UID", "%u", (guint) p->uid);
+                        who, (guint) p->uid, (int) p->pid);
       g_dbus_method_invocation_return_dbus_error (
         inv, "org.freedesktop.DBus.Error.AccessDenied",
         g_strdup_printf ("user %s (uid %u) may not use vgicd; AllowUsers in %s lists: %s",

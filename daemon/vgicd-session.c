@@ -99,15 +99,16 @@ log_op (VgicdSession *s, GLogLevelFlags level, const char *operation,
   g_autofree char *exec_ns = g_strdup_printf ("%" G_GUINT64_FORMAT, s->op_ns);
   g_autofree char *line = g_strdup_printf ("VM %s: %s", s->name, message);
 
+  /* MESSAGE goes last: its format consumes the remaining arguments. */
   g_log_structured (G_LOG_DOMAIN, level,
-                    "MESSAGE", "%s", line,
-                    "VGICD_VM", "%s", s->name,
-                    "VGICD_UUID", "%s", s->uuid,
-                    "VGICD_OPERATION", "%s", operation,
-                    "VGICD_DURATION_NS", "%s", dur,
-                    "VGICD_EXEC_NS", "%s", exec_ns,
-                    "VGICD_IOCTLS", "%s", ioctls,
-                    "VGICD_VIA", "%s", s->step_via ? s->step_via : "-");
+                    "VGICD_VM", s->name,
+                    "VGICD_UUID", s->uuid,
+                    "VGICD_OPERATION", operation,
+                    "VGICD_DURATION_NS", dur,
+                    "VGICD_EXEC_NS", exec_ns,
+                    "VGICD_IOCTLS", ioctls,
+                    "VGICD_VIA", s->step_via ? s->step_via : "-",
+                    "MESSAGE", "%s", line);
 }
 
 /* ------------------------------------------------------------------ */
@@ -182,10 +183,10 @@ choose_via (VgicdSession *s)
           s->op_fallback = TRUE;
           s->daemon->totals.fallbacks++;
           g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                            "VGICD_VM", s->name,
+                            "VGICD_FALLBACK", "single",
                             "MESSAGE", "VM %s: the kernel has no vGIC batch group; "
-                            "running one register per ioctl", s->name,
-                            "VGICD_VM", "%s", s->name,
-                            "VGICD_FALLBACK", "single");
+                            "running one register per ioctl", s->name);
         }
       return "single";
     }

@@ -12,6 +12,6 @@ if [ -f "$VGICD_BUILD/gcc/build.ninja" ]; then
 else
 	meson setup "$VGICD_BUILD/gcc" >/dev/null
 fi
-ninja -C "$VGICD_BUILD/gcc" tools/vgicd-demo >/dev/null
+ninja -C "$VGICD_BUILD/gcc" >/dev/null
 echo
 exec "$VGICD_BUILD/gcc/tools/vgicd-demo" "$@"

@@ -59,7 +59,8 @@ setup() {
 step_begin "packages"
 enable_arm64
 need_packages "${BUILD_PACKAGES[@]}" clang libclang-rt-14-dev \
-	gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64 qemu-user
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64 \
+	libsystemd-dev:arm64 qemu-user
 step_end
 
 step_begin "native build and tests (gcc, -Werror)"
@@ -91,12 +92,13 @@ step_end
 step_begin "aarch64 cross-build, tests under qemu-user"
 setup "$VGICD_BUILD/aarch64" --werror --cross-file cross/aarch64-linux-gnu.ini
 ninja -C "$VGICD_BUILD/aarch64"
-# vgic-sim answers ioctls through seccomp user notification; qemu-user
-# emulates seccomp(2) for the guest architecture only, so the filter cannot
-# be installed there.  Those suites run natively (steps above) and on real
-# arm64 in the nested tier.
-echo "(suites that need vgic-sim are not run under qemu-user: seccomp filters cannot be installed through it)"
-run_suites "$VGICD_BUILD/aarch64" --no-suite sim
+# Under qemu-user only the self-contained suites run.  vgic-sim answers
+# ioctls through seccomp user notification, which qemu-user cannot install
+# for the guest; the daemon tests spawn other aarch64 programs, which this
+# machine cannot exec without binfmt.  All of them run natively above, and
+# on real arm64 in the nested tier.
+echo "(under qemu-user: the planner, record, fuzz-corpus and dump suites)"
+run_suites "$VGICD_BUILD/aarch64" --suite planner --suite record --suite fuzz --suite dump
 step_end
 
 step_begin "planner counts for the facts table"

@@ -182,8 +182,11 @@ vgicd_harness_stop (VgicdHarness *h)
     return;
   stop_pid (&h->vgicd_pid, SIGTERM);
   stop_pid (&h->dbus_pid, SIGTERM);
-  if (h->dir)
+  /* VGICD_HARNESS_KEEP=1 keeps the logs and configuration for a look. */
+  if (h->dir && !g_getenv ("VGICD_HARNESS_KEEP"))
     remove_tree (h->dir);
+  else if (h->dir)
+    g_printerr ("vgicd harness: kept %s\n", h->dir);
   g_free (h->dir);
   g_free (h->bus_address);
   g_free (h->config_path);

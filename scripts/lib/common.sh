@@ -55,4 +55,5 @@ enable_arm64() {
 	fi
 }
 
-BUILD_PACKAGES=(build-essential meson ninja-build pkg-config libglib2.0-dev bc python3)
+BUILD_PACKAGES=(build-essential meson ninja-build pkg-config libglib2.0-dev libsystemd-dev
+	dbus bc python3)

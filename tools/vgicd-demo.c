@@ -170,6 +170,24 @@ set_mode (const char *bus_address, const char *mode)
     die ("set vgicd's mode", error);
 }
 
+/* The destination's whole register file must equal the source's, but for
+ * what QEMU 10.0's access list does not carry (the routes of SPIs above
+ * nr_irqs / 2, see daemon/vgic-plan.c), which keep the destination's. */
+static gboolean
+same_register_file (VgicSim *src, VgicSim *dst, guint nr_irqs)
+{
+  g_autoptr (VgicSimState) a = vgic_sim_state_get (src);
+  g_autoptr (VgicSimState) b = vgic_sim_state_get (dst);
+  g_autoptr (GString) diff = g_string_new (NULL);
+
+  for (guint irq = nr_irqs / 2 + 1; irq < nr_irqs; irq++)
+    b->spis[irq - 32].route = a->spis[irq - 32].route;
+  if (vgic_sim_state_equal (a, b, diff))
+    return TRUE;
+  fprintf (stderr, "register files differ:\n%s\n", diff->str);
+  return FALSE;
+}
+
 /* A re-save of the destination must equal the record that was loaded. */
 static gboolean
 same_state (const VgicShape *shape, VgicSim *dst, GBytes *want)
@@ -269,7 +287,8 @@ main (int argc, char **argv)
             t0 = g_get_monotonic_time ();
             qemu_put (shape, vgic_sim_get_fd (dst), state, &paths[p].put_ioctls);
             paths[p].put_ms[run] = ms_since (t0);
-            if (!same_state (shape, dst, reference))
+            if (!same_state (shape, dst, reference) ||
+                !same_register_file (src, dst, opt_irqs))
               {
                 fprintf (stderr, "MISMATCH: %s, run %u\n", paths[p].name, run);
                 all_equal = FALSE;
@@ -297,7 +316,8 @@ main (int argc, char **argv)
         paths[p].put_ioctls = st.ioctls;
 
         record_size = g_bytes_get_size (record);
-        if (!g_bytes_equal (record, reference) || !same_state (shape, dst, reference))
+        if (!g_bytes_equal (record, reference) || !same_state (shape, dst, reference) ||
+            !same_register_file (src, dst, opt_irqs))
           {
             fprintf (stderr, "MISMATCH: %s, run %u\n", paths[p].name, run);
             all_equal = FALSE;
@@ -322,6 +342,9 @@ main (int argc, char **argv)
             100 * (1 - median (paths[p].put_ms, opt_runs) / median (paths[0].put_ms, opt_runs)));
   printf ("\n(medians of %u runs; seed figures at 160 vCPUs: 120 ms get / 158 ms put one "
           "by one, 19 / 40 ms batched)\n", opt_runs);
-  printf ("Destination equals source after every transfer: %s\n", all_equal ? "yes" : "NO");
+  printf ("Destination equals source after every transfer: %s\n"
+          "  (the whole register file, and a re-save byte for byte; QEMU 10.0's accesses do not\n"
+          "  carry the routes of SPIs above %u, so no path moves those: see docs/state-record.md)\n",
+          all_equal ? "yes" : "NO", opt_irqs / 2);
   return all_equal ? 0 : 1;
 }

@@ -70,9 +70,9 @@ wait_for_path (const char *path, GPid pid, GError **error)
   return FALSE;
 }
 
-VgicdHarness *
-vgicd_harness_start (const char *vgicd, const char *policy, const char *config,
-                     GError **error)
+static VgicdHarness *
+harness_start (const char *vgicd, const char *policy, const char *config,
+               gboolean activated, GError **error)
 {
   g_autoptr (VgicdHarness) h = g_new0 (VgicdHarness, 1);
   g_autofree char *bus_conf_path = NULL;
@@ -122,8 +122,11 @@ vgicd_harness_start (const char *vgicd, const char *policy, const char *config,
   log_fd = open (h->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   env = g_environ_setenv (g_get_environ (), "DBUS_SYSTEM_BUS_ADDRESS", h->bus_address, TRUE);
   {
-    const char *argv[] = { vgicd, "--config", h->config_path, NULL };
-    if (!g_spawn_async_with_fds (NULL, (char **) argv, env, G_SPAWN_DO_NOT_REAP_CHILD,
+    const char *direct[] = { vgicd, "--config", h->config_path, NULL };
+    const char *via_systemd[] = { "systemd-socket-activate", "-l", h->socket_path,
+                                  vgicd, "--config", h->config_path, NULL };
+    if (!g_spawn_async_with_fds (NULL, (char **) (activated ? via_systemd : direct), env,
+                                 G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
                                  child_setup, NULL, &h->vgicd_pid, -1, log_fd, log_fd, error))
       {
         close (log_fd);
@@ -150,6 +153,20 @@ stop_pid (GPid *pid, int sig)
   waitpid (*pid, NULL, 0);
   g_spawn_close_pid (*pid);
   *pid = 0;
+}
+
+VgicdHarness *
+vgicd_harness_start (const char *vgicd, const char *policy, const char *config,
+                     GError **error)
+{
+  return harness_start (vgicd, policy, config, FALSE, error);
+}
+
+VgicdHarness *
+vgicd_harness_start_activated (const char *vgicd, const char *policy, const char *config,
+                               GError **error)
+{
+  return harness_start (vgicd, policy, config, TRUE, error);
 }
 
 void

@@ -30,6 +30,14 @@ typedef struct {
 VgicdHarness *vgicd_harness_start (const char *vgicd, const char *policy,
                                    const char *config, GError **error);
 
+/**
+ * vgicd_harness_start_activated() - the same, but vgicd is started on the
+ * first connection by systemd-socket-activate, which holds the listening
+ * socket and passes it (LISTEN_FDS), as vgicd.socket does under systemd
+ */
+VgicdHarness *vgicd_harness_start_activated (const char *vgicd, const char *policy,
+                                             const char *config, GError **error);
+
 /* vgicd_harness_kill_vgicd() - SIGKILL vgicd (for failure tests) */
 void vgicd_harness_kill_vgicd (VgicdHarness *h);
 

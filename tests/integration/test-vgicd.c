@@ -376,6 +376,136 @@ test_vgicd_gone (void)
   g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
 }
 
+/* vgicd killed in the middle of a save (while the executor runs its first
+ * round, one by one): the save fails as UNREACHABLE, promptly. */
+typedef struct {
+  VgicdClient *client;
+  GError *error;
+  gboolean ok;
+  gint64 returned;
+} SaveJob;
+
+static gpointer
+save_job (gpointer data)
+{
+  SaveJob *job = data;
+  g_autoptr (GBytes) record = NULL;
+
+  job->ok = vgicd_client_save (job->client, &record, &job->error);
+  job->returned = g_get_monotonic_time ();
+  return NULL;
+}
+
+static void
+test_killed_mid_save (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("single");
+  const Shape s = { 160, 992, TRUE, 5 };
+  g_autoptr (VgicSim) src = make_sim (&s, TRUE);
+  g_autoptr (VgicdClient) c = attach (h, src, &s, "victim");
+  SaveJob job = { .client = c };
+  VgicSimCounters counters = { 0 };
+  GThread *thread;
+  gint64 killed;
+
+  vgic_sim_counters_reset (src);
+  thread = g_thread_new ("save", save_job, &job);
+  while (counters.single_get < 500)
+    {
+      g_usleep (1000);
+      vgic_sim_counters_get (src, &counters);
+    }
+  vgicd_harness_kill_vgicd (h);
+  killed = g_get_monotonic_time ();
+  g_thread_join (thread);
+  g_assert_false (job.ok);
+  g_assert_error (job.error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
+  /* The rest of round 1 (one by one) and a closed connection: well within
+   * the 5 s timeout. */
+  g_assert_cmpint (job.returned - killed, <, 2 * G_USEC_PER_SEC);
+  g_test_message ("returned %.1f ms after the kill: %s",
+                  (job.returned - killed) / 1000.0, job.error->message);
+  g_error_free (job.error);
+}
+
+/* Under socket activation (systemd-socket-activate passes the listening
+ * socket, as vgicd.socket does), vgicd starts on the first connection and
+ * serves it. */
+static void
+test_socket_activated (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = vgicd_harness_start_activated (vgicd_bin, policy,
+                                                              "AllowUsers=root\n", &error);
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autofree char *log = NULL;
+
+  g_assert_no_error (error);
+  vgic_sim_randomize (src, 77);
+  c = attach (h, src, s, "activated");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_assert_nonnull (strstr (log, "(socket-activated)"));
+}
+
+/* SIGHUP re-reads the configuration: the mode changes at once. */
+static void
+test_sighup_reload (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[0];
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *conf = g_strdup_printf ("[vgicd]\nSocket=%s\nProbe=false\nMode=off\n"
+                                           "AllowUsers=root\n", h->socket_path);
+
+  c = attach (h, src, s, "reloaded");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_clear_pointer (&record, g_bytes_unref);
+  g_assert_true (g_file_set_contents (h->config_path, conf, -1, &error));
+  kill (h->vgicd_pid, SIGHUP);
+  for (int i = 0; i < 100; i++)
+    {
+      g_clear_error (&error);
+      g_clear_pointer (&record, g_bytes_unref);
+      if (!vgicd_client_save (c, &record, &error) &&
+          g_error_matches (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED))
+        break;
+      g_usleep (20000);
+    }
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED);
+}
+
+/* A peer reaches only the session it attached: another connection does not
+ * even see it. */
+static void
+test_sessions_are_private (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[0];
+  g_autoptr (VgicSim) sim = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) c = attach (h, sim, s, "owner");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDBusConnection) other = NULL;
+  g_autoptr (GVariant) reply = NULL;
+
+  other = g_dbus_connection_new_for_address_sync (h->address,
+                                                  G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
+                                                  NULL, NULL, &error);
+  g_assert_no_error (error);
+  reply = g_dbus_connection_call_sync (other, NULL, "/org/vgicd/Session1/1",
+                                       "org.vgicd.Session1", "Save", NULL, NULL,
+                                       G_DBUS_CALL_FLAGS_NONE, 2000, NULL, &error);
+  g_assert_null (reply);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD);
+}
+
 /* 32 QEMUs save at once, each its own VM: all correct. */
 typedef struct {
   VgicdHarness *h;
@@ -458,5 +588,9 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/peer-not-allowed", test_peer_not_allowed);
   g_test_add_func ("/vgicd/vgicd-gone", test_vgicd_gone);
   g_test_add_func ("/vgicd/concurrent-sessions", test_concurrent_sessions);
+  g_test_add_func ("/vgicd/killed-mid-save", test_killed_mid_save);
+  g_test_add_func ("/vgicd/socket-activated", test_socket_activated);
+  g_test_add_func ("/vgicd/sighup-reload", test_sighup_reload);
+  g_test_add_func ("/vgicd/sessions-are-private", test_sessions_are_private);
   return g_test_run ();
 }

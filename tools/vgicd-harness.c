@@ -12,34 +12,23 @@
 
 #include "vgicd-harness.h"
 
-/* A system bus as Debian's /usr/share/dbus-1/system.conf sets it up (deny
- * by default, policy files decide), in a private directory, with the
- * project's policy file included. */
-static const char bus_config[] =
-  "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
-  " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-  "<busconfig>\n"
-  "  <type>system</type>\n"
-  "  <listen>unix:path=%s/system_bus_socket</listen>\n"
-  "  <auth>EXTERNAL</auth>\n"
-  "  <policy context=\"default\">\n"
-  "    <allow user=\"*\"/>\n"
-  "    <deny own=\"*\"/>\n"
-  "    <deny send_type=\"method_call\"/>\n"
-  "    <allow send_type=\"signal\"/>\n"
-  "    <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
-  "    <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
-  "    <allow receive_type=\"method_call\"/>\n"
-  "    <allow receive_type=\"method_return\"/>\n"
-  "    <allow receive_type=\"error\"/>\n"
-  "    <allow receive_type=\"signal\"/>\n"
-  "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
-  "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
-  "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Properties\"/>\n"
-  "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Peer\"/>\n"
-  "  </policy>\n"
-  "  <include>%s</include>\n"
-  "</busconfig>\n";
+/* The system bus configuration: tools/system-bus.conf.in, which mirrors
+ * Debian's system.conf and includes the project's policy file. */
+static char *
+bus_config (const char *dir, const char *policy, GError **error)
+{
+  g_autofree char *template = NULL;
+  g_autofree char *socket = g_build_filename (dir, "system_bus_socket", NULL);
+  GString *s;
+
+  if (!g_file_get_contents (VGICD_BUS_TEMPLATE, &template, NULL, error))
+    return NULL;
+  s = g_string_new (template);
+  g_string_replace (s, "@SOCKET@", socket, 0);
+  g_string_replace (s, "@POLICY@", policy, 0);
+  g_string_replace (s, "@EXTRA@", "", 0);
+  return g_string_free (s, FALSE);
+}
 
 /* Children die with the harness's process, even if it crashes, and keep
  * none of its output pipes open (a test runner waits for those). */
@@ -89,8 +78,8 @@ harness_start (const char *vgicd, const char *policy, const char *config,
   chmod (h->dir, 0755);	/* unprivileged test peers reach the sockets */
 
   bus_conf_path = g_build_filename (h->dir, "system.conf", NULL);
-  bus_conf = g_strdup_printf (bus_config, h->dir, abs_policy);
-  if (!g_file_set_contents (bus_conf_path, bus_conf, -1, error))
+  bus_conf = bus_config (h->dir, abs_policy, error);
+  if (!bus_conf || !g_file_set_contents (bus_conf_path, bus_conf, -1, error))
     return NULL;
   {
     const char *argv[] = { "dbus-daemon", "--nofork", "--nopidfile", "--config-file",

@@ -1,0 +1,9 @@
+# The devices of the minimal qemu-system-aarch64 (configure
+# --without-default-devices --with-devices-aarch64=<this file>): the virt
+# machine, which brings the KVM GICv3 and its ITS, PL011, virtio-mmio and
+# the PCIe host.  "imply" is ignored in this mode, so every virtio device
+# the tests use is listed.
+CONFIG_ARM_VIRT=y
+CONFIG_VIRTIO_PCI=y
+CONFIG_VIRTIO_BLK=y
+CONFIG_VIRTIO_SERIAL=y

@@ -1,0 +1,275 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# lib.sh - shared pieces of qemu-patch/build-check.sh and build-qemu.sh:
+# a private apt state for Debian stable, the QEMU source, a meson >= 1.5,
+# the aarch64 libvgicd, and applying the series.  Sourced, not run.
+#
+# Nothing here touches /etc/apt or the system's package lists: Debian stable
+# is reached through a private apt state (Dir::Etc::SourceParts etc.) whose
+# single .sources file is written at run time from the URIs and Signed-By of
+# /etc/apt/sources.list.d/debian.sources.  Everything fetched or built lives
+# under $QP_CACHE, outside the repository.
+
+QP_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+QP_ROOT=$(cd "$QP_DIR/.." && pwd)
+QP_CACHE=${VGICD_CACHE:-/var/cache/vgicd}/qemu
+QP_QEMU_VERSION=10.0.13		# upstream version the series applies to
+QP_SOURCES=${QP_SOURCES:-/etc/apt/sources.list.d/debian.sources}
+QP_HEAVY_LOCK=/var/lock/vgicd-heavy.lock
+QP_PY=/usr/bin/python3		# not the pyenv python3 first in PATH
+
+QP_TIMES=()
+
+qp_now() { date +%s.%N; }
+
+# qp_begin LABEL ... qp_end - time a step (kept apart from the command, so
+# that set -e still stops the script inside it).
+qp_begin() {
+	QP_STEP=$1
+	QP_STEP_T0=$(qp_now)
+	printf '\n==> %s\n' "$QP_STEP"
+}
+
+qp_end() {
+	QP_TIMES+=("$(printf '%-40s %7.1f s' "$QP_STEP" "$(echo "$(qp_now) - $QP_STEP_T0" | bc)")")
+}
+
+qp_print_times() {
+	printf '\nWhere the time went:\n'
+	printf '  %s\n' "${QP_TIMES[@]}"
+}
+
+# qp_heavy CMD... - a CPU-heavy command: one at a time on this machine.
+qp_heavy() {
+	flock "$QP_HEAVY_LOCK" "$@"
+}
+
+# qp_need_packages PKG... - install the Debian packages that are missing.
+qp_need_packages() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "missing packages: ${missing[*]} (run as root to install them)" >&2
+		return 1
+	fi
+	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+		dpkg --add-architecture arm64
+	fi
+	echo "installing: ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+}
+
+# The private apt state: $QP_CACHE/apt/{parts,lists,cache}.
+QP_APT=$QP_CACHE/apt
+qp_apt() {
+	apt-get -q -o Dir::Etc::SourceList="$QP_APT/none.list" \
+		-o Dir::Etc::SourceParts="$QP_APT/parts" \
+		-o Dir::State::Lists="$QP_APT/lists" \
+		-o Dir::Cache="$QP_APT/cache" \
+		-o Dir::State::status=/var/lib/dpkg/status \
+		-o Acquire::Languages=none \
+		-o APT::Sandbox::User=root "$@"
+}
+
+# qp_apt_setup - write the private .sources (deb + deb-src, suite stable) from
+# the first non-security stanza of debian.sources, and update its lists once
+# a day at most.
+qp_apt_setup() {
+	local uris signed stamp=$QP_APT/lists/.updated
+	mkdir -p "$QP_APT/parts" "$QP_APT/lists/partial" "$QP_APT/cache/archives/partial"
+	: >"$QP_APT/none.list"
+	read -r uris signed < <(awk '
+		function flush() {
+			if (uris != "" && suites !~ /-security/ && !done) {
+				print uris, signed; done = 1
+			}
+			uris = ""; suites = ""; signed = ""
+		}
+		/^[[:space:]]*$/ { flush(); next }
+		/^URIs:/ { uris = $2 }
+		/^Suites:/ { suites = $0 }
+		/^Signed-By:/ { signed = $2 }
+		END { flush() }' "$QP_SOURCES")
+	if [ -z "$uris" ] || [ -z "$signed" ]; then
+		echo "no Debian archive URI/Signed-By found in $QP_SOURCES" >&2
+		return 1
+	fi
+	cat >"$QP_APT/parts/stable.sources.new" <<-SRC
+	Types: deb deb-src
+	URIs: $uris
+	Suites: stable
+	Components: main
+	Signed-By: $signed
+	SRC
+	if ! cmp -s "$QP_APT/parts/stable.sources.new" "$QP_APT/parts/stable.sources"; then
+		mv "$QP_APT/parts/stable.sources.new" "$QP_APT/parts/stable.sources"
+		rm -f "$stamp"
+	else
+		rm -f "$QP_APT/parts/stable.sources.new"
+	fi
+	if [ -z "$(find "$stamp" -mmin -1440 2>/dev/null)" ]; then
+		qp_apt update -qq
+		touch "$stamp"
+	fi
+}
+
+# qp_meson - set QP_MESON to a meson >= 1.5 (QEMU 10.0 needs it).  Debian
+# 12 has 1.0; stable's meson .deb is arch-independent Python, so it is
+# unpacked into the cache and run with /usr/bin/python3.
+qp_meson() {
+	local v dir=$QP_CACHE/meson
+	if command -v meson >/dev/null &&
+		v=$(meson --version 2>/dev/null) &&
+		dpkg --compare-versions "$v" ge 1.5; then
+		QP_MESON=$(command -v meson)
+		QP_PYTHONPATH=
+		return 0
+	fi
+	if [ ! -x "$dir/usr/bin/meson" ]; then
+		qp_apt_setup
+		rm -rf "$dir" "$QP_CACHE/meson-deb"
+		mkdir -p "$QP_CACHE/meson-deb"
+		(cd "$QP_CACHE/meson-deb" && qp_apt download meson)
+		dpkg -x "$QP_CACHE"/meson-deb/meson_*.deb "$dir"
+	fi
+	# Only QEMU's configure and ninja see this meson (qp_qemu_env): the
+	# project's own builds keep the system's.
+	QP_PYTHONPATH=$dir/usr/lib/python3/dist-packages
+	QP_MESON=$dir/usr/bin/meson
+	echo "meson: $(qp_qemu_env "$QP_PY" "$QP_MESON" --version) (Debian stable's, in $dir)"
+}
+
+# qp_qemu_env CMD... - run CMD (QEMU's configure, ninja) with the meson
+# found by qp_meson, ccache for the cross compiler, and the cache's ccache
+# directory.
+qp_qemu_env() {
+	env ${QP_PYTHONPATH:+PYTHONPATH="$QP_PYTHONPATH"} \
+		PATH="/usr/lib/ccache:$PATH" \
+		CCACHE_DIR="$QP_CACHE/ccache" CCACHE_DEPEND=1 CCACHE_BASEDIR="$QP_CACHE" \
+		PKG_CONFIG_LIBDIR="$QP_PKG_CONFIG_LIBDIR" \
+		"$@"
+}
+
+# qp_qemu_source - unpack Debian stable's qemu source package into
+# $QP_CACHE/src/pristine (once), as a git repository with one commit.
+# Sets QP_PRISTINE.
+qp_qemu_source() {
+	QP_PRISTINE=$QP_CACHE/src/pristine
+	if [ -d "$QP_PRISTINE/.git" ] &&
+		git -C "$QP_PRISTINE" rev-parse -q --verify refs/tags/pristine >/dev/null; then
+		return 0
+	fi
+	qp_apt_setup
+	rm -rf "$QP_CACHE/src"
+	mkdir -p "$QP_CACHE/src/dl"
+	(cd "$QP_CACHE/src/dl" && qp_apt source --download-only qemu >/dev/null)
+	local dsc
+	dsc=$(ls "$QP_CACHE"/src/dl/qemu_*.dsc)
+	case $dsc in
+	*"_1:$QP_QEMU_VERSION"+* | *"_$QP_QEMU_VERSION"+*) ;;
+	*) echo "warning: Debian stable's qemu is $(basename "$dsc"), the series is for $QP_QEMU_VERSION" >&2 ;;
+	esac
+	# Only the upstream tree: the series is against QEMU, not Debian's patches.
+	# apt has checked the files against the signed index; dpkg-source has no
+	# keyring for the .dsc's own signature, hence the noise on stderr.
+	dpkg-source --skip-debianization --skip-patches -x "$dsc" "$QP_PRISTINE" \
+		>/dev/null 2>"$QP_CACHE/src/dpkg-source.log"
+	git -C "$QP_PRISTINE" init -q
+	git -C "$QP_PRISTINE" add -A -f .
+	git -C "$QP_PRISTINE" -c user.name=vgicd -c user.email=vgicd@localhost \
+		commit -q -m "QEMU $(basename "$dsc" .dsc) (Debian source, pristine)"
+	git -C "$QP_PRISTINE" tag pristine
+}
+
+# qp_apply_series DIR - DIR becomes the pristine source plus the series, one
+# commit per patch.  git am applies with exact context (no fuzz) and is told
+# to refuse whitespace errors; a patch that does not apply fails the run.
+# Nothing is touched when DIR already holds this exact series.
+qp_apply_series() {
+	local dir=$1 sum
+	sum=$(cat "$QP_DIR"/*.patch | sha256sum | cut -d' ' -f1)
+	if [ -f "$dir/.git/vgicd-series" ] && [ "$(cat "$dir/.git/vgicd-series")" = "$sum" ]; then
+		echo "series already applied in $dir"
+		return 0
+	fi
+	if [ ! -d "$dir/.git" ]; then
+		rm -rf "$dir"
+		git clone -q --no-hardlinks "$QP_PRISTINE" "$dir"
+	fi
+	git -C "$dir" am --abort >/dev/null 2>&1 || true
+	git -C "$dir" checkout -q -f -B vgicd pristine
+	if ! git -C "$dir" -c user.name=vgicd -c user.email=vgicd@localhost \
+		am -q --whitespace=error "$QP_DIR"/*.patch; then
+		echo "the series does not apply to $(git -C "$dir" log -1 --format=%s pristine)" >&2
+		git -C "$dir" am --abort >/dev/null 2>&1 || true
+		return 1
+	fi
+	echo "$sum" >"$dir/.git/vgicd-series"
+	git -C "$dir" log --oneline pristine..HEAD
+}
+
+# qp_libvgicd_aarch64 - build the project for aarch64 (the same build
+# directory as scripts/test.sh) and install it into $QP_CACHE/libvgicd-aarch64,
+# with a libvgicd.pc that points there, in $QP_CACHE/pkgconfig-aarch64.
+# The install is replaced only when it changed, so that QEMU's build does
+# not see a new libvgicd.h on every run.
+QP_LIBVGICD=$QP_CACHE/libvgicd-aarch64
+QP_PKG_CONFIG_LIBDIR=$QP_CACHE/pkgconfig-aarch64:/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+qp_libvgicd_aarch64() {
+	local b=${VGICD_BUILD:-$QP_ROOT/_build}/aarch64 pc
+	if [ ! -f "$b/build.ninja" ]; then
+		(cd "$QP_ROOT" && qp_heavy meson setup "$b" --werror \
+			--cross-file cross/aarch64-linux-gnu.ini >/dev/null)
+	fi
+	qp_heavy ninja -C "$b" >/dev/null
+	rm -rf "$QP_LIBVGICD.new"
+	meson install -C "$b" --no-rebuild --quiet --destdir "$QP_LIBVGICD.new" >/dev/null
+	if diff -r -q "$QP_LIBVGICD.new" "$QP_LIBVGICD" >/dev/null 2>&1; then
+		rm -rf "$QP_LIBVGICD.new"
+	else
+		rm -rf "$QP_LIBVGICD"
+		mv "$QP_LIBVGICD.new" "$QP_LIBVGICD"
+	fi
+	pc=$(find "$QP_LIBVGICD" -name libvgicd.pc | head -n 1)
+	[ -n "$pc" ] || { echo "no libvgicd.pc in $QP_LIBVGICD" >&2; return 1; }
+	mkdir -p "$QP_CACHE/pkgconfig-aarch64"
+	sed "s|^prefix=|prefix=$QP_LIBVGICD|" "$pc" >"$QP_CACHE/pkgconfig-aarch64/libvgicd.pc.new"
+	if cmp -s "$QP_CACHE/pkgconfig-aarch64/libvgicd.pc.new" "$QP_CACHE/pkgconfig-aarch64/libvgicd.pc"; then
+		rm "$QP_CACHE/pkgconfig-aarch64/libvgicd.pc.new"
+	else
+		mv "$QP_CACHE/pkgconfig-aarch64/libvgicd.pc.new" "$QP_CACHE/pkgconfig-aarch64/libvgicd.pc"
+	fi
+	echo "libvgicd $(PKG_CONFIG_LIBDIR=$QP_PKG_CONFIG_LIBDIR aarch64-linux-gnu-pkg-config --modversion libvgicd) for aarch64 in $QP_LIBVGICD"
+}
+
+# qp_configure SRC BUILD [OPTION...] - configure a minimal, KVM-only,
+# cross-built qemu-system-aarch64 (KVM-VGIC-FACTS.md §6) in BUILD, unless
+# BUILD was configured with the same options (ninja then re-runs meson by
+# itself when the series changed a meson file).
+qp_configure() {
+	local src=$1 build=$2 args
+	shift 2
+	args=(--cross-prefix=aarch64-linux-gnu- --target-list=aarch64-softmmu
+		--enable-kvm --disable-tcg --without-default-features
+		--without-default-devices --with-devices-aarch64="$QP_DIR/devices-aarch64.mak"
+		--enable-fdt=system --disable-docs --disable-download
+		--disable-install-blobs --python="$QP_PY" "$@")
+	if [ -f "$build/build.ninja" ] && [ -f "$build/vgicd-configure" ] &&
+		[ "$(cat "$build/vgicd-configure")" = "${args[*]}" ]; then
+		echo "$build: already configured"
+		return 0
+	fi
+	rm -rf "$build"
+	mkdir -p "$build"
+	if ! (cd "$build" && qp_heavy qp_qemu_env "$src/configure" "${args[@]}" >configure.log 2>&1); then
+		tail -n 30 "$build/configure.log" >&2
+		return 1
+	fi
+	grep -E 'vgicd support|KVM support' "$build/configure.log" | sed 's/^ */  /'
+	echo "${args[*]}" >"$build/vgicd-configure"
+}

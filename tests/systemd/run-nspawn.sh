@@ -1,0 +1,399 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# run-nspawn.sh - vgicd under a real systemd: boots a minimal Debian 12 in
+# systemd-nspawn, installs vgicd into it, and checks what an operator relies
+# on: socket activation, Type=notify and its STATUS=, the hardened unit
+# running as its own user, vgicctl over the container's real system bus (and
+# its policy refusing an unprivileged mode change), the journal fields of a
+# save, reload by SIGHUP and a clean stop.
+#
+#   tests/systemd/run-nspawn.sh                  # build tree (meson install)
+#   tests/systemd/run-nspawn.sh --from-deb DIR   # the .debs in DIR instead
+#   tests/systemd/run-nspawn.sh --keep           # leave the container up
+#
+# Root only (mmdebstrap, nspawn, nsenter).  Do not wrap it in flock: it
+# takes the heavy lock itself, only around the steps that need it.  The root file system is cached
+# under ${VGICD_CACHE:-/var/cache/vgicd}/nspawn (rootfs.sh); the build goes to
+# ${VGICD_BUILD:-_build}/nspawn, configured as a package would be (--prefix
+# /usr, --sysconfdir /etc).  The container boots with --volatile=overlay, so
+# the cached tree is never written to.  Heavy steps (mmdebstrap, compiling)
+# take /var/lock/vgicd-heavy.lock; a warm run takes no lock.
+#
+# The QEMU stand-in is vgicd-sim-client (libvgicd + vgic-sim): it runs in
+# the container's namespaces through nsenter, as root, which is what
+# vgic-sim's seccomp supervisor needs.
+#
+# Exit status: 0 when every check passed, 1 otherwise.  Timings at the end.
+set -euo pipefail
+. "$(dirname "$0")/../../scripts/lib/common.sh"
+
+FROM_DEB=
+KEEP=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--from-deb) FROM_DEB=$(realpath "${2:?--from-deb needs a directory}"); shift 2 ;;
+	--from-deb=*) FROM_DEB=$(realpath "${1#*=}"); shift ;;
+	--keep) KEEP=1; shift ;;
+	-h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "run-nspawn.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "run-nspawn.sh: run it as root (mmdebstrap, systemd-nspawn)" >&2; exit 2; }
+if [ -n "$FROM_DEB" ] && ! compgen -G "$FROM_DEB/*.deb" >/dev/null; then
+	echo "run-nspawn.sh: no .deb in $FROM_DEB" >&2
+	exit 2
+fi
+
+HEAVY_LOCK=${VGICD_HEAVY_LOCK:-/var/lock/vgicd-heavy.lock}
+BUILD=$VGICD_BUILD/nspawn
+STAGE=$VGICD_BUILD/nspawn-stage	# bound read-only at /srv/vgicd-test
+LOGS=$VGICD_BUILD/nspawn-logs
+MACHINE=vgicd-test-$$
+ADDRESS=unix:path=/run/vgicd/vgicd.sock
+CLIENT=/srv/vgicd-test/bin/vgicd-sim-client
+STEP_TIMES=()
+CHECKS=()
+FAILED=0
+NSPAWN_PID=
+CT=
+
+# ---------------------------------------------------------------- helpers
+
+# in_ct CMD... - run CMD inside the container, as root, clean environment.
+in_ct() {
+	nsenter -t "$CT" -a -- /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		LANG=C.UTF-8 SYSTEMD_PAGER=cat SYSTEMD_COLORS=0 TERM=dumb "$@"
+}
+
+# check NAME FUNCTION - run one check, keep going when it fails.
+check() {
+	local name=$1 t0 t1 rc=0
+	shift
+	t0=$(date +%s.%N)
+	printf '\n--- %s\n' "$name"
+	# Not "( ... ) || rc=$?": set -e does not apply inside a || list.
+	set +e
+	( set -e; "$@" )
+	rc=$?
+	set -e
+	t1=$(date +%s.%N)
+	if [ $rc -eq 0 ]; then
+		CHECKS+=("$(printf 'ok    %-58s %6.2f s' "$name" "$(echo "$t1 - $t0" | bc)")")
+	else
+		CHECKS+=("$(printf 'FAIL  %-58s %6.2f s' "$name" "$(echo "$t1 - $t0" | bc)")")
+		FAILED=$((FAILED + 1))
+	fi
+}
+
+# expect WHAT GOT WANTED - compare, say what differed.
+expect() {
+	if [ "$2" != "$3" ]; then
+		echo "!! $1: got \"$2\", want \"$3\""
+		return 1
+	fi
+	echo "   $1: $2"
+}
+
+# expect_match WHAT TEXT REGEX
+expect_match() {
+	if ! printf '%s\n' "$2" | grep -Eq -- "$3"; then
+		echo "!! $1: no match for /$3/ in:"
+		printf '%s\n' "$2" | sed 's/^/     /'
+		return 1
+	fi
+	local line
+	line=$(printf '%s\n' "$2" | grep -E -m1 -- "$3" | sed 's/^ *//')
+	case $line in "$1"*) echo "   $line" ;; *) echo "   $1: $line" ;; esac
+}
+
+# run_rc CMD... - run CMD, print its output, set RC to its exit status.
+run_rc() {
+	RC=0
+	OUT=$("$@" 2>&1) || RC=$?
+	printf '%s\n' "$OUT" | sed 's/^/   | /'
+}
+
+cleanup() {
+	local rc=$?
+	if [ -n "$NSPAWN_PID" ] && kill -0 "$NSPAWN_PID" 2>/dev/null; then
+		if [ -n "$KEEP" ] && [ -n "$CT" ]; then
+			echo "container left running: nsenter -t $CT -a /bin/bash; stop: kill $NSPAWN_PID"
+			return $rc
+		fi
+		# SIGTERM makes nspawn power the container off cleanly.
+		kill -TERM "$NSPAWN_PID" 2>/dev/null || true
+		for _ in $(seq 100); do kill -0 "$NSPAWN_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$NSPAWN_PID" 2>/dev/null || true
+	fi
+	return $rc
+}
+trap cleanup EXIT
+
+# ------------------------------------------------------- build and stage
+
+step_begin "host packages"
+need_packages "${BUILD_PACKAGES[@]}" mmdebstrap systemd-container
+step_end
+
+step_begin "root file system (cached)"
+ROOTFS=$("$(dirname "$0")/rootfs.sh")
+echo "rootfs: $ROOTFS"
+step_end
+
+step_begin "build (${FROM_DEB:+test client only, }$BUILD)"
+setup_args=(--prefix=/usr --sysconfdir=/etc --localstatedir=/var --buildtype=debugoptimized)
+# The container has no libvirt; vgicctl enable|disable are not tested here.
+grep -q "option('libvirt'" "$VGICD_ROOT/meson_options.txt" && setup_args+=(-Dlibvirt=disabled)
+targets=()
+[ -n "$FROM_DEB" ] && targets=(tests/systemd/vgicd-sim-client)
+if [ ! -f "$BUILD/build.ninja" ]; then
+	flock "$HEAVY_LOCK" meson setup "$BUILD" "${setup_args[@]}" >/dev/null
+fi
+if ! ninja -C "$BUILD" -n "${targets[@]}" | grep -q 'no work to do'; then
+	flock "$HEAVY_LOCK" ninja -C "$BUILD" "${targets[@]}"
+fi
+rm -rf "$STAGE"
+mkdir -p "$STAGE/bin" "$LOGS"
+cp "$BUILD/tests/systemd/vgicd-sim-client" "$STAGE/bin/"
+if [ -n "$FROM_DEB" ]; then
+	mkdir "$STAGE/debs"
+	cp "$FROM_DEB"/*.deb "$STAGE/debs/"
+	ls "$STAGE/debs"
+else
+	DESTDIR="$STAGE/root" meson install -C "$BUILD" --no-rebuild --quiet
+	(cd "$STAGE/root" && find . -type f -o -type l | sort | sed 's/^\./   /')
+fi
+step_end
+
+# ------------------------------------------------------------------ boot
+
+step_begin "boot the container"
+systemd-nspawn --quiet --boot --directory="$ROOTFS" --machine="$MACHINE" \
+	--register=no --keep-unit --volatile=overlay --console=read-only \
+	--bind-ro="$STAGE:/srv/vgicd-test" >"$LOGS/console.log" 2>&1 &
+NSPAWN_PID=$!
+for _ in $(seq 300); do
+	CT=$(pgrep -P "$NSPAWN_PID" 2>/dev/null | head -1) || true
+	[ -n "$CT" ] && [ "$(cat "/proc/$CT/comm" 2>/dev/null)" = systemd ] && break
+	CT=
+	kill -0 "$NSPAWN_PID" 2>/dev/null || break
+	sleep 0.1
+done
+if [ -z "$CT" ]; then
+	echo "!! the container did not start; its console said:" >&2
+	tail -20 "$LOGS/console.log" >&2
+	exit 1
+fi
+# systemctl needs PID 1's private socket before it can wait for anything.
+for _ in $(seq 300); do
+	nsenter -t "$CT" -a -- test -S /run/systemd/private 2>/dev/null && break
+	sleep 0.1
+done
+state=$(timeout 60 nsenter -t "$CT" -a -- systemctl is-system-running --wait 2>&1) || true
+echo "container PID 1 is $CT on the host; system $state"
+if [ "$state" != running ]; then
+	in_ct systemctl --failed --no-legend || true
+	[ "$state" = degraded ] || { tail -20 "$LOGS/console.log" >&2; exit 1; }
+fi
+step_end
+
+step_begin "install ${FROM_DEB:+the .debs}${FROM_DEB:-meson install tree}"
+if [ -n "$FROM_DEB" ]; then
+	# The packages' maintainer scripts do what a host install does
+	# (sysusers, tmpfiles, daemon-reload); a missing dependency is fetched
+	# from the mirrors rootfs.sh built the tree from.
+	if ! in_ct sh -c 'dpkg -i /srv/vgicd-test/debs/*.deb'; then
+		echo "   dependencies missing: apt-get -f install"
+		in_ct sh -c 'apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get -y -qq -f install --no-install-recommends'
+	fi
+	in_ct dpkg -l 'vgicd*' 'libvgicd*' | grep '^ii' || true
+else
+	# What a package's maintainer scripts would do after unpacking.
+	# --keep-directory-symlink: the tree has /lib/systemd/system (systemd's
+	# pkg-config on Debian 12), the container's /lib is a symlink to usr/lib.
+	in_ct sh -c 'tar -C /srv/vgicd-test/root -cf - . | tar -C / -xf - --keep-directory-symlink'
+	in_ct ldconfig
+	in_ct systemd-sysusers vgicd.conf
+	in_ct systemd-tmpfiles --create vgicd.conf
+	in_ct systemctl daemon-reload
+	in_ct systemctl reload dbus.service
+fi
+echo "   vgicd user: $(in_ct getent passwd vgicd); $(in_ct stat -c '/etc/vgicd %U:%G %a' /etc/vgicd)"
+step_end
+
+# ---------------------------------------------------------------- checks
+
+vgicd_json() {	# journalctl -u vgicd as JSON, one entry a line
+	in_ct journalctl --sync 2>/dev/null || true
+	in_ct journalctl -u vgicd.service -o json --no-pager "$@"
+}
+
+# json_has FILTER... - the journal (stdin) has an entry with every FIELD=REGEX
+json_has() {
+	python3 -c '
+import json, re, sys
+want = [a.split("=", 1) for a in sys.argv[1:]]
+for line in sys.stdin:
+    e = json.loads(line)
+    if all(isinstance(e.get(k), str) and re.fullmatch(v, e[k]) for k, v in want):
+        print("   " + " ".join("%s=%s" % (k, e[k]) for k in sorted(e) if k.startswith("VGICD_")))
+        sys.exit(0)
+sys.exit(1)' "$@"
+}
+
+c_socket() {
+	in_ct systemctl enable --now vgicd.socket
+	expect "vgicd.socket" "$(in_ct systemctl is-active vgicd.socket)" active
+	expect "vgicd.service before any QEMU" "$(in_ct systemctl is-active vgicd.service || true)" inactive
+	expect "socket mode and owner" "$(in_ct stat -c '%a %U %G' /run/vgicd/vgicd.sock)" "660 root kvm"
+	expect "enabled" "$(in_ct systemctl is-enabled vgicd.socket)" enabled
+}
+
+c_activation() {
+	run_rc in_ct "$CLIENT" --name nspawn-vm "$ADDRESS"
+	expect "client exit status" "$RC" 0
+	expect_match "client" "$OUT" '^save: .* via batch'
+	expect "vgicd.service after the first connection" "$(in_ct systemctl is-active vgicd.service)" active
+}
+
+c_status() {
+	local out
+	# STATUS= follows the session's close, which vgicd sees a moment later.
+	for _ in $(seq 20); do
+		out=$(in_ct systemctl status vgicd.service --no-pager --lines=0 || true)
+		printf '%s\n' "$out" | grep -q '0 session(s), 1 saves, 1 loads' && break
+		sleep 0.1
+	done
+	printf '%s\n' "$out" | sed 's/^/   | /'
+	expect_match "Active" "$out" 'Active: active \(running\)'
+	expect_match "Status" "$out" 'Status: "mode auto, kernel batch yes, 0 session\(s\), 1 saves, 1 loads"'
+}
+
+c_unprivileged() {
+	local pid uid status
+	pid=$(in_ct systemctl show -P MainPID vgicd.service)
+	uid=$(in_ct id -u vgicd)
+	status=$(in_ct cat "/proc/$pid/status")
+	expect_match "uid" "$status" "^Uid:\s+$uid\s+$uid\s+$uid\s+$uid$"
+	expect_match "no capabilities" "$status" '^CapEff:\s+0+$'
+	expect_match "bounding set empty" "$status" '^CapBnd:\s+0+$'
+	expect_match "no new privileges" "$status" '^NoNewPrivs:\s+1$'
+	expect_match "seccomp filter" "$status" '^Seccomp:\s+2$'
+	in_ct systemd-analyze security vgicd.service --no-pager | tail -1 | sed 's/^/   (booted) /'
+}
+
+c_vgicctl_root() {
+	run_rc in_ct vgicctl status
+	expect "vgicctl status" "$RC" 0
+	expect_match "mode" "$OUT" '^Mode: +auto$'
+	expect_match "totals" "$OUT" '^Totals: +1 saves, 1 loads'
+	run_rc in_ct vgicctl stats --json
+	expect "vgicctl stats" "$RC" 0
+	expect_match "stats" "$OUT" '"saves": *1'
+	run_rc in_ct vgicctl sessions
+	expect "vgicctl sessions" "$RC" 0
+}
+
+c_vgicctl_nobody() {
+	run_rc in_ct setpriv --reuid=nobody --regid=nogroup --clear-groups vgicctl status
+	expect "vgicctl status as nobody" "$RC" 0
+	run_rc in_ct setpriv --reuid=nobody --regid=nogroup --clear-groups vgicctl mode single
+	expect "vgicctl mode single as nobody (exit status)" "$RC" 4
+	expect_match "refusal" "$OUT" 'permission denied'
+	expect "mode afterwards" "$(in_ct vgicctl mode)" auto
+}
+
+c_mode() {
+	run_rc in_ct vgicctl mode single
+	expect "vgicctl mode single" "$RC" 0
+	expect "vgicctl mode" "$(in_ct vgicctl mode)" single
+	# Persisted through ProtectSystem=strict: /etc/vgicd is vgicd's.
+	expect_match "vgicd.conf" "$(in_ct cat /etc/vgicd/vgicd.conf)" '^Mode=single$'
+	expect "vgicd.conf owner (replaced by vgicd)" "$(in_ct stat -c '%U %a' /etc/vgicd/vgicd.conf)" "vgicd 644"
+}
+
+c_journal() {
+	local json
+	json=$(vgicd_json)
+	printf '%s\n' "$json" | json_has VGICD_OPERATION=save VGICD_VM=nspawn-vm \
+		VGICD_UUID=5e1f7c2a-0000-4000-8000-00000000feed 'VGICD_IOCTLS=[1-9][0-9]*' \
+		VGICD_VIA=batch 'VGICD_DURATION_NS=[0-9]+' 'VGICD_EXEC_NS=[0-9]+' ||
+		{ echo "!! no save entry with the VGICD_* fields; vgicd logged:"; \
+		  in_ct journalctl -u vgicd.service --no-pager -o cat | sed 's/^/     /'; return 1; }
+	printf '%s\n' "$json" | json_has VGICD_OPERATION=load VGICD_VM=nspawn-vm \
+		'VGICD_IOCTLS=[1-9][0-9]*'
+	printf '%s\n' "$json" | json_has 'VGICD_MODE=single' 'VGICD_CALLER_UID=0'
+}
+
+c_reload() {
+	local pid
+	pid=$(in_ct systemctl show -P MainPID vgicd.service)
+	# A runtime-only change, which the reload must drop: the file says single.
+	in_ct vgicctl mode off --runtime >/dev/null
+	expect "mode before the reload" "$(in_ct vgicctl mode)" off
+	run_rc in_ct systemctl reload vgicd.service
+	expect "systemctl reload" "$RC" 0
+	expect "active after the reload" "$(in_ct systemctl is-active vgicd.service)" active
+	expect "same process" "$(in_ct systemctl show -P MainPID vgicd.service)" "$pid"
+	for _ in $(seq 20); do [ "$(in_ct vgicctl mode)" = single ] && break; sleep 0.1; done
+	expect "mode re-read from the file" "$(in_ct vgicctl mode)" single
+	expect_match "journal" "$(in_ct journalctl -u vgicd.service --no-pager -o cat)" \
+		'configuration reloaded from /etc/vgicd/vgicd.conf: mode single'
+}
+
+c_single() {
+	run_rc in_ct "$CLIENT" --name nspawn-vm2 "$ADDRESS"
+	expect "client exit status" "$RC" 0
+	expect_match "client" "$OUT" '^save: .* via single'
+	vgicd_json | json_has VGICD_OPERATION=save VGICD_VM=nspawn-vm2 VGICD_VIA=single
+}
+
+c_stop() {
+	run_rc in_ct systemctl stop vgicd.service
+	expect "systemctl stop" "$RC" 0
+	expect "state" "$(in_ct systemctl show -P ActiveState vgicd.service)" inactive
+	expect "result" "$(in_ct systemctl show -P Result vgicd.service)" success
+	expect "exit status" "$(in_ct systemctl show -P ExecMainStatus vgicd.service)" 0
+	expect "socket still listening" "$(in_ct systemctl is-active vgicd.socket)" active
+	# The next QEMU starts it again.
+	run_rc in_ct "$CLIENT" --name nspawn-vm3 "$ADDRESS"
+	expect "client after the stop" "$RC" 0
+	expect "re-activated" "$(in_ct systemctl is-active vgicd.service)" active
+	in_ct systemctl stop vgicd.socket vgicd.service
+	expect "result of the final stop" "$(in_ct systemctl show -P Result vgicd.service)" success
+	expect "socket file removed" "$(in_ct test -e /run/vgicd/vgicd.sock && echo present || echo absent)" absent
+	# vgicd itself warned of nothing ("operator API unavailable", a failed
+	# reload, ...).  systemd's own lines about the unit are shown, not
+	# judged: inside nspawn, PrivateNetwork= cannot configure loopback.
+	local warnings
+	warnings=$(in_ct journalctl _COMM=vgicd -p warning --no-pager -o cat)
+	in_ct journalctl -u vgicd.service _PID=1 -p warning --no-pager -o cat | sort | uniq -c |
+		sed 's/^ */   (systemd) /'
+	expect "vgicd's warnings" "$warnings" ""
+}
+
+step_begin "checks"
+check "socket enabled: listening as root:kvm 0660, service idle" c_socket
+check "first QEMU connection starts vgicd; save+load match" c_activation
+check "systemctl status: active (running) with its STATUS=" c_status
+check "runs as vgicd, no capabilities, NoNewPrivs, seccomp" c_unprivileged
+check "vgicctl status/stats/sessions as root (system bus)" c_vgicctl_root
+check "as nobody: status allowed, mode change refused (exit 4)" c_vgicctl_nobody
+check "vgicctl mode single persists to /etc/vgicd/vgicd.conf" c_mode
+check "journal: VGICD_* fields of a save and a load" c_journal
+check "systemctl reload (SIGHUP) re-reads the file, same PID" c_reload
+check "mode single: the next save goes one by one" c_single
+check "systemctl stop: clean; the socket re-activates it" c_stop
+step_end
+
+in_ct journalctl -b --no-pager -o short-monotonic >"$LOGS/journal.log" 2>&1 || true
+
+printf '\nChecks (%s):\n' "${FROM_DEB:+--from-deb $FROM_DEB}${FROM_DEB:-build tree}"
+printf '  %s\n' "${CHECKS[@]}"
+print_step_times
+printf '\nLogs: %s (console.log, journal.log)\n' "$LOGS"
+if [ $FAILED -ne 0 ]; then
+	echo "run-nspawn.sh: $FAILED check(s) failed"
+	exit 1
+fi
+echo "run-nspawn.sh: all ${#CHECKS[@]} checks passed"

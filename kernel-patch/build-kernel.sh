@@ -1,0 +1,276 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# build-kernel.sh - build the arm64 kernel of the nested tier from Debian 12's
+# linux-source-6.1, with this folder's patch series applied (or without it).
+#
+# Steps: install the packages it needs; unpack the source into a work folder
+# outside the repo and commit the pristine tree with git; `git am` the series
+# (it must apply cleanly); configure tinyconfig + config/arm64-nested.config;
+# build `Image` with ccache; build the KVM selftest vgic_batch_regs as a
+# static arm64 binary; fail on compiler warnings in the files the series
+# touches; run checkpatch.pl --strict on the series.
+#
+# Every heavy step runs under `flock /var/lock/vgicd-heavy.lock`, so builds of
+# different engineers on this 2-core machine never overlap.
+#
+# Progress goes to stderr.  stdout carries exactly two lines, last:
+#   IMAGE=<path of arch/arm64/boot/Image>
+#   SELFTEST=<path of the static vgic_batch_regs binary, or empty>
+# so a caller can `eval "$(kernel-patch/build-kernel.sh)"`.  The same lines are
+# written to <build folder>/build.env.
+set -euo pipefail
+
+usage() {
+	cat <<EOF
+usage: $0 [options]
+
+  --work DIR      work folder (default \${VGICD_CACHE:-/var/cache/vgicd}/kernel)
+  --no-patch      build the pristine kernel (no batch group), in DIR/pristine
+  --no-selftest   do not build the selftest (SELFTEST= is then empty)
+  --no-install    do not apt-get install anything
+  --no-checkpatch do not run checkpatch.pl on the series
+  --fresh         unpack the source again even if the work folder is current
+  -j N            parallel jobs (default 2)
+  -h, --help      this text
+
+Environment: VGICD_CACHE (default /var/cache/vgicd) holds the work folder and
+the ccache (\$VGICD_CACHE/ccache).  VGICD_HEAVY_LOCK overrides the lock file.
+EOF
+}
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${VGICD_CACHE:-/var/cache/vgicd}
+work=$cache/kernel
+patched=1
+selftest=1
+install=1
+checkpatch=1
+fresh=0
+jobs=2
+lock=${VGICD_HEAVY_LOCK:-/var/lock/vgicd-heavy.lock}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--work) work=$2; shift ;;
+	--work=*) work=${1#*=} ;;
+	--no-patch) patched=0 ;;
+	--no-selftest) selftest=0 ;;
+	--no-install) install=0 ;;
+	--no-checkpatch) checkpatch=0 ;;
+	--fresh) fresh=1 ;;
+	-j) jobs=$2; shift ;;
+	-j*) jobs=${1#-j} ;;
+	-h|--help) usage; exit 0 ;;
+	*) usage >&2; exit 2 ;;
+	esac
+	shift
+done
+
+log() { printf '[build-kernel] %s\n' "$*" >&2; }
+die() { printf '[build-kernel] ERROR: %s\n' "$*" >&2; exit 1; }
+heavy() { flock "$lock" "$@"; }
+now() { date +%s; }
+
+t_start=$(now)
+declare -A timing
+
+# --- Packages ----------------------------------------------------------------
+packages=(linux-source-6.1 gcc-aarch64-linux-gnu libc6-dev-arm64-cross ccache
+	  make flex bison bc libssl-dev libelf-dev xz-utils git perl python3
+	  cpio util-linux)
+if [ "$install" = 1 ]; then
+	missing=()
+	for p in "${packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing: ${missing[*]}"
+		[ "$(id -u)" = 0 ] || die "need root to install ${missing[*]}"
+		apt-get update -qq >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends "${missing[@]}" >&2
+	fi
+fi
+tarball=/usr/src/linux-source-6.1.tar.xz
+[ -r "$tarball" ] || die "$tarball missing (package linux-source-6.1)"
+src_version=$(dpkg-query -W -f='${Version}' linux-source-6.1)
+
+# --- Source tree -------------------------------------------------------------
+# The patched and pristine trees are laid out alike (DIR/src + DIR/build and
+# DIR/pristine/src + DIR/pristine/build), so that with CCACHE_BASEDIR the
+# compiler sees the same relative paths and the two builds share the cache.
+if [ "$patched" = 1 ]; then
+	top=$work
+else
+	top=$work/pristine
+fi
+src=$top/src
+build=$top/build
+mkdir -p "$top" "$cache/ccache"
+
+series=()
+if [ "$patched" = 1 ]; then
+	for p in "$here"/0*.patch; do
+		[ -e "$p" ] && series+=("$p")
+	done
+	[ ${#series[@]} -gt 0 ] || die "no patches in $here"
+fi
+series_id=$(printf '%s\n' "linux-source-6.1 $src_version" &&
+	    { [ ${#series[@]} -eq 0 ] || cat "${series[@]}"; } | sha256sum)
+series_id=${series_id%% *}
+
+git_src() { git -C "$src" -c user.name="vgicd build" \
+		-c user.email="build@vgicd.invalid" "$@"; }
+
+t=$(now)
+if [ "$fresh" = 1 ] || [ ! -d "$src/.git" ] ||
+   [ "$(cat "$src/.git/vgicd-source-version" 2>/dev/null)" != "$src_version" ]; then
+	log "unpacking linux-source-6.1 $src_version into $src"
+	rm -rf "$src" "$src.tmp"
+	mkdir -p "$src.tmp"
+	tar -C "$src.tmp" -xJf "$tarball"
+	mv "$src.tmp/linux-source-6.1" "$src"
+	rmdir "$src.tmp"
+	git_src init -q
+	# Debian's .gitignore ignores every top-level entry but debian/: -f.
+	git_src add -f -A
+	git_src commit -q -m "Linux (Debian linux-source-6.1 $src_version)"
+	git_src tag pristine
+	echo "$src_version" >"$src/.git/vgicd-source-version"
+fi
+if [ "$(cat "$src/.git/vgicd-series" 2>/dev/null)" != "$series_id" ]; then
+	git_src am --abort >/dev/null 2>&1 || true
+	git_src reset -q --hard pristine
+	git_src clean -q -fdx
+	if [ ${#series[@]} -gt 0 ]; then
+		log "applying ${#series[@]} patches with git am"
+		git_src am -q "${series[@]}" >&2 ||
+			{ git_src am --abort || true; die "the series does not apply cleanly to linux-source-6.1 $src_version"; }
+	fi
+	echo "$series_id" >"$src/.git/vgicd-series"
+fi
+timing[source]=$(( $(now) - t ))
+touched=$(git_src diff --name-only pristine HEAD)
+
+# --- Configuration -----------------------------------------------------------
+export ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-
+export CCACHE_DIR=$cache/ccache CCACHE_BASEDIR=$cache CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+kmake() { make -C "$src" O="$build" CC="ccache ${CROSS_COMPILE}gcc" "$@"; }
+
+fragment=$here/config/arm64-nested.config
+mkdir -p "$build"
+config_id=$(cat "$fragment" "$src/.git/vgicd-series" | sha256sum)
+if [ ! -f "$build/.config" ] ||
+   [ "$(cat "$build/.vgicd-config" 2>/dev/null)" != "$config_id" ]; then
+	log "configuring: tinyconfig + $(basename "$fragment")"
+	kmake -s tinyconfig >&2
+	"$src/scripts/kconfig/merge_config.sh" -m -O "$build" \
+		"$build/.config" "$fragment" >/dev/null
+	kmake -s olddefconfig >&2
+	while read -r line; do
+		case $line in
+		CONFIG_*) grep -qx -- "$line" "$build/.config" ||
+			die "$line did not survive olddefconfig (check its dependencies)" ;;
+		esac
+	done <"$fragment"
+	echo "$config_id" >"$build/.vgicd-config"
+fi
+
+# --- Kernel --------------------------------------------------------------------
+# The files the series touches are compiled with W=1 first; the Image build
+# then compiles them again with the normal flags (their command line changed),
+# so both compilations are seen on every run and the warning check below does
+# not depend on what was built before.
+objs=()
+for f in $touched; do
+	case $f in
+	arch/*.c|virt/*.c) objs+=("${f%.c}.o") ;;
+	esac
+done
+warn_log=$build/warnings.log
+: >"$warn_log"
+ccache -z >/dev/null
+t=$(now)
+if [ ${#objs[@]} -gt 0 ]; then
+	log "compiling ${objs[*]} with W=1 (waiting for $lock)"
+	heavy make -C "$src" O="$build" CC="ccache ${CROSS_COMPILE}gcc" W=1 \
+		-j"$jobs" "${objs[@]}" >"$build/build-w1.log" 2>&1 ||
+		{ tail -n 40 "$build/build-w1.log" >&2; die "W=1 build of ${objs[*]} failed, see $build/build-w1.log"; }
+	grep -E 'warning:|error:' "$build/build-w1.log" >>"$warn_log" || true
+fi
+timing[w1]=$(( $(now) - t ))
+
+t=$(now)
+log "building Image (make -j$jobs, ccache in $CCACHE_DIR; waiting for $lock)"
+heavy make -C "$src" O="$build" CC="ccache ${CROSS_COMPILE}gcc" -j"$jobs" Image \
+	>"$build/build.log" 2>&1 ||
+	{ tail -n 40 "$build/build.log" >&2; die "kernel build failed, see $build/build.log"; }
+timing[image]=$(( $(now) - t ))
+ccache_stats=$(ccache -s 2>/dev/null | grep -iE '^ *(hits|misses)' | tr -s ' ' | paste -sd' ' || true)
+for f in $touched; do
+	grep -F "$f" "$build/build.log" | grep -E 'warning:|error:' >>"$warn_log" || true
+done
+image=$build/arch/arm64/boot/Image
+[ -f "$image" ] || die "no $image"
+
+# --- Selftest ----------------------------------------------------------------
+selftest_bin=
+if [ "$selftest" = 1 ] && [ "$patched" = 1 ]; then
+	t=$(now)
+	log "building the selftest vgic_batch_regs (static)"
+	hdr=$build/usr-headers
+	heavy make -C "$src" O="$build" -s headers_install \
+		INSTALL_HDR_PATH="$hdr" >&2
+	kst=$build/kselftest/kvm
+	heavy make -C "$src/tools/testing/selftests/kvm" \
+		CC="ccache ${CROSS_COMPILE}gcc" OUTPUT="$kst" \
+		LINUX_HDR_PATH="$hdr/include/" KHDR_INCLUDES="-isystem $hdr/include" \
+		EXTRA_CFLAGS=-static -j"$jobs" \
+		"$kst/aarch64/vgic_batch_regs" >"$build/selftest.log" 2>&1 ||
+		{ cat "$build/selftest.log" >&2; die "selftest build failed"; }
+	grep -E 'warning:|error:' "$build/selftest.log" >>"$warn_log" || true
+	selftest_bin=$kst/aarch64/vgic_batch_regs
+	timing[selftest]=$(( $(now) - t ))
+fi
+
+if [ -s "$warn_log" ]; then
+	cat "$warn_log" >&2
+	die "compiler warnings in the files the series touches (above; $warn_log)"
+fi
+
+# --- checkpatch --------------------------------------------------------------
+cp_summary="skipped"
+if [ "$checkpatch" = 1 ] && [ ${#series[@]} -gt 0 ]; then
+	t=$(now)
+	errors=0
+	cp_summary=
+	for p in "${series[@]}"; do
+		out=$(cd "$src" && ./scripts/checkpatch.pl --strict -q "$p" 2>&1 || true)
+		total=$(printf '%s\n' "$out" | grep -E '^total:' || echo "total: 0 errors, 0 warnings, 0 checks")
+		e=$(printf '%s\n' "$total" | sed -n 's/^total: \([0-9]*\) errors.*/\1/p')
+		errors=$(( errors + ${e:-0} ))
+		cp_summary+="$(basename "$p"): ${total#total: }"$'\n'
+		[ -n "$out" ] && printf '%s\n' "$out" >"$build/checkpatch-$(basename "$p" .patch).log"
+	done
+	timing[checkpatch]=$(( $(now) - t ))
+	[ "$errors" = 0 ] || { printf '%s' "$cp_summary" >&2; die "checkpatch: $errors errors"; }
+fi
+
+# --- Summary -----------------------------------------------------------------
+{
+	log "done: linux-source-6.1 $src_version, $([ "$patched" = 1 ] && echo "${#series[@]} patches" || echo "no patches")"
+	for k in source w1 image selftest checkpatch; do
+		[ -n "${timing[$k]:-}" ] && log "  time $k: ${timing[$k]}s"
+	done
+	log "  time total: $(( $(now) - t_start ))s"
+	[ -n "$ccache_stats" ] && log "  ccache: $ccache_stats"
+	log "  no compiler warnings in: $(echo $touched | tr ' ' ',')"
+	if [ "$checkpatch" = 1 ] && [ ${#series[@]} -gt 0 ]; then
+		log "  checkpatch --strict:"
+		printf '%s' "$cp_summary" | sed 's/^/[build-kernel]     /'
+	fi
+} >&2
+
+printf 'IMAGE=%s\nSELFTEST=%s\n' "$image" "$selftest_bin" | tee "$build/build.env"

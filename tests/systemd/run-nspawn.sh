@@ -9,6 +9,7 @@
 #
 #   tests/systemd/run-nspawn.sh                  # build tree (meson install)
 #   tests/systemd/run-nspawn.sh --from-deb DIR   # the .debs in DIR instead
+#                                   (all of them: vgicd's and libvgicd's)
 #   tests/systemd/run-nspawn.sh --keep           # leave the container up
 #
 # Root only (mmdebstrap, nspawn, nsenter).  Do not wrap it in flock: it
@@ -140,7 +141,7 @@ ROOTFS=$("$(dirname "$0")/rootfs.sh")
 echo "rootfs: $ROOTFS"
 step_end
 
-step_begin "build (${FROM_DEB:+test client only, }$BUILD)"
+step_begin "build${FROM_DEB:+ (the test client only)}"
 setup_args=(--prefix=/usr --sysconfdir=/etc --localstatedir=/var --buildtype=debugoptimized)
 # The container has no libvirt; vgicctl enable|disable are not tested here.
 grep -q "option('libvirt'" "$VGICD_ROOT/meson_options.txt" && setup_args+=(-Dlibvirt=disabled)
@@ -197,7 +198,12 @@ if [ "$state" != running ]; then
 fi
 step_end
 
-step_begin "install ${FROM_DEB:+the .debs}${FROM_DEB:-meson install tree}"
+if [ -n "$FROM_DEB" ]; then
+	SOURCE="the .debs in $FROM_DEB"
+else
+	SOURCE="the build tree ($BUILD)"
+fi
+step_begin "install $SOURCE"
 if [ -n "$FROM_DEB" ]; then
 	# The packages' maintainer scripts do what a host install does
 	# (sysusers, tmpfiles, daemon-reload); a missing dependency is fetched
@@ -206,7 +212,10 @@ if [ -n "$FROM_DEB" ]; then
 		echo "   dependencies missing: apt-get -f install"
 		in_ct sh -c 'apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get -y -qq -f install --no-install-recommends'
 	fi
-	in_ct dpkg -l 'vgicd*' 'libvgicd*' | grep '^ii' || true
+	for deb in "$STAGE"/debs/*.deb; do
+		pkg=$(dpkg-deb -f "$deb" Package)
+		echo "   $pkg: $(in_ct dpkg-query -W -f '${Status} ${Version}' "$pkg")"
+	done
 else
 	# What a package's maintainer scripts would do after unpacking.
 	# --keep-directory-symlink: the tree has /lib/systemd/system (systemd's
@@ -388,7 +397,7 @@ step_end
 
 in_ct journalctl -b --no-pager -o short-monotonic >"$LOGS/journal.log" 2>&1 || true
 
-printf '\nChecks (%s):\n' "${FROM_DEB:+--from-deb $FROM_DEB}${FROM_DEB:-build tree}"
+printf '\nChecks (%s):\n' "$SOURCE"
 printf '  %s\n' "${CHECKS[@]}"
 print_step_times
 printf '\nLogs: %s (console.log, journal.log)\n' "$LOGS"

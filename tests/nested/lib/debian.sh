@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/nested/lib/debian.sh - fetch Debian binary packages for another
+# architecture (arm64) without touching the host's apt configuration, and
+# without naming a mirror: the URIs and Signed-By are read, at run time,
+# from the host's /etc/apt/sources.list.d/debian.sources.  Sourced.
+#
+#   deb_apt_init bookworm-arm64 arm64            # the host's suites, for arm64
+#   deb_apt_init trixie-arm64 arm64 stable       # one other suite, component main
+#   deb_apt_update                               # at most once a day
+#   deb="$(deb_download "$dir" busybox-static)"  # path of the .deb
+#   deb_extract "$deb" "$root"
+#
+# The apt state (lists, cache, an empty dpkg status) is private, under
+# $NESTED_CACHE/apt/NAME; nothing in /etc or /var/lib/apt changes.
+
+DEBIAN_SOURCES=${DEBIAN_SOURCES:-/etc/apt/sources.list.d/debian.sources}
+
+# deb_sources_stanzas - print the deb822 stanzas of $DEBIAN_SOURCES whose
+# Types include "deb", comments dropped, one blank line between stanzas.
+deb_sources_stanzas() {
+	awk '
+		/^[[:space:]]*#/ { next }
+		/^[[:space:]]*$/ { if (s != "" && s ~ /(^|\n)Types:[^\n]*(^|[ \t])deb([ \t\n]|$)/) printf "%s\n", s; s = ""; next }
+		{ s = s $0 "\n" }
+		END { if (s != "" && s ~ /(^|\n)Types:[^\n]*(^|[ \t])deb([ \t\n]|$)/) printf "%s\n", s }
+	' "$DEBIAN_SOURCES"
+}
+
+# deb_sources_field FIELD - the value of FIELD in the first deb stanza (the
+# main archive).
+deb_sources_field() {
+	deb_sources_stanzas | awk -v f="$1" -F': *' '
+		/^$/ { exit }
+		$1 == f { sub(/^[^:]*: */, ""); print; exit }'
+}
+
+# deb_apt_init NAME ARCH [SUITE] - set up (or reuse) a private apt state.
+# Without SUITE it mirrors the host's stanzas (suites and components) for
+# ARCH; with SUITE it uses the main archive's URIs and Signed-By with that
+# suite and component main.  Sets DEB_APT_DIR and the DEB_APT array.
+deb_apt_init() {
+	local name=$1 arch=$2 suite=${3:-}
+	local a="$NESTED_CACHE/apt/$name"
+
+	[ -r "$DEBIAN_SOURCES" ] || nested_die "no $DEBIAN_SOURCES to read the mirror from"
+	mkdir -p "$a/parts" "$a/lists/partial" "$a/cache/archives/partial" "$a/prefs"
+	: > "$a/none.list"
+	[ -f "$a/status" ] || : > "$a/status"
+	if [ -z "$suite" ]; then
+		deb_sources_stanzas > "$a/parts/debian.sources.new"
+	else
+		printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
+			"$(deb_sources_field URIs)" "$suite" "$(deb_sources_field Signed-By)" \
+			> "$a/parts/debian.sources.new"
+	fi
+	if ! cmp -s "$a/parts/debian.sources.new" "$a/parts/debian.sources"; then
+		mv "$a/parts/debian.sources.new" "$a/parts/debian.sources"
+		rm -f "$a/updated"	# the sources changed: update again
+	else
+		rm -f "$a/parts/debian.sources.new"
+	fi
+	DEB_APT_DIR=$a
+	DEB_APT=(apt-get -q
+		-o "Dir::Etc::SourceList=$a/none.list"
+		-o "Dir::Etc::SourceParts=$a/parts"
+		-o "Dir::Etc::PreferencesParts=$a/prefs"
+		-o "Dir::Etc::Preferences=$a/prefs/none"
+		-o "Dir::State::Lists=$a/lists"
+		-o "Dir::State::Status=$a/status"
+		-o "Dir::Cache=$a/cache"
+		-o "APT::Architecture=$arch"
+		-o "APT::Architectures=$arch"
+		-o "Acquire::Languages=none"
+		-o "APT::Sandbox::User=root")
+}
+
+# deb_apt_cache ARGS... - apt-cache on the private state.
+deb_apt_cache() {
+	local args=("${DEB_APT[@]:1}")
+	apt-cache "${args[@]}" "$@"
+}
+
+# deb_apt_update [--force] - refresh the private lists when older than a day
+# (NESTED_APT_MAX_AGE minutes), or when forced.
+deb_apt_update() {
+	local max=${NESTED_APT_MAX_AGE:-1440}
+	if [ "${1:-}" != --force ] && [ -f "$DEB_APT_DIR/updated" ] &&
+		[ -z "$(find "$DEB_APT_DIR/updated" -mmin +"$max")" ]; then
+		return 0
+	fi
+	"${DEB_APT[@]}" update >"$DEB_APT_DIR/update.log" 2>&1 ||
+		{ cat "$DEB_APT_DIR/update.log" >&2; nested_die "apt-get update (private state $DEB_APT_DIR) failed"; }
+	touch "$DEB_APT_DIR/updated"
+}
+
+# deb_version PKG - the candidate version of PKG in the private state.
+deb_version() {
+	deb_apt_cache show --no-all-versions "$1" 2>/dev/null | sed -n 's/^Version: //p' | head -n1
+}
+
+# deb_depends PKG - PKG's Depends, one package name a line (alternatives and
+# version constraints dropped).
+deb_depends() {
+	deb_apt_cache show --no-all-versions "$1" 2>/dev/null | sed -n 's/^Depends: //p' | head -n1 |
+		tr ',' '\n' | sed -e 's/|.*//' -e 's/(.*)//' -e 's/[[:space:]]//g' -e '/^$/d'
+}
+
+# deb_download DIR PKG - download PKG's candidate into DIR unless already
+# there; print the .deb's path.
+deb_download() {
+	local dir=$1 pkg=$2 info ver arch file
+	mkdir -p "$dir"
+	info=$(deb_apt_cache show --no-all-versions "$pkg" 2>/dev/null)
+	ver=$(sed -n 's/^Version: //p' <<<"$info" | head -n1)
+	arch=$(sed -n 's/^Architecture: //p' <<<"$info" | head -n1)
+	[ -n "$ver" ] || nested_die "package $pkg not found in $DEB_APT_DIR"
+	# apt-get download's naming: the epoch's colon is written as %3a.
+	file="${pkg}_${ver//:/%3a}_${arch}.deb"
+	if [ ! -s "$dir/$file" ]; then
+		(cd "$dir" && "${DEB_APT[@]}" download "$pkg" >"$DEB_APT_DIR/download.log" 2>&1) ||
+			{ cat "$DEB_APT_DIR/download.log" >&2; nested_die "apt-get download $pkg failed"; }
+		[ -s "$dir/$file" ] || nested_die "apt-get download $pkg: $file not written"
+	fi
+	printf '%s\n' "$dir/$file"
+}
+
+# deb_extract DEB DIR - unpack DEB's files (no maintainer scripts) into DIR,
+# once: a stamp next to DIR remembers which .deb it holds.
+deb_extract() {
+	local deb=$1 dir=$2
+	if [ -f "$dir.stamp" ] && [ "$(cat "$dir.stamp")" = "$(basename "$deb")" ]; then
+		return 0
+	fi
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	dpkg-deb -x "$deb" "$dir"
+	basename "$deb" > "$dir.stamp"
+}

@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tests/nested/lib/kernel.sh - the arm64 kernels the nested tier boots.
+# Sourced, after common.sh and debian.sh.
+#
+#   nested_stock_kernel     sets STOCK_IMAGE, STOCK_VERSION: Debian 12's
+#                           linux-image-6.1.0-*-arm64 (KVM built in)
+#   nested_patched_kernel   sets PATCHED_IMAGE, PATCHED_SELFTEST (may be
+#                           empty), or PATCHED_MISSING with the reason
+
+# kernel_config_check CONFIG - the options the nested tier relies on must be
+# built in (there are no modules in the initramfs).
+kernel_config_check() {
+	local cfg=$1 opt missing=()
+	for opt in KVM SERIAL_AMBA_PL011 SERIAL_AMBA_PL011_CONSOLE BLK_DEV_INITRD DEVTMPFS \
+		ARM_GIC_V3 ARM_GIC_V3_ITS UNIX MEMFD_CREATE; do
+		grep -qx "CONFIG_$opt=y" "$cfg" || missing+=("$opt")
+	done
+	[ ${#missing[@]} -eq 0 ] || nested_die "$cfg: not built in: ${missing[*]}"
+}
+
+nested_stock_kernel() {
+	local pkg deb root
+	deb_apt_init bookworm-arm64 arm64
+	deb_apt_update
+	# The metapackage names the current ABI's image package.
+	pkg=$(deb_depends linux-image-arm64 | grep -m1 '^linux-image-') ||
+		nested_die "linux-image-arm64 (arm64) has no linux-image-* dependency"
+	deb=$(deb_download "$NESTED_CACHE/debs" "$pkg")
+	root="$NESTED_CACHE/kernels/$pkg"
+	deb_extract "$deb" "$root"
+	STOCK_IMAGE=$(ls "$root"/boot/vmlinuz-* 2>/dev/null | head -n1)
+	[ -n "$STOCK_IMAGE" ] || nested_die "$deb holds no /boot/vmlinuz-*"
+	kernel_config_check "$(ls "$root"/boot/config-* | head -n1)"
+	STOCK_VERSION="$pkg $(deb_version "$pkg")"
+}
+
+# nested_patched_kernel - build the patched kernel with
+# kernel-patch/build-kernel.sh (its last output lines are IMAGE=<path> and
+# SELFTEST=<path>), or take NESTED_PATCHED_IMAGE / NESTED_PATCHED_SELFTEST.
+nested_patched_kernel() {
+	local script="$VGICD_ROOT/kernel-patch/build-kernel.sh" log="$NESTED_OUT/build-kernel.log"
+	PATCHED_IMAGE=${NESTED_PATCHED_IMAGE:-}
+	PATCHED_SELFTEST=${NESTED_PATCHED_SELFTEST:-}
+	PATCHED_MISSING=
+	[ -z "$PATCHED_IMAGE" ] || return 0
+	if [ ! -f "$script" ]; then
+		PATCHED_MISSING="kernel-patch/build-kernel.sh is not in the tree"
+		return 0
+	fi
+	# The script takes the heavy-work lock itself when it says so; holding
+	# it here as well would deadlock.
+	if grep -q 'vgicd-heavy.lock' "$script"; then
+		bash "$script" >"$log" 2>&1 || { tail -n 30 "$log" >&2; nested_die "build-kernel.sh failed (log: $log)"; }
+	else
+		heavy bash "$script" >"$log" 2>&1 || { tail -n 30 "$log" >&2; nested_die "build-kernel.sh failed (log: $log)"; }
+	fi
+	PATCHED_IMAGE=$(sed -n 's/^IMAGE=//p' "$log" | tail -n1)
+	PATCHED_SELFTEST=$(sed -n 's/^SELFTEST=//p' "$log" | tail -n1)
+	[ -n "$PATCHED_IMAGE" ] && [ -f "$PATCHED_IMAGE" ] ||
+		nested_die "build-kernel.sh printed no usable IMAGE= line (log: $log)"
+	[ -z "$PATCHED_SELFTEST" ] || [ -f "$PATCHED_SELFTEST" ] ||
+		nested_die "build-kernel.sh: SELFTEST=$PATCHED_SELFTEST does not exist"
+}

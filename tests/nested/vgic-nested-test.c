@@ -1,0 +1,988 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgic-nested-test.c - the nested tier's test program.  It runs on a real
+ * arm64 kernel with KVM (inside qemu-system-aarch64, see run-nested.sh) and
+ * plays QEMU with raw KVM ioctls:
+ *
+ *   - it builds VMs the way QEMU's virt machine does (vCPUs, a vGICv3, an
+ *     ITS so that GICR_TYPER.PLPIS is set) and puts random state in them with
+ *     single KVM_SET_DEVICE_ATTR calls, plus a few hand-made writes it checks
+ *     for by name in the saved record;
+ *   - it saves that state through libvgicd and the real vgicd (mode auto and
+ *     mode single), and one register per ioctl without vgicd (what QEMU 10.0
+ *     does), and requires the three to agree register for register;
+ *   - it restores the record into fresh VMs by each path and requires a
+ *     one-by-one read of each to equal the source's;
+ *   - it checks the path taken: the batch group on a patched kernel, the
+ *     fallback on a stock one (libvgicd's stats, and the start-up probe in
+ *     vgicd's log);
+ *   - it times each save and restore and prints a table.
+ *
+ * Exit status: 0 all good, 1 any mismatch or failure, 2 bad usage, 77 not
+ * an arm64 host.
+ */
+#include <stdio.h>
+
+#ifndef __aarch64__
+
+int
+main (void)
+{
+  printf ("vgic-nested-test: arm64 only (it needs /dev/kvm with a vGICv3)\n");
+  return 77;
+}
+
+#else /* __aarch64__ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gio/gio.h>
+#include <linux/kvm.h>
+
+#include "libvgicd.h"
+#include "vgic-exec.h"
+#include "vgic-plan.h"
+#include "vgic-record.h"
+#include "vgic-regs.h"
+
+typedef struct kvm_vgic_batch_entry Entry;
+
+/* Guest-physical layout, as QEMU's virt machine (the redistributors are
+ * moved up so that 512 of them fit in one legacy region). */
+#define DIST_BASE 0x08000000ULL
+#define ITS_BASE 0x08080000ULL
+#define REDIST_BASE 0x10000000ULL
+
+#define MPIDR_EL1 ARM64_SYS_REG (3, 0, 0, 0, 5)
+
+/* ------------------------------------------------------------------ */
+/* Options and failure accounting                                     */
+/* ------------------------------------------------------------------ */
+
+static char *opt_vcpus = NULL;
+static int opt_irqs = 288;
+static int opt_seed = 1;
+static char *opt_expect = NULL;
+static char *opt_auto = NULL;
+static char *opt_single = NULL;
+static char *opt_vgicd_log = NULL;
+static int opt_timeout_ms = 120000;
+static double opt_target = 30.0;
+static int opt_target_vcpus = 256;
+static gboolean opt_enforce = FALSE;
+
+static guint failures;
+
+#define FAIL(...)                                                       \
+  do                                                                    \
+    {                                                                   \
+      failures++;                                                       \
+      g_printerr ("FAIL: " __VA_ARGS__);                                \
+      g_printerr ("\n");                                                \
+    }                                                                   \
+  while (0)
+
+static guint64
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (guint64) ts.tv_sec * 1000000000u + (guint64) ts.tv_nsec;
+}
+
+static double
+ms (guint64 ns)
+{
+  return (double) ns / 1e6;
+}
+
+/* ------------------------------------------------------------------ */
+/* A VM as QEMU builds one                                            */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+  int vm;
+  int gic;
+  int its;
+  guint n;
+  int *vcpus;
+  guint32 *mpidrs;	/* packed Aff3.Aff2.Aff1.Aff0, as the attrs want */
+  VgicShape *shape;
+} Vm;
+
+static void
+vm_free (Vm *vm)
+{
+  if (!vm)
+    return;
+  if (vm->its >= 0)
+    close (vm->its);
+  if (vm->gic >= 0)
+    close (vm->gic);
+  for (guint i = 0; i < vm->n; i++)
+    if (vm->vcpus[i] >= 0)
+      close (vm->vcpus[i]);
+  if (vm->vm >= 0)
+    close (vm->vm);
+  g_free (vm->vcpus);
+  g_free (vm->mpidrs);
+  vgic_shape_free (vm->shape);
+  g_free (vm);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Vm, vm_free)
+
+static int
+xioctl (int fd, unsigned long req, void *arg)
+{
+  int r;
+
+  do
+    r = ioctl (fd, req, arg);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+static gboolean
+dev_set (int fd, guint32 group, guint64 attr, const void *value, const char *what,
+         GError **error)
+{
+  struct kvm_device_attr a = {
+    .group = group, .attr = attr, .addr = (guint64) (uintptr_t) value,
+  };
+
+  if (xioctl (fd, KVM_SET_DEVICE_ATTR, &a) < 0)
+    {
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno), "%s: %s", what,
+                   g_strerror (errno));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* vm_new() - KVM_CREATE_VM, @n vCPUs initialised with the preferred target,
+ * a vGICv3 with @nr_irqs IRQs and an ITS, initialised: what QEMU's virt
+ * machine does with -accel kvm -M gic-version=3 (minus guest memory). */
+static Vm *
+vm_new (int kvm, guint n, guint32 nr_irqs, GError **error)
+{
+  g_autoptr (Vm) vm = g_new0 (Vm, 1);
+  struct kvm_vcpu_init init;
+  struct kvm_create_device gic = { .type = KVM_DEV_TYPE_ARM_VGIC_V3 };
+  struct kvm_create_device its = { .type = KVM_DEV_TYPE_ARM_VGIC_ITS };
+  guint64 dist = DIST_BASE, redist = REDIST_BASE, its_base = ITS_BASE;
+
+  vm->vm = vm->gic = vm->its = -1;
+  vm->vcpus = g_new (int, n);
+  vm->mpidrs = g_new0 (guint32, n);
+  for (guint i = 0; i < n; i++)
+    vm->vcpus[i] = -1;
+  vm->n = n;
+
+  vm->vm = xioctl (kvm, KVM_CREATE_VM, 0);
+  if (vm->vm < 0)
+    {
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno), "KVM_CREATE_VM: %s",
+                   g_strerror (errno));
+      return NULL;
+    }
+  if (xioctl (vm->vm, KVM_ARM_PREFERRED_TARGET, &init) < 0)
+    {
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
+                   "KVM_ARM_PREFERRED_TARGET: %s", g_strerror (errno));
+      return NULL;
+    }
+  for (guint i = 0; i < n; i++)
+    {
+      guint64 mpidr = 0;
+      struct kvm_one_reg reg = { .id = MPIDR_EL1, .addr = (guint64) (uintptr_t) &mpidr };
+
+      vm->vcpus[i] = ioctl (vm->vm, KVM_CREATE_VCPU, (unsigned long) i);
+      if (vm->vcpus[i] < 0)
+        {
+          g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
+                       "KVM_CREATE_VCPU %u: %s", i, g_strerror (errno));
+          return NULL;
+        }
+      if (xioctl (vm->vcpus[i], KVM_ARM_VCPU_INIT, &init) < 0 ||
+          xioctl (vm->vcpus[i], KVM_GET_ONE_REG, &reg) < 0)
+        {
+          g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
+                       "vCPU %u: KVM_ARM_VCPU_INIT / MPIDR_EL1: %s", i, g_strerror (errno));
+          return NULL;
+        }
+      /* Aff3 [39:32], Aff2..Aff0 [23:0] -> Aff3.Aff2.Aff1.Aff0 */
+      vm->mpidrs[i] = (guint32) (((mpidr >> 32) & 0xff) << 24) | (guint32) (mpidr & 0xffffff);
+    }
+
+  if (xioctl (vm->vm, KVM_CREATE_DEVICE, &gic) < 0)
+    {
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
+                   "KVM_CREATE_DEVICE vGICv3: %s", g_strerror (errno));
+      return NULL;
+    }
+  vm->gic = (int) gic.fd;
+  if (!dev_set (vm->gic, KVM_DEV_ARM_VGIC_GRP_NR_IRQS, 0, &nr_irqs, "NR_IRQS", error) ||
+      !dev_set (vm->gic, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_DIST, &dist,
+                "ADDR dist", error) ||
+      !dev_set (vm->gic, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_REDIST, &redist,
+                "ADDR redist", error))
+    return NULL;
+
+  if (xioctl (vm->vm, KVM_CREATE_DEVICE, &its) < 0)
+    {
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
+                   "KVM_CREATE_DEVICE ITS: %s", g_strerror (errno));
+      return NULL;
+    }
+  vm->its = (int) its.fd;
+  if (!dev_set (vm->its, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_ITS_ADDR_TYPE, &its_base,
+                "ITS ADDR", error) ||
+      !dev_set (vm->its, KVM_DEV_ARM_VGIC_GRP_CTRL, KVM_DEV_ARM_VGIC_CTRL_INIT, NULL,
+                "ITS CTRL_INIT", error) ||
+      !dev_set (vm->gic, KVM_DEV_ARM_VGIC_GRP_CTRL, KVM_DEV_ARM_VGIC_CTRL_INIT, NULL,
+                "vGIC CTRL_INIT", error))
+    return NULL;
+
+  vm->shape = vgic_shape_new (nr_irqs, n, vm->mpidrs, error);
+  if (!vm->shape)
+    return NULL;
+  return g_steal_pointer (&vm);
+}
+
+/* ------------------------------------------------------------------ */
+/* QEMU-equivalent one-by-one save and restore (no vgicd)             */
+/* ------------------------------------------------------------------ */
+
+static gboolean
+run_single (Vm *vm, GArray *plan, VgicExecDir dir, const char *what, GError **error)
+{
+  VgicExecReport r;
+  Entry *e = (Entry *) (void *) plan->data;
+
+  if (plan->len == 0)
+    return TRUE;
+  if (vgic_exec_run (vm->gic, e, plan->len, dir, VGIC_EXEC_SINGLE, &r))
+    return TRUE;
+  {
+    g_autofree char *reg = vgic_reg_describe (e[r.error_index].group, e[r.error_index].attr);
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s of %s failed: %s", what,
+                 dir == VGIC_EXEC_READ ? "read" : "write", reg, g_strerror (-r.error));
+  }
+  return FALSE;
+}
+
+/* qemu_save() - both rounds read one register per ioctl, as QEMU's
+ * kvm_arm_gicv3_get does; returns the record of what was read. */
+static GBytes *
+qemu_save (Vm *vm, guint *accesses, GError **error)
+{
+  g_autoptr (GArray) all = vgic_plan_save_first (vm->shape);
+  g_autoptr (GArray) second = NULL;
+  g_autoptr (VgicValues) first = NULL;
+
+  if (!run_single (vm, all, VGIC_EXEC_READ, "one-by-one save, round 1", error))
+    return NULL;
+  first = vgic_values_from_reads ((Entry *) (void *) all->data, all->len, error);
+  if (!first)
+    return NULL;
+  second = vgic_plan_save_second (vm->shape, first, error);
+  if (!second || !run_single (vm, second, VGIC_EXEC_READ, "one-by-one save, round 2", error))
+    return NULL;
+  g_array_append_vals (all, second->data, second->len);
+  if (accesses)
+    *accesses = all->len;
+  return vgic_record_encode (vm->shape, (Entry *) (void *) all->data, all->len, error);
+}
+
+/* qemu_restore_values() - the TYPER reads, then every write one per ioctl,
+ * in kvm_arm_gicv3_put's order. */
+static gboolean
+qemu_restore_values (Vm *vm, const VgicValues *state, guint *accesses, GError **error)
+{
+  g_autoptr (GArray) check = vgic_plan_restore_check (vm->shape);
+  g_autoptr (GArray) writes = NULL;
+  g_autoptr (VgicValues) checked = NULL;
+
+  if (!run_single (vm, check, VGIC_EXEC_READ, "one-by-one restore, checks", error))
+    return FALSE;
+  checked = vgic_values_new ((Entry *) (void *) check->data, check->len, error);
+  if (!checked)
+    return FALSE;
+  writes = vgic_plan_restore_write (vm->shape, state, checked, error);
+  if (!writes || !run_single (vm, writes, VGIC_EXEC_WRITE, "one-by-one restore", error))
+    return FALSE;
+  if (accesses)
+    *accesses = check->len + writes->len;
+  return TRUE;
+}
+
+static gboolean
+qemu_restore (Vm *vm, GBytes *record, guint *accesses, GError **error)
+{
+  g_autoptr (VgicRecord) rec = vgic_record_load (g_bytes_get_data (record, NULL),
+                                                 g_bytes_get_size (record), vm->shape, error);
+
+  return rec && qemu_restore_values (vm, rec->values, accesses, error);
+}
+
+/* ------------------------------------------------------------------ */
+/* Random state                                                       */
+/* ------------------------------------------------------------------ */
+
+/* mutate() - a random value for one saved register, within what KVM keeps:
+ * LPIs stay disabled (there is no guest memory for their tables), the ICC
+ * fields the hardware fixes (PRIbits, IDbits, SEIS, A3V, SRE) stay as read,
+ * IDs and TYPERs are read-only. */
+static guint64
+mutate (const Vm *vm, GRand *rand, const Entry *e)
+{
+  guint32 low = vgic_attr_low (e->attr);
+  guint32 r = g_rand_int (rand);
+
+  switch (e->group)
+    {
+    case KVM_DEV_ARM_VGIC_GRP_DIST_REGS:
+      if (low == GICD_CTLR)
+        return (e->value & ~(guint64) GICD_CTLR_ENABLE_G1) | (r & GICD_CTLR_ENABLE_G1);
+      if ((low >= GICD_IGROUPR && low < GICD_ICENABLER) ||
+          (low >= GICD_ISPENDR && low < GICD_ICPENDR) ||
+          (low >= GICD_ISACTIVER && low < GICD_ICACTIVER) ||
+          (low >= GICD_IPRIORITYR && low < GICD_IPRIORITYR + 0x400))
+        return r;
+      if (low >= GICD_ICFGR && low < GICD_ICFGR + 0x100)
+        return r & 0xaaaaaaaau;	/* one edge/level bit per IRQ */
+      if (low >= GICD_IROUTER && low < GICD_IROUTER + 0x2000)
+        {
+          /* QEMU's 4-byte stride: an 8-aligned word is some IRQ's Aff2..Aff0,
+           * the other one its Aff3; route to a vCPU of this VM. */
+          guint32 target = vm->mpidrs[g_rand_int_range (rand, 0, (gint32) vm->n)];
+          return (low & 4) ? target >> 24 : target & 0xffffff;
+        }
+      return e->value;
+    case KVM_DEV_ARM_VGIC_GRP_REDIST_REGS:
+      if (low == GICR_IGROUPR0 || low == GICR_ISENABLER0 || low == GICR_ISPENDR0 ||
+          low == GICR_ISACTIVER0 || (low >= GICR_IPRIORITYR && low < GICR_IPRIORITYR + 0x20))
+        return r;
+      if (low == GICR_ICFGR1)
+        return r & 0xaaaaaaaau;
+      if (low == GICR_PROPBASER || low == GICR_PENDBASER)
+        return r;
+      if (low == GICR_PROPBASER + 4 || low == GICR_PENDBASER + 4)
+        return r & 0x070fffffu;	/* PA[51:32], OuterCache */
+      return e->value;
+    case KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS:
+      switch (low & KVM_DEV_ARM_VGIC_SYSREG_INSTR_MASK)
+        {
+        case ICC_CTLR_EL1:
+          return (e->value & ~(ICC_CTLR_EL1_CBPR | ICC_CTLR_EL1_EOIMODE)) |
+                 (r & (ICC_CTLR_EL1_CBPR | ICC_CTLR_EL1_EOIMODE));
+        case ICC_IGRPEN0_EL1:
+        case ICC_IGRPEN1_EL1:
+          return r & 1;
+        case ICC_PMR_EL1:
+          return r & 0xff;
+        case ICC_BPR0_EL1:
+        case ICC_BPR1_EL1:
+          return r & 7;
+        default:
+          if ((low & 0xfffc) == (ICC_AP0R_EL1 (0) & 0xfffc) ||
+              (low & 0xfffc) == (ICC_AP1R_EL1 (0) & 0xfffc))
+            return r;
+          return e->value;
+        }
+    case KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO:
+      return r;
+    default:
+      return e->value;
+    }
+}
+
+/* A few writes made by hand with raw ioctls, independent of the planner:
+ * the saved record must hold exactly these values at these places. */
+typedef struct {
+  guint32 group;
+  guint64 attr;
+  guint64 value;
+  const char *what;
+} Spot;
+
+static GArray *
+spot_list (const Vm *vm)
+{
+  GArray *spots = g_array_new (FALSE, FALSE, sizeof (Spot));
+  guint32 last = vm->mpidrs[vm->n - 1];
+  Spot s[] = {
+    /* IRQ 32-63 enabled pattern, priorities of IRQs 40-43, a route. */
+    { KVM_DEV_ARM_VGIC_GRP_DIST_REGS, vgic_attr (0, GICD_ISENABLER + 4), 0x80000021,
+      "GICD_ISENABLER1" },
+    { KVM_DEV_ARM_VGIC_GRP_DIST_REGS, vgic_attr (0, GICD_IPRIORITYR + 40), 0x80a0c0e8,
+      "GICD_IPRIORITYR10" },
+    { KVM_DEV_ARM_VGIC_GRP_DIST_REGS, vgic_attr (0, GICD_IGROUPR + 4), 0x5a5a5a5a,
+      "GICD_IGROUPR1" },
+    /* The last vCPU's private state and CPU interface. */
+    { KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, vgic_attr (last, GICR_IPRIORITYR + 24), 0x10203040,
+      "GICR_IPRIORITYR6 (last vCPU)" },
+    { KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, vgic_attr (last, GICR_ISENABLER0), 0x0000a50f,
+      "GICR_ISENABLER0 (last vCPU)" },
+    { KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS, vgic_attr (last, ICC_PMR_EL1), 0xd8,
+      "ICC_PMR_EL1 (last vCPU)" },
+    { KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS, vgic_attr (vm->mpidrs[0], ICC_IGRPEN1_EL1), 1,
+      "ICC_IGRPEN1_EL1 (vCPU 0)" },
+  };
+
+  g_array_append_vals (spots, s, G_N_ELEMENTS (s));
+  return spots;
+}
+
+static gboolean
+spot_write (Vm *vm, GError **error)
+{
+  g_autoptr (GArray) spots = spot_list (vm);
+
+  for (guint i = 0; i < spots->len; i++)
+    {
+      Spot *s = &g_array_index (spots, Spot, i);
+      guint32 v32 = (guint32) s->value;
+      guint64 v64 = s->value;
+      gboolean wide = s->group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS;
+
+      /* Clear-then-set for the set-only registers, as a guest would. */
+      if (s->group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS &&
+          vgic_attr_low (s->attr) == GICD_ISENABLER + 4)
+        {
+          guint32 all = ~0u;
+          if (!dev_set (vm->gic, s->group, vgic_attr (0, GICD_ICENABLER + 4), &all,
+                        "GICD_ICENABLER1", error))
+            return FALSE;
+        }
+      if (s->group == KVM_DEV_ARM_VGIC_GRP_REDIST_REGS &&
+          vgic_attr_low (s->attr) == GICR_ISENABLER0)
+        {
+          guint32 all = ~0u;
+          if (!dev_set (vm->gic, s->group, vgic_attr (vgic_attr_mpidr (s->attr), GICR_ICENABLER0),
+                        &all, "GICR_ICENABLER0", error))
+            return FALSE;
+        }
+      if (!dev_set (vm->gic, s->group, s->attr, wide ? (void *) &v64 : (void *) &v32, s->what,
+                    error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The spot values must be in @record, as written. */
+static void
+spot_check (Vm *vm, GBytes *record, const char *what)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) spots = spot_list (vm);
+  g_autoptr (VgicRecord) rec = vgic_record_load (g_bytes_get_data (record, NULL),
+                                                 g_bytes_get_size (record), vm->shape, &error);
+
+  if (!rec)
+    {
+      FAIL ("%s: record does not decode: %s", what, error->message);
+      return;
+    }
+  for (guint i = 0; i < spots->len; i++)
+    {
+      Spot *s = &g_array_index (spots, Spot, i);
+      guint64 v;
+
+      if (!vgic_values_lookup (rec->values, s->group, s->attr, &v))
+        FAIL ("%s: record lacks %s", what, s->what);
+      else if (v != s->value)
+        FAIL ("%s: %s is 0x%" G_GINT64_MODIFIER "x, written 0x%" G_GINT64_MODIFIER "x", what,
+              s->what, v, s->value);
+    }
+}
+
+/* randomize() - read every register one by one, give each a random value
+ * (mutate()), write them back one per KVM_SET_DEVICE_ATTR in the order
+ * QEMU's put uses (clear-then-set pairs, configuration before pending...),
+ * then make the hand-made spot writes. */
+static gboolean
+randomize (Vm *vm, guint32 seed, GError **error)
+{
+  g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
+  g_autoptr (GBytes) now = qemu_save (vm, NULL, error);
+  g_autoptr (VgicRecord) rec = NULL;
+  g_autoptr (GArray) mutated = NULL;
+  g_autoptr (VgicValues) values = NULL;
+
+  if (!now)
+    return FALSE;
+  rec = vgic_record_load (g_bytes_get_data (now, NULL), g_bytes_get_size (now), vm->shape,
+                          error);
+  if (!rec)
+    return FALSE;
+  mutated = g_array_new (FALSE, FALSE, sizeof (Entry));
+  for (gsize i = 0; i < vgic_values_size (rec->values); i++)
+    {
+      Entry e = *vgic_values_index (rec->values, i);
+      e.value = mutate (vm, rand, &e);
+      g_array_append_val (mutated, e);
+    }
+  values = vgic_values_new ((Entry *) (void *) mutated->data, mutated->len, error);
+  return values && qemu_restore_values (vm, values, NULL, error) && spot_write (vm, error);
+}
+
+/* ------------------------------------------------------------------ */
+/* Comparing                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Register for register: @got must hold exactly @want's registers and
+ * values.  Prints up to 16 differences. */
+static gboolean
+same_state (Vm *vm, GBytes *want, GBytes *got, const char *what)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicRecord) a = NULL, b = NULL;
+  guint diffs = 0;
+  gsize na, nb;
+
+  a = vgic_record_load (g_bytes_get_data (want, NULL), g_bytes_get_size (want), vm->shape,
+                        &error);
+  if (a)
+    b = vgic_record_load (g_bytes_get_data (got, NULL), g_bytes_get_size (got), vm->shape,
+                          &error);
+  if (!a || !b)
+    {
+      FAIL ("%s: a record does not decode: %s", what, error->message);
+      return FALSE;
+    }
+  na = vgic_values_size (a->values);
+  nb = vgic_values_size (b->values);
+  if (na != nb)
+    {
+      FAIL ("%s: %" G_GSIZE_FORMAT " registers, expected %" G_GSIZE_FORMAT, what, nb, na);
+      return FALSE;
+    }
+  for (gsize i = 0; i < na; i++)
+    {
+      const Entry *x = vgic_values_index (a->values, i);
+      const Entry *y = vgic_values_index (b->values, i);
+
+      if (x->group == y->group && x->attr == y->attr && x->value == y->value)
+        continue;
+      if (diffs++ < 16)
+        {
+          g_autofree char *rx = vgic_reg_describe (x->group, x->attr);
+          g_autofree char *ry = vgic_reg_describe (y->group, y->attr);
+          g_printerr ("  %s: %s = 0x%" G_GINT64_MODIFIER "x, expected %s = 0x%"
+                      G_GINT64_MODIFIER "x\n", what, ry, (guint64) y->value, rx, (guint64) x->value);
+        }
+    }
+  if (diffs)
+    {
+      FAIL ("%s: %u of %" G_GSIZE_FORMAT " registers differ", what, diffs, na);
+      return FALSE;
+    }
+  /* Canonical encoding: equal state gives equal bytes. */
+  if (!g_bytes_equal (want, got))
+    {
+      FAIL ("%s: same registers but different record bytes", what);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* vgicd                                                              */
+/* ------------------------------------------------------------------ */
+
+static VgicdClient *
+attach (const char *address, Vm *vm, const char *name, GError **error)
+{
+  g_autoptr (VgicdClient) c = vgicd_client_connect (address, opt_timeout_ms, error);
+
+  if (!c || !vgicd_client_attach (c, vm->gic, name, NULL, vm->shape->nr_irqs, vm->n,
+                                  vm->mpidrs, error))
+    return NULL;
+  return g_steal_pointer (&c);
+}
+
+/* Check what libvgicd reports about the path it took. */
+static void
+check_stats (const VgicdClientStats *st, gboolean want_batch, guint accesses, const char *what)
+{
+  if (st->batched != want_batch)
+    FAIL ("%s: libvgicd says batched=%s, expected %s", what, st->batched ? "TRUE" : "FALSE",
+          want_batch ? "TRUE" : "FALSE");
+  if (accesses && st->entries != accesses)
+    FAIL ("%s: %u accesses executed, a one-by-one run makes %u", what, st->entries, accesses);
+  if (!want_batch && st->ioctls != st->entries)
+    FAIL ("%s: %u ioctls for %u accesses on the one-by-one path", what, st->ioctls,
+          st->entries);
+  if (want_batch && st->ioctls > 2 + st->entries / KVM_VGIC_BATCH_MAX_ENTRIES + 1)
+    FAIL ("%s: %u ioctls for %u accesses on the batch path", what, st->ioctls, st->entries);
+}
+
+static gboolean
+vgicd_save (const char *address, Vm *vm, const char *name, GBytes **record,
+            VgicdClientStats *st, guint64 *ns, GError **error)
+{
+  g_autoptr (VgicdClient) c = attach (address, vm, name, error);
+  guint64 t0;
+
+  if (!c)
+    return FALSE;
+  t0 = now_ns ();
+  if (!vgicd_client_save (c, record, error))
+    return FALSE;
+  *ns = now_ns () - t0;
+  vgicd_client_get_stats (c, st);
+  return TRUE;
+}
+
+static gboolean
+vgicd_load (const char *address, Vm *vm, const char *name, GBytes *record,
+            VgicdClientStats *st, guint64 *ns, GError **error)
+{
+  g_autoptr (VgicdClient) c = attach (address, vm, name, error);
+  guint64 t0;
+
+  if (!c)
+    return FALSE;
+  t0 = now_ns ();
+  if (!vgicd_client_load (c, g_bytes_get_data (record, NULL), g_bytes_get_size (record),
+                          error))
+    return FALSE;
+  *ns = now_ns () - t0;
+  vgicd_client_get_stats (c, st);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* One VM size                                                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+  guint n;
+  guint save_regs, restore_regs;
+  guint64 save_auto, save_single, save_qemu;	/* ns */
+  guint64 load_auto, load_single, load_qemu;
+  guint64 save_auto_kernel, load_auto_kernel;
+  guint save_auto_ioctls, load_auto_ioctls;
+  gboolean ok;
+} Row;
+
+static gboolean
+same_mpidrs (const Vm *a, const Vm *b)
+{
+  return memcmp (a->mpidrs, b->mpidrs, a->n * sizeof (guint32)) == 0;
+}
+
+/* A fresh VM of @src's size, loaded by @how, then read one by one and
+ * compared with @want. */
+static gboolean
+restore_into_fresh (int kvm, Vm *src, GBytes *record, GBytes *want, const char *how,
+                    gboolean want_batch, guint64 *ns, guint64 *kernel_ns, guint *ioctls,
+                    guint *accesses)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (Vm) dst = vm_new (kvm, src->n, src->shape->nr_irqs, &error);
+  g_autoptr (GBytes) got = NULL;
+  g_autofree char *what = g_strdup_printf ("N=%u restore via %s", src->n, how);
+  VgicdClientStats st = { 0 };
+  gboolean ok;
+
+  if (!dst)
+    {
+      FAIL ("%s: second VM: %s", what, error->message);
+      return FALSE;
+    }
+  if (!same_mpidrs (src, dst))
+    {
+      FAIL ("%s: the fresh VM's MPIDRs differ from the source's", what);
+      return FALSE;
+    }
+  if (g_str_equal (how, "one-by-one"))
+    {
+      guint64 t0 = now_ns ();
+      ok = qemu_restore (dst, record, accesses, &error);
+      *ns = now_ns () - t0;
+    }
+  else
+    {
+      ok = vgicd_load (g_str_equal (how, "vgicd-auto") ? opt_auto : opt_single, dst, how,
+                       record, &st, ns, &error);
+      if (ok)
+        {
+          check_stats (&st, want_batch, *accesses, what);
+          if (kernel_ns)
+            *kernel_ns = st.kernel_ns;
+          if (ioctls)
+            *ioctls = st.ioctls;
+        }
+    }
+  if (!ok)
+    {
+      FAIL ("%s: %s", what, error->message);
+      return FALSE;
+    }
+  got = qemu_save (dst, NULL, &error);
+  if (!got)
+    {
+      FAIL ("%s: reading back: %s", what, error->message);
+      return FALSE;
+    }
+  return same_state (dst, want, got, what);
+}
+
+static void
+run_size (int kvm, guint n, gboolean kernel_batch, Row *row)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (Vm) src = NULL;
+  g_autoptr (GBytes) ref = NULL, again = NULL, rec_auto = NULL, rec_single = NULL;
+  VgicdClientStats st;
+  guint64 t0;
+  guint before = failures;
+  char what[64];
+
+  memset (row, 0, sizeof (*row));
+  row->n = n;
+  g_print ("--- N=%u vCPUs, %d IRQs\n", n, opt_irqs);
+
+  t0 = now_ns ();
+  src = vm_new (kvm, n, (guint32) opt_irqs, &error);
+  if (!src)
+    {
+      FAIL ("N=%u: creating the VM: %s", n, error->message);
+      return;
+    }
+  g_print ("    VM created in %.0f ms\n", ms (now_ns () - t0));
+  if (vgicd_client_probe_batch (src->gic) != (kernel_batch ? 1 : 0))
+    FAIL ("N=%u: libvgicd's probe says %d, expected %d", n,
+          vgicd_client_probe_batch (src->gic), kernel_batch);
+
+  t0 = now_ns ();
+  if (!randomize (src, (guint32) opt_seed + n, &error))
+    {
+      FAIL ("N=%u: putting random state in: %s", n, error->message);
+      return;
+    }
+  g_print ("    random state written one by one in %.0f ms\n", ms (now_ns () - t0));
+
+  /* a. save three ways; they must agree. */
+  t0 = now_ns ();
+  ref = qemu_save (src, &row->save_regs, &error);
+  row->save_qemu = now_ns () - t0;
+  if (!ref)
+    {
+      FAIL ("N=%u: one-by-one save: %s", n, error->message);
+      return;
+    }
+  spot_check (src, ref, "one-by-one save");
+
+  g_snprintf (what, sizeof what, "N=%u save via vgicd-auto", n);
+  if (!vgicd_save (opt_auto, src, "src", &rec_auto, &st, &row->save_auto, &error))
+    {
+      FAIL ("%s: %s", what, error->message);
+      return;
+    }
+  check_stats (&st, kernel_batch, row->save_regs, what);
+  row->save_auto_kernel = st.kernel_ns;
+  row->save_auto_ioctls = st.ioctls;
+  same_state (src, ref, rec_auto, what);
+  spot_check (src, rec_auto, what);
+
+  g_snprintf (what, sizeof what, "N=%u save via vgicd-single", n);
+  if (!vgicd_save (opt_single, src, "src", &rec_single, &st, &row->save_single, &error))
+    {
+      FAIL ("%s: %s", what, error->message);
+      return;
+    }
+  check_stats (&st, FALSE, row->save_regs, what);
+  same_state (src, ref, rec_single, what);
+
+  /* Saving must not have changed anything. */
+  again = qemu_save (src, NULL, &error);
+  if (!again)
+    FAIL ("N=%u: re-reading the source: %s", n, error->message);
+  else
+    same_state (src, ref, again, "source after three saves");
+
+  /* b. restore into fresh VMs by each path. */
+  {
+    guint restore_regs = 0;
+    guint64 dummy;
+
+    /* The one-by-one restore first: it counts the accesses a restore makes. */
+    restore_into_fresh (kvm, src, ref, ref, "one-by-one", FALSE, &row->load_qemu, NULL,
+                        NULL, &restore_regs);
+    row->restore_regs = restore_regs;
+    restore_into_fresh (kvm, src, rec_auto, ref, "vgicd-auto", kernel_batch, &row->load_auto,
+                        &row->load_auto_kernel, &row->load_auto_ioctls, &restore_regs);
+    restore_into_fresh (kvm, src, rec_auto, ref, "vgicd-single", FALSE, &row->load_single,
+                        &dummy, NULL, &restore_regs);
+  }
+  row->ok = failures == before;
+  g_print ("    %s: save %u registers, restore %u accesses\n", row->ok ? "agree" : "MISMATCH",
+           row->save_regs, row->restore_regs);
+}
+
+/* ------------------------------------------------------------------ */
+
+static gboolean
+check_vgicd_log (gboolean kernel_batch)
+{
+  g_autofree char *log = NULL;
+  const char *want = kernel_batch ? "kernel batch group: yes" : "kernel batch group: no";
+
+  if (!opt_vgicd_log)
+    return TRUE;
+  if (!g_file_get_contents (opt_vgicd_log, &log, NULL, NULL))
+    {
+      FAIL ("cannot read vgicd's log %s", opt_vgicd_log);
+      return FALSE;
+    }
+  if (!strstr (log, want))
+    {
+      FAIL ("vgicd's log (%s) lacks \"%s\"", opt_vgicd_log, want);
+      return FALSE;
+    }
+  g_print ("vgicd's start-up probe: \"%s\" (from %s)\n", want, opt_vgicd_log);
+  return TRUE;
+}
+
+static void
+print_table (const Row *rows, guint n_rows, gboolean kernel_batch)
+{
+  const char *a = kernel_batch ? "batch" : "auto*";
+
+  g_print ("\n%-6s %6s %6s | %9s %9s %9s %7s %7s | %9s %9s %9s %7s %7s\n", "vCPUs", "save",
+           "rest.", "save", "save", "save", "ratio", "ratio", "restore", "restore", "restore",
+           "ratio", "ratio");
+  g_print ("%-6s %6s %6s | %9s %9s %9s %7s %7s | %9s %9s %9s %7s %7s\n", "", "regs", "regs",
+           a, "single", "1-by-1", "1b1/b", "sgl/b", a, "single", "1-by-1", "1b1/b", "sgl/b");
+  g_print ("%-6s %6s %6s | %9s %9s %9s %7s %7s | %9s %9s %9s %7s %7s\n", "", "", "",
+           "vgicd ms", "vgicd ms", "no vgicd", "", "", "vgicd ms", "vgicd ms", "no vgicd", "",
+           "");
+  for (guint i = 0; i < n_rows; i++)
+    {
+      const Row *r = &rows[i];
+      g_print ("%-6u %6u %6u | %9.1f %9.1f %9.1f %6.1fx %6.1fx | %9.1f %9.1f %9.1f %6.1fx "
+               "%6.1fx%s\n",
+               r->n, r->save_regs, r->restore_regs, ms (r->save_auto), ms (r->save_single),
+               ms (r->save_qemu), (double) r->save_qemu / (double) MAX (r->save_auto, 1),
+               (double) r->save_single / (double) MAX (r->save_auto, 1), ms (r->load_auto),
+               ms (r->load_single), ms (r->load_qemu),
+               (double) r->load_qemu / (double) MAX (r->load_auto, 1),
+               (double) r->load_single / (double) MAX (r->load_auto, 1),
+               r->ok ? "" : "  MISMATCH");
+    }
+  g_print ("(%s: vgicd mode auto%s; single: vgicd mode single; 1-by-1: one register per "
+           "ioctl without vgicd, as QEMU 10.0 does; times are wall clock under TCG)\n", a,
+           kernel_batch ? ", kernel batch group" : " on a kernel without the batch group: "
+           "the fallback, one by one");
+  for (guint i = 0; i < n_rows; i++)
+    if (kernel_batch && rows[i].save_auto_ioctls)
+      g_print ("N=%u batch path: save %u ioctls %.1f ms in the kernel, restore %u ioctls "
+               "%.1f ms in the kernel\n", rows[i].n, rows[i].save_auto_ioctls,
+               ms (rows[i].save_auto_kernel), rows[i].load_auto_ioctls,
+               ms (rows[i].load_auto_kernel));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("- the nested tier's vGIC test");
+  g_auto (GStrv) sizes = NULL;
+  g_autofree Row *rows = NULL;
+  gboolean kernel_batch;
+  guint n_rows;
+  int kvm;
+  GOptionEntry entries[] = {
+    { "vcpus", 'n', 0, G_OPTION_ARG_STRING, &opt_vcpus, "VM sizes (default 4,64,256)", "N,N" },
+    { "irqs", 0, 0, G_OPTION_ARG_INT, &opt_irqs, "IRQs per VM (default 288)", "N" },
+    { "seed", 0, 0, G_OPTION_ARG_INT, &opt_seed, "Random state seed", "N" },
+    { "expect-batch", 0, 0, G_OPTION_ARG_STRING, &opt_expect,
+      "Whether the kernel has the batch group (required)", "yes|no" },
+    { "vgicd", 0, 0, G_OPTION_ARG_STRING, &opt_auto, "vgicd (Mode=auto) address", "ADDR" },
+    { "vgicd-single", 0, 0, G_OPTION_ARG_STRING, &opt_single,
+      "vgicd (Mode=single) address", "ADDR" },
+    { "vgicd-log", 0, 0, G_OPTION_ARG_FILENAME, &opt_vgicd_log,
+      "The Mode=auto vgicd's log, for its start-up probe line", "FILE" },
+    { "timeout-ms", 0, 0, G_OPTION_ARG_INT, &opt_timeout_ms, "libvgicd call timeout", "MS" },
+    { "target", 0, 0, G_OPTION_ARG_DOUBLE, &opt_target,
+      "Target ratio one-by-one / batch (default 30)", "X" },
+    { "target-vcpus", 0, 0, G_OPTION_ARG_INT, &opt_target_vcpus,
+      "VM size the target applies to (default 256)", "N" },
+    { "enforce-target", 0, 0, G_OPTION_ARG_NONE, &opt_enforce,
+      "Fail when the target is missed (default: report only)", NULL },
+    { NULL }
+  };
+
+  setvbuf (stdout, NULL, _IOLBF, 0);
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    {
+      g_printerr ("vgic-nested-test: %s\n", error->message);
+      return 2;
+    }
+  if (!opt_expect || (!g_str_equal (opt_expect, "yes") && !g_str_equal (opt_expect, "no")) ||
+      !opt_auto || !opt_single)
+    {
+      g_printerr ("vgic-nested-test: --expect-batch yes|no, --vgicd and --vgicd-single are "
+                  "required\n");
+      return 2;
+    }
+  kernel_batch = g_str_equal (opt_expect, "yes");
+  sizes = g_strsplit (opt_vcpus ? opt_vcpus : "4,64,256", ",", -1);
+  n_rows = g_strv_length (sizes);
+  rows = g_new0 (Row, n_rows);
+
+  kvm = open ("/dev/kvm", O_RDWR | O_CLOEXEC);
+  if (kvm < 0)
+    {
+      g_printerr ("FAIL: /dev/kvm: %s\n", g_strerror (errno));
+      return 1;
+    }
+  g_print ("vgic-nested-test: expecting a kernel %s the batch group; KVM_CAP_MAX_VCPUS %d\n",
+           kernel_batch ? "with" : "without", ioctl (kvm, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS));
+  check_vgicd_log (kernel_batch);
+
+  for (guint i = 0; i < n_rows; i++)
+    {
+      guint64 n = g_ascii_strtoull (sizes[i], NULL, 10);
+      if (n == 0 || n > 512)
+        {
+          g_printerr ("vgic-nested-test: bad VM size \"%s\"\n", sizes[i]);
+          return 2;
+        }
+      run_size (kvm, (guint) n, kernel_batch, &rows[i]);
+    }
+  print_table (rows, n_rows, kernel_batch);
+
+  if (kernel_batch)
+    for (guint i = 0; i < n_rows; i++)
+      if (rows[i].n == (guint) opt_target_vcpus && rows[i].ok)
+        {
+          double rs = (double) rows[i].save_qemu / (double) MAX (rows[i].save_auto, 1);
+          double rl = (double) rows[i].load_qemu / (double) MAX (rows[i].load_auto, 1);
+          gboolean met = rs >= opt_target && rl >= opt_target;
+
+          g_print ("target at %u vCPUs, one-by-one / batch through vgicd >= %.0fx: save "
+                   "%.1fx, restore %.1fx: %s\n", rows[i].n, opt_target, rs, rl,
+                   met ? "MET" : "MISSED");
+          if (!met && opt_enforce)
+            FAIL ("target missed at %u vCPUs", rows[i].n);
+        }
+  close (kvm);
+  if (failures)
+    g_print ("vgic-nested-test: %u failure(s)\n", failures);
+  else
+    g_print ("vgic-nested-test: all checks passed\n");
+  return failures ? 1 : 0;
+}
+
+#endif /* __aarch64__ */

@@ -495,6 +495,8 @@ test_sessions_are_private (void)
   g_autoptr (GDBusConnection) other = NULL;
   g_autoptr (GVariant) reply = NULL;
 
+  g_assert_cmpstr (vgicd_client_get_mode (c), ==, "auto");
+
   other = g_dbus_connection_new_for_address_sync (h->address,
                                                   G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
                                                   NULL, NULL, &error);

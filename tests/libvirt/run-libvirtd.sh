@@ -52,8 +52,8 @@ BUILD=${1:-$VGICD_BUILD/gcc}
 if [ ! -f "$BUILD/build.ninja" ]; then
 	meson setup "$BUILD" "$VGICD_ROOT" -Dlibvirt=enabled >/dev/null
 fi
-ninja -C "$BUILD" libvirt-hooks/50-vgicd daemon/vgicd daemon/vgicctl >/dev/null
-HOOK=$BUILD/libvirt-hooks/50-vgicd
+ninja -C "$BUILD" libvirt-hooks/vgicd-qemu-hook daemon/vgicd daemon/vgicctl >/dev/null
+HOOK=$BUILD/libvirt-hooks/vgicd-qemu-hook
 VGICD=$BUILD/daemon/vgicd
 VGICCTL=$BUILD/daemon/vgicctl
 "$VGICCTL" enable --help | grep -q allow-tcg || {
@@ -163,7 +163,8 @@ libvirtd_start() {
 		case "\$2" in migrate|restore) exec cat ;; *) exec cat >/dev/null ;; esac
 	EOF
 	chmod 755 "$d/etc/hooks/qemu.d/10-log"
-	install -m 755 "$HOOK" "$d/etc/hooks/qemu.d/50-vgicd"
+	# A symlink to the program, as the package installs it.
+	ln -s "$(readlink -f "$HOOK")" "$d/etc/hooks/qemu.d/50-vgicd"
 	printf '[vgicd]\nSocket=%s\nProbe=false\n' "$d/vgicd.sock" > "$d/etc-vgicd/vgicd.conf"
 
 	unshare -m --propagation private -- sh -ec "

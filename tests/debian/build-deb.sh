@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# build-deb.sh - build the Debian packages (dpkg-buildpackage -b -us -uc) from
+# a copy of the tree, then run lintian on the result.
+#
+#   bash tests/debian/build-deb.sh [--head] [--nocheck]
+#
+# The copy and every build product go to ${VGICD_CACHE:-/var/cache/vgicd}/deb,
+# never into the repository.  The copy is the working tree (tracked and
+# untracked files git does not ignore), or with --head the last commit.
+# --nocheck skips the test suite inside the build.  Runs under
+# flock /var/lock/vgicd-heavy.lock.  Exit status: non-zero when the build
+# fails or lintian reports an error.
+set -euo pipefail
+. "$(dirname "$0")/../../scripts/lib/common.sh"
+
+if [ -z "${VGICD_HEAVY_LOCKED:-}" ]; then
+	export VGICD_HEAVY_LOCKED=1
+	exec flock /var/lock/vgicd-heavy.lock bash "$0" "$@"
+fi
+
+HEAD=
+NOCHECK=
+for a in "$@"; do
+	case $a in
+	--head) HEAD=1 ;;
+	--nocheck) NOCHECK=1 ;;
+	*) echo "usage: $0 [--head] [--nocheck]" >&2; exit 1 ;;
+	esac
+done
+
+STEP_TIMES=()
+T_START=$(date +%s.%N)
+
+step_begin "packages"
+need_packages "${BUILD_PACKAGES[@]}" dpkg-dev debhelper lintian fakeroot scdoc \
+	libxml2-dev libvirt-dev libxml2-utils systemd
+step_end
+
+OUT=${VGICD_CACHE:-/var/cache/vgicd}/deb
+VERSION=$(dpkg-parsechangelog -l "$VGICD_ROOT/debian/changelog" -S Version)
+SRC=$OUT/vgicd-$VERSION
+
+step_begin "copy the tree to $SRC"
+rm -rf "$OUT"
+mkdir -p "$SRC"
+if [ -n "$HEAD" ]; then
+	git -C "$VGICD_ROOT" archive HEAD | tar -x -C "$SRC"
+else
+	git -C "$VGICD_ROOT" ls-files -z --cached --others --exclude-standard |
+		(cd "$VGICD_ROOT" && xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh) |
+		tar -C "$VGICD_ROOT" --null -T - -c | tar -x -C "$SRC"
+fi
+step_end
+
+step_begin "dpkg-buildpackage -b -us -uc"
+rc=0
+(
+	cd "$SRC"
+	export DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-} parallel=2${NOCHECK:+ nocheck}"
+	dpkg-buildpackage -b -us -uc
+) > "$OUT/build.log" 2>&1 || rc=$?
+step_end
+if [ $rc -ne 0 ]; then
+	tail -60 "$OUT/build.log"
+	echo "build-deb: dpkg-buildpackage failed (exit $rc); the whole log is $OUT/build.log" >&2
+	exit $rc
+fi
+grep -E "^dpkg-gensymbols|^dpkg-shlibdeps: warning|^dh_missing" "$OUT/build.log" || true
+
+CHANGES=$(ls "$OUT"/vgicd_"$VERSION"_*.changes)
+echo
+echo "Packages:"
+for deb in "$OUT"/*.deb; do
+	printf '  %-48s %8s bytes\n' "$(basename "$deb")" "$(stat -c %s "$deb")"
+done
+echo
+echo "vgicd's files:"
+dpkg-deb -c "$OUT"/vgicd_"$VERSION"_*.deb | awk '{print "  " $1 " " $6 ($7 ? " " $7 " " $8 : "")}' | grep -v '/$'
+
+step_begin "lintian"
+lintian --info --display-info --tag-display-limit 0 "$CHANGES" > "$OUT/lintian.log" 2>&1 || true
+step_end
+echo
+echo "lintian (by severity; overrides are explained in debian/*.lintian-overrides):"
+for sev in E W I P; do
+	n=$(grep -c "^$sev: " "$OUT/lintian.log" || true)
+	printf '  %s: %s\n' "$sev" "$n"
+done
+grep -E '^[EWI]: ' "$OUT/lintian.log" | sed 's/^/  /' || true
+
+print_step_times
+printf '  %-44s %7.1f s\n' total "$(echo "$(date +%s.%N) - $T_START" | bc)"
+
+if grep -q '^E: ' "$OUT/lintian.log"; then
+	echo "build-deb: lintian reports errors" >&2
+	exit 1
+fi
+echo "build-deb: OK ($OUT)"

@@ -344,34 +344,38 @@ guint
 vgicd_domxml_remove_arg (xmlDoc *doc)
 {
   xmlNode *root = xmlDocGetRootElement (doc);
-  xmlNode *cl, *next_cl;
+  g_autoptr (GPtrArray) doomed = g_ptr_array_new ();
+  g_autoptr (GPtrArray) lines = g_ptr_array_new ();
   guint removed = 0;
 
-  for (cl = root->children; cl; cl = next_cl)
+  /* Collect first: removing an element also frees whitespace around it
+   * (and all of a parent left blank), so no pointer survives a removal. */
+  for (xmlNode *cl = root->children; cl; cl = cl->next)
     {
-      xmlNode *n, *next;
+      gboolean hit = FALSE;
 
-      next_cl = cl->next;
       if (!is_element (cl, QEMU_XMLNS, "commandline"))
         continue;
-      for (n = cl->children; n; n = next)
+      for (xmlNode *n = cl->children; n; n = n->next)
         {
           xmlNode *flag;
 
-          next = n->next;
           if (!is_vgicd_arg (n, &flag))
             continue;
-          remove_element (flag);
-          remove_element (n);
-          removed++;
+          g_ptr_array_add (doomed, flag);
+          g_ptr_array_add (doomed, n);
+          hit = TRUE;
         }
-      if (!cl->children)
-        {
-          if (next_cl == cl->next && is_blank (next_cl) && is_blank (cl->prev))
-            next_cl = next_cl->next;
-          remove_element (cl);
-        }
+      if (hit)
+        g_ptr_array_add (lines, cl);
     }
+  for (guint i = 0; i < doomed->len; i++)
+    remove_element (doomed->pdata[i]);
+  removed = doomed->len / 2;
+  /* A <qemu:commandline> left empty goes too. */
+  for (guint i = 0; i < lines->len; i++)
+    if (!((xmlNode *) lines->pdata[i])->children)
+      remove_element (lines->pdata[i]);
   return removed;
 }
 

@@ -9,7 +9,8 @@
 #
 #   tests/systemd/run-nspawn.sh                  # build tree (meson install)
 #   tests/systemd/run-nspawn.sh --from-deb DIR   # the .debs in DIR instead
-#                                   (all of them: vgicd's and libvgicd's)
+#       (vgicd's and libvgicd0's; -dev and -dbgsym packages are skipped;
+#        tests/debian/build-deb.sh leaves them in /var/cache/vgicd/deb)
 #   tests/systemd/run-nspawn.sh --keep           # leave the container up
 #
 # Root only (mmdebstrap, nspawn, nsenter).  Do not wrap it in flock: it
@@ -157,9 +158,15 @@ rm -rf "$STAGE"
 mkdir -p "$STAGE/bin" "$LOGS"
 cp "$BUILD/tests/systemd/vgicd-sim-client" "$STAGE/bin/"
 if [ -n "$FROM_DEB" ]; then
+	# What a host runs: not the -dev package (it would pull in the whole
+	# GLib development stack) nor debug symbols.
 	mkdir "$STAGE/debs"
-	cp "$FROM_DEB"/*.deb "$STAGE/debs/"
-	ls "$STAGE/debs"
+	for deb in "$FROM_DEB"/*.deb; do
+		case $(dpkg-deb -f "$deb" Package) in
+		*-dev|*-dbgsym|*-dbg) echo "   skipped $(basename "$deb")" ;;
+		*) cp "$deb" "$STAGE/debs/"; echo "   $(basename "$deb")" ;;
+		esac
+	done
 else
 	DESTDIR="$STAGE/root" meson install -C "$BUILD" --no-rebuild --quiet
 	(cd "$STAGE/root" && find . -type f -o -type l | sort | sed 's/^\./   /')

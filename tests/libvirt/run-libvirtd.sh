@@ -258,7 +258,7 @@ expect "... right after -global" \
 expect "... exactly once" [ "$(grep -c 'kvm-arm-gicv3.vgicd=' "$W/t1-on-B.xml")" = 1 ]
 expect "B's running definition keeps the vgicd metadata" grep -q 'vgicd.example/xmlns/1' "$W/t1-on-B.xml"
 expect "B's running definition validates (virt-xml-validate)" \
-	bash -c "virt-xml-validate '$W/t1-on-B.xml' domain >/dev/null"
+	bash -c "virt-xml-validate '$W/t1-on-B.xml' domain >/dev/null 2>&1"
 expect "B's QEMU was started with the argument" \
 	grep -Fq -- "-global kvm-arm-gicv3.vgicd=unix:path=$SOCK_B" "$W/B/log/qemu/vgicd-t1.log"
 V A dumpxml --inactive vgicd-t1 > "$W/t1-on-A.xml"
@@ -347,7 +347,7 @@ expect "... persistent XML: metadata required=yes" \
 	grep -q "<vgicd:vgicd xmlns:vgicd=\"https://vgicd.example/xmlns/1\" required=\"yes\"/>" "$W/arm-enabled.xml"
 expect "... persistent XML: the argument with this host's socket" \
 	grep -Fq "value='kvm-arm-gicv3.vgicd=unix:path=$SOCK_A'" "$W/arm-enabled.xml"
-expect "... validates" bash -c "virt-xml-validate '$W/arm-enabled.xml' domain >/dev/null"
+expect "... validates" bash -c "virt-xml-validate '$W/arm-enabled.xml' domain >/dev/null 2>&1"
 "$VGICCTL" enable vgicd-arm --allow-tcg --connect "$(uri A)" > /dev/null 2>&1
 V A dumpxml --inactive vgicd-arm > "$W/arm-enabled2.xml"
 expect "enable again without --required: required=no, still one argument" \

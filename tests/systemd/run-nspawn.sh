@@ -213,11 +213,15 @@ fi
 step_begin "install $SOURCE"
 if [ -n "$FROM_DEB" ]; then
 	# The packages' maintainer scripts do what a host install does
-	# (sysusers, tmpfiles, daemon-reload); a missing dependency is fetched
-	# from the mirrors rootfs.sh built the tree from.
-	if ! in_ct sh -c 'dpkg -i /srv/vgicd-test/debs/*.deb'; then
-		echo "   dependencies missing: apt-get -f install"
-		in_ct sh -c 'apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get -y -qq -f install --no-install-recommends'
+	# (sysusers, tmpfiles, daemon-reload).  With dependencies the tree
+	# lacks (libvirt0 for vgicctl enable|disable), apt installs them first,
+	# from the mirrors rootfs.sh built the tree from, as
+	# `apt install ./vgicd_*.deb` would on a host.
+	apt_install='DEBIAN_FRONTEND=noninteractive apt-get -y -q install --no-install-recommends'
+	if ! in_ct sh -c "$apt_install --no-download /srv/vgicd-test/debs/*.deb" >/dev/null 2>&1; then
+		echo "   dependencies to download: apt-get update"
+		in_ct sh -c "apt-get -qq update && $apt_install /srv/vgicd-test/debs/*.deb" |
+			grep -v '^Get:\|^Selecting\|^Preparing\|^Unpacking\|^(Reading\|^Reading\|^Building\|^  \|^The following\|^Need to\|^After this'
 	fi
 	for deb in "$STAGE"/debs/*.deb; do
 		pkg=$(dpkg-deb -f "$deb" Package)

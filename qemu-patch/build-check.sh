@@ -28,6 +28,8 @@ for arg in "$@"; do
 done
 
 T0=$(qp_now)
+mkdir -p "$QP_CACHE"
+rm -f "$QP_CACHE/.lock-waits"
 
 qp_begin "packages"
 qp_need_packages \
@@ -61,7 +63,7 @@ check_build() {
 	done
 	[ ${#objs[@]} -gt 0 ] || { echo "nothing to compile?" >&2; return 1; }
 	echo "compiling: ${objs[*]}"
-	qp_heavy qp_qemu_env ninja -C "$build" "${objs[@]}"
+	qp_heavy qp_qemu_env ninja --quiet -C "$build" "${objs[@]}"
 	qp_end
 }
 

@@ -53,31 +53,31 @@ STEP_TIMES=()
 RESULTS=()
 FAILED=0
 
-step_begin "packages"
+nested_step_begin "packages"
 enable_arm64
 need_packages qemu-system-arm cpio "${BUILD_PACKAGES[@]}" gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross libglib2.0-dev:arm64 libsystemd-dev:arm64
-step_end
+nested_step_end
 
-step_begin "downloads (stock arm64 kernel, busybox-static)"
+nested_step_begin "downloads (stock arm64 kernel, busybox-static)"
 nested_stock_kernel
 echo "stock kernel: $STOCK_VERSION ($STOCK_IMAGE)"
 bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
 deb_extract "$bb_deb" "$NESTED_CACHE/busybox"
-step_end
+nested_step_end
 
 if [ "$ONLY" != stock ]; then
-	step_begin "patched kernel (kernel-patch/build-kernel.sh)"
+	nested_step_begin "patched kernel (kernel-patch/build-kernel.sh)"
 	nested_patched_kernel
 	if [ -n "$PATCHED_MISSING" ]; then
 		echo "patched kernel: unavailable: $PATCHED_MISSING"
 	else
 		echo "patched kernel: $PATCHED_IMAGE${PATCHED_SELFTEST:+, selftest $PATCHED_SELFTEST}"
 	fi
-	step_end
+	nested_step_end
 fi
 
-step_begin "userland: aarch64 cross build"
+nested_step_begin "userland: aarch64 cross build"
 B=$VGICD_BUILD/aarch64
 if [ ! -f "$B/build.ninja" ]; then
 	# The same options as scripts/test.sh, so both share one build folder.
@@ -85,9 +85,9 @@ if [ ! -f "$B/build.ninja" ]; then
 fi
 heavy ninja -C "$B" daemon/vgicd daemon/vgicctl tests/nested/vgic-nested-test >"$NESTED_OUT/ninja.log" 2>&1 ||
 	{ tail -n 40 "$NESTED_OUT/ninja.log" >&2; nested_die "cross build failed"; }
-step_end
+nested_step_end
 
-step_begin "userland: initramfs"
+nested_step_begin "userland: initramfs"
 INITRAMFS_LIBPATH="$B/libvgicd:$INITRAMFS_LIBPATH"
 READELF=aarch64-linux-gnu-readelf
 stage=$NESTED_OUT/rootfs
@@ -99,7 +99,7 @@ initramfs_elf "$stage" "$B/tests/nested/vgic-nested-test" /usr/bin/vgic-nested-t
 initramfs_file "$stage" "$HERE/init.sh" /init 0755
 initramfs_pack "$stage" "$NESTED_OUT/base.cpio"
 echo "base initramfs: $(du -h "$NESTED_OUT/base.cpio" | cut -f1), $(find "$stage" -type f | wc -l) files"
-step_end
+nested_step_end
 
 # boot ROLE IMAGE EXPECT [SELFTEST] - one kernel, one boot, one verdict.
 boot() {
@@ -121,14 +121,14 @@ boot() {
 		cat "$NESTED_OUT/$role-extra.cpio" >> "$initrd"
 	fi
 
-	step_begin "boot + tests: $role kernel"
+	nested_step_begin "boot + tests: $role kernel"
 	echo "booting $image (log: $log, timeout ${TIMEOUT}s)"
 	t0=$(nested_clock)
 	nested_boot "$image" "$initrd" "$log" "$TIMEOUT" \
 		"vgicd_nested_role=$role vgicd_nested_expect=$expect vgicd_nested_sizes=$SIZES${TEST_ARGS:+ vgicd_nested_args=$TEST_ARGS}" ||
 		rc=$?
 	t1=$(nested_clock)
-	step_end
+	nested_step_end
 	# What the guest printed from /init on.
 	tr -d '\r' < "$log" | sed -n '/^NESTED: \/init started/,$p' | grep -av '^\[ *[0-9.]*\] ' || true
 	marker=$(nested_marker "$log" "VGICD-NESTED-RESULT:")

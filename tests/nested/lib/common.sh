@@ -18,9 +18,35 @@ mkdir -p "$NESTED_CACHE"
 # across everyone sharing this machine's two cores.
 HEAVY_LOCK=${HEAVY_LOCK:-/var/lock/vgicd-heavy.lock}
 
-# heavy CMD... - run CMD holding the machine-wide heavy-work lock.
+# heavy CMD... - run CMD holding the machine-wide heavy-work lock.  The
+# seconds spent waiting for the lock add up in HEAVY_WAITED (so that the
+# timings can tell waiting from working).
+HEAVY_WAITED=0
 heavy() {
-	flock "$HEAVY_LOCK" "$@"
+	local t0 got rc=0 stamp
+	stamp=$(mktemp)
+	t0=$(nested_clock)
+	flock "$HEAVY_LOCK" sh -c 'date +%s.%N > "$0"; exec "$@"' "$stamp" "$@" || rc=$?
+	got=$(cat "$stamp")
+	rm -f "$stamp"
+	[ -z "$got" ] || HEAVY_WAITED=$(echo "$HEAVY_WAITED + $got - $t0" | bc)
+	return $rc
+}
+
+# nested_step_begin NAME / nested_step_end - scripts/lib/common.sh's step
+# timing, plus the time the step spent waiting for the heavy-work lock.
+nested_step_begin() {
+	NESTED_STEP_WAIT0=$HEAVY_WAITED
+	step_begin "$@"
+}
+
+nested_step_end() {
+	local waited
+	step_end
+	waited=$(echo "$HEAVY_WAITED - $NESTED_STEP_WAIT0" | bc)
+	if [ "$(echo "$waited >= 0.5" | bc)" = 1 ]; then
+		STEP_TIMES[-1]+=$(printf ' (%.1f s of it waiting for the heavy-work lock)' "$waited")
+	fi
 }
 
 nested_log() {

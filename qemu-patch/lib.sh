@@ -285,8 +285,10 @@ qp_configure() {
 		echo "$build: already configured"
 		return 0
 	fi
-	# configure takes a name under configs/devices/aarch64-softmmu/
-	cp "$QP_DIR/devices-aarch64.mak" "$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak"
+	# configure takes a name under configs/devices/aarch64-softmmu/; the
+	# file is a dependency of every build directory, so leave its mtime be.
+	cmp -s "$QP_DIR/devices-aarch64.mak" "$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak" ||
+		cp "$QP_DIR/devices-aarch64.mak" "$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak"
 	rm -rf "$build"
 	mkdir -p "$build"
 	if ! (cd "$build" && qp_heavy qp_qemu_env "$src/configure" "${args[@]}" >configure.log 2>&1); then

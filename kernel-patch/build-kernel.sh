@@ -112,7 +112,9 @@ mkdir -p "$top" "$cache/ccache"
 
 series=()
 if [ "$patched" = 1 ]; then
-	for p in "$here"/0*.patch; do
+	for p in "$here"/[0-9][0-9][0-9][0-9]-*.patch; do
+		# 0000-cover-letter.patch has no diff: git am would refuse it.
+		case $p in *cover-letter*) continue ;; esac
 		[ -e "$p" ] && series+=("$p")
 	done
 	[ ${#series[@]} -gt 0 ] || die "no patches in $here"
@@ -165,10 +167,13 @@ config_id=$(cat "$fragment" "$src/.git/vgicd-series" | sha256sum)
 if [ ! -f "$build/.config" ] ||
    [ "$(cat "$build/.vgicd-config" 2>/dev/null)" != "$config_id" ]; then
 	log "configuring: tinyconfig + $(basename "$fragment")"
-	kmake -s tinyconfig >&2
-	"$src/scripts/kconfig/merge_config.sh" -m -O "$build" \
-		"$build/.config" "$fragment" >/dev/null
-	kmake -s olddefconfig >&2
+	{
+		kmake -s tinyconfig &&
+		"$src/scripts/kconfig/merge_config.sh" -m -O "$build" \
+			"$build/.config" "$fragment" &&
+		kmake -s olddefconfig
+	} >"$build/config.log" 2>&1 ||
+		{ cat "$build/config.log" >&2; die "configuration failed"; }
 	while read -r line; do
 		case $line in
 		CONFIG_*) grep -qx -- "$line" "$build/.config" ||
@@ -200,7 +205,7 @@ if [ ${#objs[@]} -gt 0 ]; then
 		{ tail -n 40 "$build/build-w1.log" >&2; die "W=1 build of ${objs[*]} failed, see $build/build-w1.log"; }
 	grep -E 'warning:|error:' "$build/build-w1.log" >>"$warn_log" || true
 fi
-timing[w1]=$(( $(now) - t ))
+timing[w1-check]=$(( $(now) - t ))
 
 t=$(now)
 log "building Image (make -j$jobs, ccache in $CCACHE_DIR; waiting for $lock)"
@@ -261,8 +266,8 @@ fi
 # --- Summary -----------------------------------------------------------------
 {
 	log "done: linux-source-6.1 $src_version, $([ "$patched" = 1 ] && echo "${#series[@]} patches" || echo "no patches")"
-	for k in source w1 image selftest checkpatch; do
-		[ -n "${timing[$k]:-}" ] && log "  time $k: ${timing[$k]}s"
+	for k in source w1-check image selftest checkpatch; do
+		[ -n "${timing[$k]:-}" ] && log "  time ${k}: ${timing[$k]}s"
 	done
 	log "  time total: $(( $(now) - t_start ))s"
 	[ -n "$ccache_stats" ] && log "  ccache: $ccache_stats"

@@ -75,6 +75,8 @@ static int opt_timeout_ms = 120000;
 static double opt_target = 30.0;
 static int opt_target_vcpus = 256;
 static gboolean opt_enforce = FALSE;
+static int opt_repeat = 3;
+static int opt_repeat_budget_ms = 1000;
 
 static guint failures;
 
@@ -663,13 +665,69 @@ vgicd_load (const char *address, Vm *vm, const char *name, GBytes *record,
 /* One VM size                                                        */
 /* ------------------------------------------------------------------ */
 
+/* The three paths a save or a restore can take. */
+typedef enum {
+  PATH_AUTO,	/* libvgicd + vgicd mode auto: the batch group when the kernel has it */
+  PATH_SINGLE,	/* libvgicd + vgicd mode single */
+  PATH_QEMU,	/* one register per ioctl, no vgicd: QEMU 10.0 */
+} Path;
+
+static const char *const path_names[] = { "vgicd-auto", "vgicd-single", "one-by-one" };
+
+static GBytes *
+save_by (Path p, Vm *vm, guint64 *ns, VgicdClientStats *st, guint *accesses, GError **error)
+{
+  GBytes *record = NULL;
+  guint64 t0;
+
+  memset (st, 0, sizeof (*st));
+  if (p == PATH_QEMU)
+    {
+      t0 = now_ns ();
+      record = qemu_save (vm, accesses, error);
+      *ns = now_ns () - t0;
+      return record;
+    }
+  if (!vgicd_save (p == PATH_AUTO ? opt_auto : opt_single, vm, "src", &record, st, ns, error))
+    return NULL;
+  return record;
+}
+
+static gboolean
+load_by (Path p, Vm *vm, GBytes *record, guint64 *ns, VgicdClientStats *st, guint *accesses,
+         GError **error)
+{
+  guint64 t0;
+  gboolean ok;
+
+  memset (st, 0, sizeof (*st));
+  if (p == PATH_QEMU)
+    {
+      t0 = now_ns ();
+      ok = qemu_restore (vm, record, accesses, error);
+      *ns = now_ns () - t0;
+      return ok;
+    }
+  return vgicd_load (p == PATH_AUTO ? opt_auto : opt_single, vm, path_names[p], record, st,
+                     ns, error);
+}
+
+/* More timed runs of a path, for the best time: up to --repeat runs in all,
+ * stopping once the path has taken --repeat-budget-ms (so a one-by-one run
+ * of seconds is made once, a batch of milliseconds several times). */
+static gboolean
+more_runs (guint runs, guint64 spent)
+{
+  return runs < (guint) MAX (opt_repeat, 1) && spent < (guint64) opt_repeat_budget_ms * 1000000u;
+}
+
 typedef struct {
   guint n;
   guint save_regs, restore_regs;
-  guint64 save_auto, save_single, save_qemu;	/* ns */
-  guint64 load_auto, load_single, load_qemu;
-  guint64 save_auto_kernel, load_auto_kernel;
-  guint save_auto_ioctls, load_auto_ioctls;
+  guint64 save[3], load[3];		/* best wall time per Path, ns */
+  guint64 save_first[3], load_first[3];	/* first run */
+  guint save_runs[3], load_runs[3];
+  VgicdClientStats save_st, load_st;	/* PATH_AUTO, best run */
   gboolean ok;
 } Row;
 
@@ -679,61 +737,116 @@ same_mpidrs (const Vm *a, const Vm *b)
   return memcmp (a->mpidrs, b->mpidrs, a->n * sizeof (guint32)) == 0;
 }
 
-/* A fresh VM of @src's size, loaded by @how, then read one by one and
- * compared with @want. */
-static gboolean
-restore_into_fresh (int kvm, Vm *src, GBytes *record, GBytes *want, const char *how,
-                    gboolean want_batch, guint64 *ns, guint64 *kernel_ns, guint *ioctls,
-                    guint *accesses)
+/* Save @src by @p: the record must equal @ref register for register (and
+ * hold the spot values); then time more saves. */
+static GBytes *
+time_save (Path p, Vm *src, GBytes *ref, gboolean kernel_batch, Row *row)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *what = g_strdup_printf ("N=%u save via %s", src->n, path_names[p]);
+  VgicdClientStats st;
+  GBytes *first;
+  guint64 ns, spent;
+
+  first = save_by (p, src, &ns, &st, p == PATH_QEMU ? &row->save_regs : NULL, &error);
+  if (!first)
+    {
+      FAIL ("%s: %s", what, error->message);
+      return NULL;
+    }
+  if (p != PATH_QEMU)
+    check_stats (&st, p == PATH_AUTO && kernel_batch, row->save_regs, what);
+  if (ref)
+    same_state (src, ref, first, what);
+  spot_check (src, first, what);
+  row->save[p] = row->save_first[p] = spent = ns;
+  row->save_runs[p] = 1;
+  if (p == PATH_AUTO)
+    row->save_st = st;
+  while (more_runs (row->save_runs[p], spent))
+    {
+      g_autoptr (GBytes) again = save_by (p, src, &ns, &st, NULL, &error);
+      if (!again)
+        {
+          FAIL ("%s (run %u): %s", what, row->save_runs[p] + 1, error->message);
+          break;
+        }
+      if (!g_bytes_equal (again, first))
+        FAIL ("%s (run %u): a different record", what, row->save_runs[p] + 1);
+      row->save_runs[p]++;
+      spent += ns;
+      if (ns < row->save[p])
+        {
+          row->save[p] = ns;
+          if (p == PATH_AUTO)
+            row->save_st = st;
+        }
+    }
+  return first;
+}
+
+/* Load @record by @p into a fresh VM of @src's size; a one-by-one read of
+ * it must equal @want.  More loads into the same VM are timed afterwards
+ * (only the first is compared: a repeated load could hide an ordering bug). */
+static void
+time_load (Path p, int kvm, Vm *src, GBytes *record, GBytes *want, gboolean kernel_batch,
+           Row *row)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (Vm) dst = vm_new (kvm, src->n, src->shape->nr_irqs, &error);
   g_autoptr (GBytes) got = NULL;
-  g_autofree char *what = g_strdup_printf ("N=%u restore via %s", src->n, how);
-  VgicdClientStats st = { 0 };
-  gboolean ok;
+  g_autofree char *what = g_strdup_printf ("N=%u restore via %s", src->n, path_names[p]);
+  VgicdClientStats st;
+  guint accesses = 0;
+  guint64 ns, spent;
 
   if (!dst)
     {
       FAIL ("%s: second VM: %s", what, error->message);
-      return FALSE;
+      return;
     }
   if (!same_mpidrs (src, dst))
     {
       FAIL ("%s: the fresh VM's MPIDRs differ from the source's", what);
-      return FALSE;
+      return;
     }
-  if (g_str_equal (how, "one-by-one"))
-    {
-      guint64 t0 = now_ns ();
-      ok = qemu_restore (dst, record, accesses, &error);
-      *ns = now_ns () - t0;
-    }
-  else
-    {
-      ok = vgicd_load (g_str_equal (how, "vgicd-auto") ? opt_auto : opt_single, dst, how,
-                       record, &st, ns, &error);
-      if (ok)
-        {
-          check_stats (&st, want_batch, *accesses, what);
-          if (kernel_ns)
-            *kernel_ns = st.kernel_ns;
-          if (ioctls)
-            *ioctls = st.ioctls;
-        }
-    }
-  if (!ok)
+  if (!load_by (p, dst, record, &ns, &st, &accesses, &error))
     {
       FAIL ("%s: %s", what, error->message);
-      return FALSE;
+      return;
     }
+  if (p == PATH_QEMU)
+    row->restore_regs = accesses;
+  else
+    check_stats (&st, p == PATH_AUTO && kernel_batch, row->restore_regs, what);
   got = qemu_save (dst, NULL, &error);
   if (!got)
     {
       FAIL ("%s: reading back: %s", what, error->message);
-      return FALSE;
+      return;
     }
-  return same_state (dst, want, got, what);
+  same_state (dst, want, got, what);
+
+  row->load[p] = row->load_first[p] = spent = ns;
+  row->load_runs[p] = 1;
+  if (p == PATH_AUTO)
+    row->load_st = st;
+  while (more_runs (row->load_runs[p], spent))
+    {
+      if (!load_by (p, dst, record, &ns, &st, &accesses, &error))
+        {
+          FAIL ("%s (run %u): %s", what, row->load_runs[p] + 1, error->message);
+          return;
+        }
+      row->load_runs[p]++;
+      spent += ns;
+      if (ns < row->load[p])
+        {
+          row->load[p] = ns;
+          if (p == PATH_AUTO)
+            row->load_st = st;
+        }
+    }
 }
 
 static void
@@ -742,10 +855,8 @@ run_size (int kvm, guint n, gboolean kernel_batch, Row *row)
   g_autoptr (GError) error = NULL;
   g_autoptr (Vm) src = NULL;
   g_autoptr (GBytes) ref = NULL, again = NULL, rec_auto = NULL, rec_single = NULL;
-  VgicdClientStats st;
   guint64 t0;
   guint before = failures;
-  char what[64];
 
   memset (row, 0, sizeof (*row));
   row->n = n;
@@ -771,62 +882,40 @@ run_size (int kvm, guint n, gboolean kernel_batch, Row *row)
     }
   g_print ("    random state written one by one in %.0f ms\n", ms (now_ns () - t0));
 
-  /* a. save three ways; they must agree. */
-  t0 = now_ns ();
-  ref = qemu_save (src, &row->save_regs, &error);
-  row->save_qemu = now_ns () - t0;
+  /* a. Save three ways; they must agree register for register.  The
+   * one-by-one save is the reference (and counts the accesses). */
+  ref = time_save (PATH_QEMU, src, NULL, kernel_batch, row);
   if (!ref)
-    {
-      FAIL ("N=%u: one-by-one save: %s", n, error->message);
-      return;
-    }
-  spot_check (src, ref, "one-by-one save");
-
-  g_snprintf (what, sizeof what, "N=%u save via vgicd-auto", n);
-  if (!vgicd_save (opt_auto, src, "src", &rec_auto, &st, &row->save_auto, &error))
-    {
-      FAIL ("%s: %s", what, error->message);
-      return;
-    }
-  check_stats (&st, kernel_batch, row->save_regs, what);
-  row->save_auto_kernel = st.kernel_ns;
-  row->save_auto_ioctls = st.ioctls;
-  same_state (src, ref, rec_auto, what);
-  spot_check (src, rec_auto, what);
-
-  g_snprintf (what, sizeof what, "N=%u save via vgicd-single", n);
-  if (!vgicd_save (opt_single, src, "src", &rec_single, &st, &row->save_single, &error))
-    {
-      FAIL ("%s: %s", what, error->message);
-      return;
-    }
-  check_stats (&st, FALSE, row->save_regs, what);
-  same_state (src, ref, rec_single, what);
+    return;
+  rec_auto = time_save (PATH_AUTO, src, ref, kernel_batch, row);
+  rec_single = time_save (PATH_SINGLE, src, ref, kernel_batch, row);
+  if (!rec_auto || !rec_single)
+    return;
 
   /* Saving must not have changed anything. */
   again = qemu_save (src, NULL, &error);
   if (!again)
     FAIL ("N=%u: re-reading the source: %s", n, error->message);
   else
-    same_state (src, ref, again, "source after three saves");
+    same_state (src, ref, again, "source after the saves");
 
-  /* b. restore into fresh VMs by each path. */
-  {
-    guint restore_regs = 0;
-    guint64 dummy;
+  /* b. Restore into fresh VMs (same N, same MPIDRs) by each path.  The
+   * one-by-one restore first: it counts the accesses a restore makes. */
+  time_load (PATH_QEMU, kvm, src, ref, ref, kernel_batch, row);
+  time_load (PATH_AUTO, kvm, src, rec_auto, ref, kernel_batch, row);
+  time_load (PATH_SINGLE, kvm, src, rec_single, ref, kernel_batch, row);
 
-    /* The one-by-one restore first: it counts the accesses a restore makes. */
-    restore_into_fresh (kvm, src, ref, ref, "one-by-one", FALSE, &row->load_qemu, NULL,
-                        NULL, &restore_regs);
-    row->restore_regs = restore_regs;
-    restore_into_fresh (kvm, src, rec_auto, ref, "vgicd-auto", kernel_batch, &row->load_auto,
-                        &row->load_auto_kernel, &row->load_auto_ioctls, &restore_regs);
-    restore_into_fresh (kvm, src, rec_auto, ref, "vgicd-single", FALSE, &row->load_single,
-                        &dummy, NULL, &restore_regs);
-  }
   row->ok = failures == before;
-  g_print ("    %s: save %u registers, restore %u accesses\n", row->ok ? "agree" : "MISMATCH",
-           row->save_regs, row->restore_regs);
+  g_print ("    %s: save %u registers, restore %u accesses; runs (auto/single/1-by-1) "
+           "save %u/%u/%u restore %u/%u/%u\n",
+           row->ok ? "agree" : "MISMATCH", row->save_regs, row->restore_regs,
+           row->save_runs[PATH_AUTO], row->save_runs[PATH_SINGLE], row->save_runs[PATH_QEMU],
+           row->load_runs[PATH_AUTO], row->load_runs[PATH_SINGLE], row->load_runs[PATH_QEMU]);
+  g_print ("    first runs, ms (auto/single/1-by-1): save %.1f/%.1f/%.1f restore "
+           "%.1f/%.1f/%.1f\n",
+           ms (row->save_first[PATH_AUTO]), ms (row->save_first[PATH_SINGLE]),
+           ms (row->save_first[PATH_QEMU]), ms (row->load_first[PATH_AUTO]),
+           ms (row->load_first[PATH_SINGLE]), ms (row->load_first[PATH_QEMU]));
 }
 
 /* ------------------------------------------------------------------ */
@@ -853,6 +942,12 @@ check_vgicd_log (gboolean kernel_batch)
   return TRUE;
 }
 
+static double
+ratio (guint64 slow, guint64 fast)
+{
+  return (double) slow / (double) MAX (fast, 1);
+}
+
 static void
 print_table (const Row *rows, guint n_rows, gboolean kernel_batch)
 {
@@ -871,24 +966,27 @@ print_table (const Row *rows, guint n_rows, gboolean kernel_batch)
       const Row *r = &rows[i];
       g_print ("%-6u %6u %6u | %9.1f %9.1f %9.1f %6.1fx %6.1fx | %9.1f %9.1f %9.1f %6.1fx "
                "%6.1fx%s\n",
-               r->n, r->save_regs, r->restore_regs, ms (r->save_auto), ms (r->save_single),
-               ms (r->save_qemu), (double) r->save_qemu / (double) MAX (r->save_auto, 1),
-               (double) r->save_single / (double) MAX (r->save_auto, 1), ms (r->load_auto),
-               ms (r->load_single), ms (r->load_qemu),
-               (double) r->load_qemu / (double) MAX (r->load_auto, 1),
-               (double) r->load_single / (double) MAX (r->load_auto, 1),
-               r->ok ? "" : "  MISMATCH");
+               r->n, r->save_regs, r->restore_regs, ms (r->save[PATH_AUTO]),
+               ms (r->save[PATH_SINGLE]), ms (r->save[PATH_QEMU]),
+               ratio (r->save[PATH_QEMU], r->save[PATH_AUTO]),
+               ratio (r->save[PATH_SINGLE], r->save[PATH_AUTO]), ms (r->load[PATH_AUTO]),
+               ms (r->load[PATH_SINGLE]), ms (r->load[PATH_QEMU]),
+               ratio (r->load[PATH_QEMU], r->load[PATH_AUTO]),
+               ratio (r->load[PATH_SINGLE], r->load[PATH_AUTO]), r->ok ? "" : "  MISMATCH");
     }
-  g_print ("(%s: vgicd mode auto%s; single: vgicd mode single; 1-by-1: one register per "
-           "ioctl without vgicd, as QEMU 10.0 does; times are wall clock under TCG)\n", a,
+  g_print ("(%s: libvgicd + vgicd mode auto%s; single: vgicd mode single; 1-by-1: one "
+           "register per ioctl without vgicd, as QEMU 10.0 does.  Wall clock under TCG, "
+           "save and restore as QEMU would call them (vgicd attached beforehand), best of up "
+           "to %d runs per path, fewer once a path has taken %d ms)\n", a,
            kernel_batch ? ", kernel batch group" : " on a kernel without the batch group: "
-           "the fallback, one by one");
+           "the fallback, one by one", MAX (opt_repeat, 1), opt_repeat_budget_ms);
   for (guint i = 0; i < n_rows; i++)
-    if (kernel_batch && rows[i].save_auto_ioctls)
-      g_print ("N=%u batch path: save %u ioctls %.1f ms in the kernel, restore %u ioctls "
-               "%.1f ms in the kernel\n", rows[i].n, rows[i].save_auto_ioctls,
-               ms (rows[i].save_auto_kernel), rows[i].load_auto_ioctls,
-               ms (rows[i].load_auto_kernel));
+    if (kernel_batch && rows[i].save_st.ioctls)
+      g_print ("N=%u batch path: save %u ioctls, %.1f of %.1f ms in the kernel; restore %u "
+               "ioctls, %.1f of %.1f ms in the kernel\n", rows[i].n, rows[i].save_st.ioctls,
+               ms (rows[i].save_st.kernel_ns), ms (rows[i].save[PATH_AUTO]),
+               rows[i].load_st.ioctls, ms (rows[i].load_st.kernel_ns),
+               ms (rows[i].load[PATH_AUTO]));
 }
 
 int
@@ -917,6 +1015,10 @@ main (int argc, char **argv)
       "Target ratio one-by-one / batch (default 30)", "X" },
     { "target-vcpus", 0, 0, G_OPTION_ARG_INT, &opt_target_vcpus,
       "VM size the target applies to (default 256)", "N" },
+    { "repeat", 0, 0, G_OPTION_ARG_INT, &opt_repeat,
+      "Timed runs per path, best kept (default 3)", "N" },
+    { "repeat-budget-ms", 0, 0, G_OPTION_ARG_INT, &opt_repeat_budget_ms,
+      "No more runs of a path once it has taken this long (default 1000)", "MS" },
     { "enforce-target", 0, 0, G_OPTION_ARG_NONE, &opt_enforce,
       "Fail when the target is missed (default: report only)", NULL },
     { NULL }
@@ -967,8 +1069,8 @@ main (int argc, char **argv)
     for (guint i = 0; i < n_rows; i++)
       if (rows[i].n == (guint) opt_target_vcpus && rows[i].ok)
         {
-          double rs = (double) rows[i].save_qemu / (double) MAX (rows[i].save_auto, 1);
-          double rl = (double) rows[i].load_qemu / (double) MAX (rows[i].load_auto, 1);
+          double rs = ratio (rows[i].save[PATH_QEMU], rows[i].save[PATH_AUTO]);
+          double rl = ratio (rows[i].load[PATH_QEMU], rows[i].load[PATH_AUTO]);
           gboolean met = rs >= opt_target && rl >= opt_target;
 
           g_print ("target at %u vCPUs, one-by-one / batch through vgicd >= %.0fx: save "

@@ -10,7 +10,9 @@
 #   5. the planner's access counts for the facts table shapes;
 #   6. the tiers that run the real things: a booted systemd (nspawn) from the
 #      build tree and from the Debian packages (built and checked by lintian),
-#      two libvirtd instances migrating a domain through the hook.
+#      two libvirtd instances migrating a domain through the hook;
+#   7. the QEMU series applied to Debian stable's QEMU and its changed objects
+#      cross-compiled for aarch64 with -Werror, with and without vgicd.
 # It ends with one line "N passed, M failed" and exits non-zero on failure.
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
@@ -141,6 +143,10 @@ step_end
 
 step_begin "two libvirtd: the hook in live migrations"
 run_tier "libvirtd migrations" bash tests/libvirt/run-libvirtd.sh "$VGICD_BUILD/gcc"
+step_end
+
+step_begin "QEMU series: apply to QEMU 10.0.13, cross-compile (-Werror)"
+run_tier "QEMU build check" bash qemu-patch/build-check.sh
 step_end
 
 print_step_times

@@ -4,7 +4,7 @@
  *
  * Mounts what a KVM selftest needs, runs every program it finds in
  * /selftests, prints one "SELFTEST <name> rc=<n>" line per program and a
- * final "SELFTESTS DONE failed=<n>" line on the console, and powers off, so
+ * final "SELFTESTS DONE failed=<n> skipped=<n>" line on the console, and powers off, so
  * that the host can read the result from the serial log.
  */
 #include <dirent.h>
@@ -36,7 +36,7 @@ static int run(const char *path)
 int main(void)
 {
 	struct dirent *d;
-	int failed = 0;
+	int failed = 0, skipped = 0;
 	char path[512];
 	DIR *dir;
 
@@ -63,10 +63,12 @@ int main(void)
 		/* kselftest: 4 is KSFT_SKIP */
 		printf("SELFTEST %s rc=%d%s\n", d->d_name, rc,
 		       rc == 0 ? " PASS" : rc == 4 ? " SKIP" : " FAIL");
-		if (rc != 0)
+		if (rc == 4)
+			skipped++;
+		else if (rc != 0)
 			failed++;
 	}
-	printf("SELFTESTS DONE failed=%d\n", failed);
+	printf("SELFTESTS DONE failed=%d skipped=%d\n", failed, skipped);
 
 	sync();
 	reboot(RB_POWER_OFF);

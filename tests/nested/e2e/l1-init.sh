@@ -1,0 +1,376 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# /init of the QEMU end-to-end tier's L1 machine (run-qemu-e2e.sh): an arm64
+# host with KVM, a real vgicd (--no-system-bus, Mode=auto, AllowUsers=root),
+# the patched qemu-system-aarch64 (/usr/bin/qemu-patched) and Debian
+# stable's stock one (/usr/bin/qemu-stock).  It runs the scenarios, prints
+# E2E-CHECK lines (PASS/FAIL) and ships the migration streams and QEMU
+# trace logs to the host on the console (gzip + base64 between
+# E2E-FILE-BEGIN/E2E-FILE-END), where they are analysed.
+#
+# Kernel command line:
+#   e2e_a=4,16     vCPU counts of the round trip with a running L2 guest (a)
+#   e2e_b=4        vCPU count of the compatibility checks (b); 0: none
+#   e2e_c=64,128   vCPU counts of the timed GIC save/load (c)
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+/bin/busybox --install -s /bin
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+
+A=4 B=4 C=64,128
+for p in $(cat /proc/cmdline); do
+	case $p in
+	e2e_a=*) A=${p#*=} ;;
+	e2e_b=*) B=${p#*=} ;;
+	e2e_c=*) C=${p#*=} ;;
+	esac
+done
+
+Q=/tmp/q			# QMP sockets, consoles, traces, streams
+mkdir -p $Q /run/vgicd /etc/vgicd /var/log
+PQ=/usr/bin/qemu-patched
+SQ=/usr/bin/qemu-stock
+SOCK=/run/vgicd/vgicd.sock
+VGICD_PROP="kvm-arm-gicv3.vgicd=unix:path=$SOCK"
+FAILS=0
+
+up() { cut -d' ' -f1 /proc/uptime; }
+say() { echo "E2E: [$(up)] $*"; }
+stamp() { echo "E2E-TIME: $1 $(up)"; }
+check() {	# check NAME PASS|FAIL DETAIL
+	echo "E2E-CHECK: $2 $1${3:+ :: $3}"
+	[ "$2" = PASS ] || FAILS=$((FAILS + 1))
+}
+finish() {
+	echo "E2E-DONE: fails=$FAILS${1:+ ($1)}"
+	sync
+	poweroff -f
+	echo o > /proc/sysrq-trigger
+	sleep 30
+}
+# ship NAME FILE - the file to the host: gzip, base64, on the console.
+ship() {
+	[ -f "$2" ] || { say "ship: no $2"; return 0; }
+	echo "E2E-FILE-BEGIN $1 $(stat -c %s "$2")"
+	gzip -c "$2" | base64
+	echo "E2E-FILE-END $1"
+}
+qmp() { /usr/bin/qmp "$Q/$1.qmp" "$@"; }
+# qmpq NAME JSON... - the same, quietly; only the status counts
+qmpq() { local q=$1; shift; /usr/bin/qmp "$Q/$q.qmp" "$@" > "$Q/$q.qmp.last" 2>&1; }
+
+# start NAME BINARY VCPUS ARGS... - one QEMU in the background: console
+# in $Q/NAME.serial, stderr in $Q/NAME.err, trace (with timestamps) in
+# $Q/NAME.trace, QMP on $Q/NAME.qmp; its pid in $Q/NAME.pid.
+start() {
+	local n=$1 bin=$2 smp=$3 ev
+	shift 3
+	ev="-trace savevm_section_start -trace savevm_section_end -trace vmstate_load -trace vmstate_load_state_end -trace vmstate_subsection_load_bad"
+	[ "$bin" = "$PQ" ] && ev="$ev -trace kvm_arm_gicv3_vgicd_*"
+	rm -f "$Q/$n".*
+	# shellcheck disable=SC2086
+	$bin -accel kvm -M virt,gic-version=3 -cpu host -smp "$smp" \
+		-nodefaults -no-user-config -display none \
+		-serial "file:$Q/$n.serial" -qmp "unix:$Q/$n.qmp,server=on,wait=off" \
+		-msg timestamp=on -D "$Q/$n.trace" $ev "$@" \
+		> "$Q/$n.out" 2> "$Q/$n.err" &
+	echo $! > "$Q/$n.pid"
+}
+alive() { kill -0 "$(cat "$Q/$1.pid")" 2>/dev/null; }
+stop_qemu() {
+	local pid i=0
+	pid=$(cat "$Q/$1.pid" 2>/dev/null) || return 0
+	kill "$pid" 2>/dev/null
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+# wait_exit NAME SECS - wait for a QEMU to exit by itself; its status in RC.
+wait_exit() {
+	local pid i=0
+	pid=$(cat "$Q/$1.pid")
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+	if kill -0 "$pid" 2>/dev/null; then RC=timeout; return 1; fi
+	wait "$pid"
+	RC=$?
+}
+# save NAME FILE - migrate the (stopped) VM NAME to FILE; 0 on completed.
+save() {
+	qmpq "$1" "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"exec:cat > $2\"}}" &&
+		qmp "$1" --wait-migrate 600 > "$Q/$1.mig-status" 2>&1
+}
+# load NAME FILE - feed FILE to the -incoming defer VM NAME; 0 on completed.
+load() {
+	qmpq "$1" "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"exec:cat $2\"}}" &&
+		qmp "$1" --wait-migrate 600 > "$Q/$1.mig-status" 2>&1
+}
+caps() {	# caps NAME CAP=BOOL...
+	local q=$1 l= c
+	shift
+	for c in "$@"; do
+		l="$l${l:+,}{\"capability\":\"${c%=*}\",\"state\":${c#*=}}"
+	done
+	qmpq "$q" "{\"execute\":\"migrate-set-capabilities\",\"arguments\":{\"capabilities\":[$l]}}"
+}
+# set_mode auto|off - vgicd's host mode, through its configuration and SIGHUP
+set_mode() {
+	printf '[vgicd]\nMode=%s\nSocket=%s\nAllowUsers=root\nProbe=true\n' "$1" "$SOCK" > /etc/vgicd/vgicd.conf
+	[ -n "$VGICD_PID" ] || return 0
+	local before i=0
+	before=$(grep -c 'configuration reloaded' /var/log/vgicd.log)
+	kill -HUP "$VGICD_PID"
+	while [ "$(grep -c 'configuration reloaded' /var/log/vgicd.log)" = "$before" ]; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || { say "vgicd did not reload"; return 1; }
+		sleep 0.1
+	done
+	grep 'configuration reloaded' /var/log/vgicd.log | tail -n 1 | grep -q "mode $1"
+}
+# ticks NAME - the last L2-TICK number on NAME's console (0 if none)
+ticks() {
+	local t
+	t=$(tr -d '\r' < "$Q/$1.serial" 2>/dev/null | grep '^L2-TICK ' | tail -n 1 | cut -d' ' -f2)
+	echo "${t:-0}"
+}
+# wait_ticks NAME MIN SECS - wait until NAME's guest has printed tick MIN
+wait_ticks() {
+	local i=0
+	while [ "$(ticks "$1")" -lt "$2" ]; do
+		i=$((i + 1))
+		[ $i -lt $(($3 * 2)) ] || return 1
+		alive "$1" || return 1
+		sleep 0.5
+	done
+}
+has() { grep -q "$2" "$Q/$1.trace" 2>/dev/null; }
+# keep NAME PREFIX - ship NAME's trace and stderr as PREFIX.*
+keep() {
+	ship "$2.trace" "$Q/$1.trace"
+	ship "$2.err" "$Q/$1.err"
+}
+
+echo "E2E: /init started at $(up) s, kernel $(uname -r), a=$A b=$B c=$C"
+stamp init
+[ -c /dev/kvm ] || finish "no /dev/kvm: KVM did not initialise"
+echo "E2E: patched: $($PQ --version | head -n 1)"
+echo "E2E: stock:   $($SQ --version | head -n 1)"
+
+set_mode auto
+vgicd --no-system-bus --config /etc/vgicd/vgicd.conf > /var/log/vgicd.log 2>&1 &
+VGICD_PID=$!
+i=0
+while [ ! -S $SOCK ]; do
+	i=$((i + 1))
+	[ $i -lt 300 ] || { cat /var/log/vgicd.log; finish "vgicd did not start"; }
+	sleep 0.1
+done
+sed 's/^/E2E: vgicd | /' /var/log/vgicd.log
+stamp vgicd-up
+
+# ---------------------------------------------------------------------------
+# (a) a running L2 guest: save A (vgicd off) and B (vgicd), load B into a
+# second patched QEMU through vgicd, save C from there with vgicd off; the
+# host compares A's and C's GIC and ITS sections.  Guest RAM is a shared
+# file and x-ignore-shared is on, so the streams carry the devices only
+# (RAM would make them megabytes to send over a serial console); the GIC
+# and ITS go through the same vmstate code either way.  (b) at N=$B, with
+# the same guest: stream B into the stock QEMU; stream A into the patched
+# QEMU with vgicd.
+# ---------------------------------------------------------------------------
+l2_args() {	# the guest's memory and kernel, the same on every side
+	echo "-m 256M -object memory-backend-file,id=ram,size=256M,mem-path=/tmp/ram-$1,share=on -machine memory-backend=ram"
+}
+for n in $(echo "$A" | tr , ' '); do
+	say "(a) N=$n: boot the L2 guest on the patched QEMU with vgicd"
+	mem=$(l2_args "$n")
+	# shellcheck disable=SC2086
+	start s$n $PQ "$n" $mem -kernel /l2/Image -initrd /l2/initrd \
+		-append "console=ttyAMA0 quiet rdinit=/init" -global "$VGICD_PROP"
+	stamp "a$n-started"
+	if ! wait_ticks s$n 3 900; then
+		check "a$n.boot" FAIL "no L2-TICK 3 within 900 s"
+		tail -n 20 $Q/s$n.serial $Q/s$n.err
+		stop_qemu s$n
+		continue
+	fi
+	stamp "a$n-booted"
+	check "a$n.boot" PASS "$(tr -d '\r' < $Q/s$n.serial | grep -m1 L2-READY), ticking"
+	qmpq s$n '{"execute":"stop"}'
+	caps s$n x-ignore-shared=true
+	stopped_at=$(ticks s$n)
+
+	# B: through vgicd (mode auto)
+	if save s$n $Q/a$n-B.mig && has s$n kvm_arm_gicv3_vgicd_save; then
+		check "a$n.save-B" PASS "through vgicd: $(grep -m1 kvm_arm_gicv3_vgicd_save $Q/s$n.trace | sed 's/.*vgicd_save //')"
+	else
+		check "a$n.save-B" FAIL "$(cat $Q/s$n.mig-status $Q/s$n.err)"
+	fi
+	# A: vgicd in mode off declines, QEMU's own path
+	set_mode off || check "a$n.mode-off" FAIL "vgicd did not switch to mode off"
+	if save s$n $Q/a$n-A.mig && has s$n kvm_arm_gicv3_vgicd_declined; then
+		check "a$n.save-A" PASS "vgicd declined, QEMU's own path"
+	else
+		check "a$n.save-A" FAIL "$(cat $Q/s$n.mig-status $Q/s$n.err)"
+	fi
+	set_mode auto
+	stamp "a$n-saved"
+
+	if [ "$n" = "$B" ]; then
+		# (b1) stream B into Debian's stock QEMU: a live migration over a
+		# socket (return path on, so the source learns the outcome), the
+		# source through vgicd.  The stock QEMU must refuse the unknown
+		# subsection; the source must stay alive.
+		say "(b) N=$n: stream B (with vgicd) into the stock QEMU"
+		# shellcheck disable=SC2086
+		start t$n $SQ "$n" $mem -kernel /l2/Image -initrd /l2/initrd \
+			-append "console=ttyAMA0 quiet rdinit=/init" -incoming defer -S
+		caps t$n x-ignore-shared=true return-path=true
+		qmpq t$n "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"unix:$Q/t$n.sock\"}}"
+		caps s$n return-path=true
+		qmpq s$n "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"unix:$Q/t$n.sock\"}}"
+		qmp s$n --wait-migrate 600 > $Q/s$n.mig-status 2>&1
+		src_status=$(grep -o '"status": "[a-z-]*"' $Q/s$n.mig-status | head -n 1)
+		wait_exit t$n 120 || true
+		err=$(grep -v '^$' $Q/t$n.err | tr '\n' ' ')
+		bad=$(grep -m1 vmstate_subsection_load_bad $Q/t$n.trace | sed 's/.*load_bad //')
+		if [ "$RC" != 0 ] && [ "$RC" != timeout ] && [ -n "$bad" ]; then
+			check "b.stock-rejects-B" PASS "stock QEMU exit $RC; trace: $bad; stderr: $err"
+		else
+			check "b.stock-rejects-B" FAIL "stock QEMU exit $RC; trace: ${bad:-none}; stderr: $err"
+		fi
+		if alive s$n && qmp s$n '{"execute":"query-status"}' > $Q/s$n.status 2>&1; then
+			check "b.source-alive" PASS "source migration $src_status; source $(grep -o '"status": "[a-z-]*"' $Q/s$n.status)"
+		else
+			check "b.source-alive" FAIL "the source QEMU is gone: $(cat $Q/s$n.err)"
+		fi
+		caps s$n return-path=false
+		keep t$n b-stock
+	fi
+
+	say "(a) N=$n: load B into a second patched QEMU through vgicd, save C with vgicd off"
+	# shellcheck disable=SC2086
+	start d$n $PQ "$n" $mem -kernel /l2/Image -initrd /l2/initrd \
+		-append "console=ttyAMA0 quiet rdinit=/init" -global "$VGICD_PROP" -incoming defer -S
+	caps d$n x-ignore-shared=true
+	if load d$n $Q/a$n-B.mig && has d$n kvm_arm_gicv3_vgicd_load; then
+		check "a$n.load-B" PASS "through vgicd: $(grep -m1 kvm_arm_gicv3_vgicd_load $Q/d$n.trace | sed 's/.*vgicd_load //')"
+	else
+		check "a$n.load-B" FAIL "$(cat $Q/d$n.mig-status $Q/d$n.err)"
+	fi
+	set_mode off
+	if save d$n $Q/a$n-C.mig && has d$n kvm_arm_gicv3_vgicd_declined; then
+		check "a$n.save-C" PASS "vgicd declined, QEMU's own path"
+	else
+		check "a$n.save-C" FAIL "$(cat $Q/d$n.mig-status $Q/d$n.err)"
+	fi
+	set_mode auto
+
+	if [ "$n" = "$B" ]; then
+		# (b2) stream A (no subsection) into the patched QEMU with vgicd:
+		# the original path (no vgicd load), and it completes.
+		say "(b) N=$n: stream A (no vgicd) into the patched QEMU with vgicd"
+		# shellcheck disable=SC2086
+		start e$n $PQ "$n" $mem -kernel /l2/Image -initrd /l2/initrd \
+			-append "console=ttyAMA0 quiet rdinit=/init" -global "$VGICD_PROP" -incoming defer -S
+		caps e$n x-ignore-shared=true
+		if load e$n $Q/a$n-A.mig && has e$n kvm_arm_gicv3_vgicd_attach && ! has e$n kvm_arm_gicv3_vgicd_load; then
+			check "b.patched-loads-A" PASS "loaded by QEMU's own path (vgicd attached, no vgicd load)"
+		else
+			check "b.patched-loads-A" FAIL "$(cat $Q/e$n.mig-status $Q/e$n.err)"
+		fi
+		stop_qemu e$n
+		keep e$n b-patched-A
+	fi
+
+	# The guest goes on, from the state restored through vgicd.
+	stop_qemu s$n
+	qmpq d$n '{"execute":"cont"}'
+	if wait_ticks d$n $((stopped_at + 3)) 600; then
+		check "a$n.guest-runs" PASS "stopped at tick $stopped_at, tick $(ticks d$n) after cont on the destination"
+	else
+		check "a$n.guest-runs" FAIL "stopped at tick $stopped_at, $(ticks d$n) after cont; console: $(tail -c 300 $Q/d$n.serial)"
+	fi
+	stamp "a$n-done"
+	stop_qemu d$n
+	rm -f /tmp/ram-$n
+	for s in A B C; do ship "a$n-$s.mig" $Q/a$n-$s.mig; done
+	keep s$n a$n-src
+	keep d$n a$n-dst
+	echo "E2E: vgicd log:"
+	tail -n 8 /var/log/vgicd.log | sed 's/^/E2E: vgicd | /'
+done
+
+# ---------------------------------------------------------------------------
+# (b3) vgicd unreachable (the property names a socket nobody listens on):
+# QEMU starts with a warning and saves by its own path; the stock QEMU loads
+# that stream.
+# ---------------------------------------------------------------------------
+if [ "$B" != 0 ]; then
+	say "(b) N=$B: the patched QEMU with vgicd unreachable"
+	start u $PQ "$B" -m 128M -S -global "kvm-arm-gicv3.vgicd=unix:path=/run/vgicd/dead.sock"
+	qmpq u '{"execute":"query-status"}'
+	if alive u && grep -q 'vgicd' $Q/u.err; then
+		check "b.unreachable-starts" PASS "warning: $(grep -v '^$' $Q/u.err | tr '\n' ' ')"
+	else
+		check "b.unreachable-starts" FAIL "alive=$(alive u && echo yes || echo no); stderr: $(cat $Q/u.err)"
+	fi
+	if save u $Q/b-unreach.mig && ! has u kvm_arm_gicv3_vgicd_save; then
+		check "b.unreachable-saves" PASS "QEMU's own path"
+	else
+		check "b.unreachable-saves" FAIL "$(cat $Q/u.mig-status $Q/u.err)"
+	fi
+	stop_qemu u
+	start v $SQ "$B" -m 128M -S -incoming defer
+	if load v $Q/b-unreach.mig; then
+		check "b.unreachable-stream-loads-in-stock" PASS "completed"
+	else
+		check "b.unreachable-stream-loads-in-stock" FAIL "$(cat $Q/v.mig-status $Q/v.err)"
+	fi
+	stop_qemu v
+	ship b-unreach.mig $Q/b-unreach.mig
+	keep u b-unreach
+fi
+
+# ---------------------------------------------------------------------------
+# (c) GIC section save and load times, paused VMs that never ran: stock
+# QEMU, and the patched QEMU through vgicd.  The host reads the times from
+# the trace logs.
+# ---------------------------------------------------------------------------
+for n in $(echo "$C" | tr , ' '); do
+	for side in stock patched; do
+		if [ $side = stock ]; then bin=$SQ prop=; else bin=$PQ prop="-global $VGICD_PROP"; fi
+		say "(c) N=$n: $side: save"
+		# shellcheck disable=SC2086
+		start c$n$side-save $bin "$n" -m 128M -S $prop
+		stamp "c$n-$side-started"
+		if save c$n$side-save $Q/c$n-$side.mig; then
+			check "c$n.$side.save" PASS
+		else
+			check "c$n.$side.save" FAIL "$(cat $Q/c$n$side-save.mig-status $Q/c$n$side-save.err)"
+		fi
+		stop_qemu c$n$side-save
+		say "(c) N=$n: $side: load"
+		# shellcheck disable=SC2086
+		start c$n$side-load $bin "$n" -m 128M -S -incoming defer $prop
+		if load c$n$side-load $Q/c$n-$side.mig; then
+			check "c$n.$side.load" PASS
+		else
+			check "c$n.$side.load" FAIL "$(cat $Q/c$n$side-load.mig-status $Q/c$n$side-load.err)"
+		fi
+		stop_qemu c$n$side-load
+		stamp "c$n-$side-done"
+		ship "c$n-$side-save.trace" $Q/c$n$side-save.trace
+		ship "c$n-$side-load.trace" $Q/c$n$side-load.trace
+		rm -f $Q/c$n-$side.mig
+	done
+done
+
+echo "E2E: vgicd log (last lines):"
+tail -n 20 /var/log/vgicd.log | sed 's/^/E2E: vgicd | /'
+stamp done
+finish

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# run-qemu-e2e.sh - the QEMU end-to-end tier: the patched qemu-system-aarch64
+# (qemu-patch/) and Debian stable's stock arm64 QEMU 10.0, run with KVM
+# inside an arm64 machine booted at EL2 under qemu-system-aarch64 (TCG), on
+# the patched kernel (kernel-patch/), with a real vgicd.
+#
+# From a fresh Debian 12 machine, as root:
+#   bash tests/nested/run-qemu-e2e.sh [--quick] [--timeout SECONDS]
+#
+#   (a) a running L2 guest (4 and 16 vCPUs; --quick: 4) is saved with vgicd
+#       off (stream A) and through vgicd (B); B is loaded through vgicd into
+#       a second patched QEMU, which saves with vgicd off (C).  A's and C's
+#       GIC and ITS device sections must be identical (analyze-migration.py
+#       of the QEMU source package), and the guest must keep running after
+#       cont;
+#   (b) B into the stock QEMU fails (unknown subsection) and the source
+#       stays alive; A loads into the patched QEMU with vgicd by QEMU's own
+#       path; with vgicd unreachable the patched QEMU starts (warning) and
+#       saves by its own path;
+#   (c) the GIC section's save and load times (QEMU trace events) at 64 and
+#       128 vCPUs (--quick: 128), stock vs patched through vgicd.  Target at
+#       128: patched <= 1/20 of stock both ways (--no-enforce-target: only
+#       report it).
+#
+# Environment: VGICD_CACHE (default /var/cache/vgicd), VGICD_BUILD (default
+# _build; logs and streams go to $VGICD_BUILD/qemu-e2e),
+# NESTED_PATCHED_IMAGE (a prebuilt patched kernel).
+# Exit status: 0 when every check passed, 1 otherwise.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib/common.sh"
+. "$HERE/lib/debian.sh"
+. "$HERE/lib/initramfs.sh"
+. "$HERE/lib/kernel.sh"
+. "$HERE/lib/boot.sh"
+cd "$VGICD_ROOT"
+
+SIZES_A=4,16 SIZE_B=4 SIZES_C=64,128
+TIMEOUT=${VGICD_E2E_TIMEOUT:-3600}
+ENFORCE=1
+QUICK=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) QUICK=1; SIZES_A=4; SIZES_C=128; shift ;;
+	--timeout) TIMEOUT=$2; shift 2 ;;
+	--no-enforce-target) ENFORCE=; shift ;;
+	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+	*) echo "run-qemu-e2e.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+
+NESTED_OUT=$VGICD_BUILD/qemu-e2e
+E2E_CACHE=$NESTED_CACHE/e2e
+mkdir -p "$NESTED_OUT" "$E2E_CACHE"
+STEP_TIMES=()
+T_START=$(nested_clock)
+
+nested_step_begin "packages"
+enable_arm64
+need_packages qemu-system-arm cpio bc python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
+	libglib2.0-dev:arm64 libsystemd-dev:arm64
+nested_step_end
+
+# The patched QEMU and the aarch64 vgicd.  build-qemu.sh takes the
+# heavy-work lock itself (qemu-patch/lib.sh), so it is not wrapped here.
+nested_step_begin "patched QEMU (qemu-patch/build-qemu.sh)"
+QEMU_OUT=$VGICD_CACHE/qemu/out
+bash qemu-patch/build-qemu.sh "$QEMU_OUT" >"$NESTED_OUT/build-qemu.log" 2>&1 ||
+	{ tail -n 30 "$NESTED_OUT/build-qemu.log" >&2; nested_die "build-qemu.sh failed (log $NESTED_OUT/build-qemu.log)"; }
+ANALYZE=$VGICD_CACHE/qemu/src/pristine/scripts/analyze-migration.py
+[ -f "$ANALYZE" ] || nested_die "no $ANALYZE (the QEMU source build-qemu.sh unpacks)"
+VGICD_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd' -type f | head -n 1)
+[ -n "$VGICD_BIN" ] || nested_die "no vgicd in $QEMU_OUT/vgicd"
+grep -E 'waited|vgicd support' "$NESTED_OUT/build-qemu.log" | sort -u || true
+nested_step_end
+
+nested_step_begin "patched kernel (kernel-patch/build-kernel.sh)"
+nested_patched_kernel
+[ -z "$PATCHED_MISSING" ] || nested_die "no patched kernel: $PATCHED_MISSING"
+echo "patched kernel: $PATCHED_IMAGE"
+nested_step_end
+
+nested_step_begin "downloads (busybox-static; Debian stable's arm64 QEMU)"
+deb_apt_init bookworm-arm64 arm64
+deb_apt_update
+bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
+deb_extract "$bb_deb" "$NESTED_CACHE/busybox"
+# Debian stable's qemu-system-arm and everything it depends on, resolved by
+# apt on a private, empty state (no maintainer scripts, nothing installed).
+deb_apt_init trixie-arm64 arm64 stable
+deb_apt_update
+STOCK_VERSION=$(deb_version qemu-system-arm)
+STOCK_ROOT=$E2E_CACHE/stock-root
+if [ ! -f "$STOCK_ROOT.stamp" ] || [ "$(cat "$STOCK_ROOT.stamp")" != "$STOCK_VERSION" ]; then
+	rm -rf "$E2E_CACHE/stock-debs" "$STOCK_ROOT"
+	mkdir -p "$E2E_CACHE/stock-debs/partial" "$STOCK_ROOT"
+	"${DEB_APT[@]}" -o "Dir::Cache::archives=$E2E_CACHE/stock-debs" install --download-only -y \
+		--no-install-recommends qemu-system-arm >"$NESTED_OUT/stock-download.log" 2>&1 ||
+		{ tail -n 20 "$NESTED_OUT/stock-download.log" >&2; nested_die "downloading qemu-system-arm (stable, arm64) failed"; }
+	for deb in "$E2E_CACHE"/stock-debs/*.deb; do
+		dpkg-deb -x "$deb" "$STOCK_ROOT"
+	done
+	echo "$STOCK_VERSION" >"$STOCK_ROOT.stamp"
+fi
+echo "stock QEMU: qemu-system-arm $STOCK_VERSION (arm64, Debian stable), $(ls "$E2E_CACHE"/stock-debs/*.deb | wc -l) packages"
+nested_step_end
+
+nested_step_begin "initramfs (L1 and L2)"
+READELF=aarch64-linux-gnu-readelf
+aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror -o "$NESTED_OUT/qmp" "$HERE/e2e/qmp.c"
+# L2: busybox and a counter.
+stage=$NESTED_OUT/rootfs-l2
+initramfs_init "$stage"
+initramfs_busybox "$stage" "$NESTED_CACHE/busybox/bin/busybox"
+initramfs_file "$stage" "$HERE/e2e/guest-init.sh" /init 0755
+initramfs_pack "$stage" "$NESTED_OUT/l2.cpio"
+# L1: one set of libraries for everything, Debian stable's first (the stock
+# QEMU needs them; the patched QEMU and vgicd, built on Debian 12, run on
+# them too), then the host's arm64 ones for what stable's set lacks.
+INITRAMFS_LIBPATH="$QEMU_OUT:$STOCK_ROOT/usr/lib/aarch64-linux-gnu:$STOCK_ROOT/usr/lib:$INITRAMFS_LIBPATH"
+stage=$NESTED_OUT/rootfs-l1
+initramfs_init "$stage"
+initramfs_busybox "$stage" "$NESTED_CACHE/busybox/bin/busybox"
+initramfs_elf "$stage" "$STOCK_ROOT/usr/bin/qemu-system-aarch64" /usr/bin/qemu-stock
+initramfs_elf "$stage" "$QEMU_OUT/qemu-system-aarch64" /usr/bin/qemu-patched
+initramfs_elf "$stage" "$VGICD_BIN" /usr/sbin/vgicd
+initramfs_file "$stage" "$NESTED_OUT/qmp" /usr/bin/qmp 0755
+initramfs_file "$stage" "$PATCHED_IMAGE" /l2/Image
+initramfs_file "$stage" "$NESTED_OUT/l2.cpio" /l2/initrd
+initramfs_file "$stage" "$HERE/e2e/l1-init.sh" /init 0755
+initramfs_pack "$stage" "$NESTED_OUT/l1.cpio"
+echo "L1 initramfs: $(du -h "$NESTED_OUT/l1.cpio" | cut -f1), $(find "$stage" -type f | wc -l) files"
+nested_step_end
+
+nested_step_begin "boot L1 + scenarios (a) ${SIZES_A}, (b) ${SIZE_B}, (c) ${SIZES_C}"
+LOG=$NESTED_OUT/console.log
+echo "booting $PATCHED_IMAGE (console: $LOG, timeout ${TIMEOUT}s)"
+rc=0
+NESTED_SMP=2 NESTED_MEM=3G nested_boot "$PATCHED_IMAGE" "$NESTED_OUT/l1.cpio" "$LOG" "$TIMEOUT" \
+	"loglevel=3 e2e_a=$SIZES_A e2e_b=$SIZE_B e2e_c=$SIZES_C" || rc=$?
+nested_step_end
+[ $rc -ne 124 ] || echo "L1 timed out after ${TIMEOUT}s"
+
+nested_step_begin "analysis (analyze-migration.py, trace events)"
+arc=0
+/usr/bin/python3 "$HERE/e2e/analyze.py" --log "$LOG" --out "$NESTED_OUT/files" \
+	--analyze "$ANALYZE" --a "$SIZES_A" --b "$SIZE_B" --c "$SIZES_C" \
+	${ENFORCE:+--enforce-target} || arc=$?
+nested_step_end
+
+print_step_times
+T_END=$(nested_clock)
+printf '  %-44s %7.1f s (%.1f s waiting for the heavy-work lock)\n' "total" \
+	"$(echo "$T_END - $T_START" | bc)" "$HEAVY_WAITED"
+if [ $rc -ne 0 ] || [ $arc -ne 0 ]; then
+	echo "qemu e2e tier: FAIL (L1 status $rc, analysis status $arc; console $LOG)"
+	exit 1
+fi
+echo "qemu e2e tier: PASS"

@@ -1,2 +1,273 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""analyze.py - the host side of run-qemu-e2e.sh.
+
+Reads the L1 console log: the E2E-CHECK lines of l1-init.sh, the files it
+shipped (gzip + base64 between E2E-FILE-BEGIN/END), the E2E-TIME stamps.
+Then:
+  (a) runs the QEMU source package's scripts/analyze-migration.py on the
+      streams A, B and C of each size and compares the GIC (arm_gicv3) and
+      ITS (arm_gicv3_its) device sections of A and C; B must carry the
+      arm_gicv3/vgicd subsection, A and C must not;
+  (b) the stream saved with vgicd unreachable must not carry it;
+  (c) reads the GIC section's save time (savevm_section_start/end) and load
+      time (vmstate_load ... vmstate_load_state_end "arm_gicv3 end") from the
+      QEMU trace logs, and prints stock and patched side by side.
+Exit status 0 when everything passed (and, with --enforce-target, the
+patched times at 128 vCPUs are at most 1/20 of the stock ones).
+"""
+import argparse
+import base64
+import gzip
+import json
+import os
+import re
+import subprocess
 import sys
-sys.exit(1)
+
+FAILS = []
+
+
+def result(name, ok, detail=""):
+    print("  %-4s %s%s" % ("PASS" if ok else "FAIL", name, (": " + detail) if detail else ""))
+    if not ok:
+        FAILS.append(name)
+
+
+def read_log(path, out):
+    """Checks, time stamps and shipped files of the console log."""
+    checks, stamps, done, files = [], {}, None, {}
+    cur = None
+    os.makedirs(out, exist_ok=True)
+    with open(path, "rb") as f:
+        for raw in f:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", "")
+            if cur is not None:
+                if line.startswith("E2E-FILE-END "):
+                    name, chunks = cur
+                    data = gzip.decompress(base64.b64decode("".join(chunks)))
+                    with open(os.path.join(out, name), "wb") as o:
+                        o.write(data)
+                    files[name] = os.path.join(out, name)
+                    cur = None
+                elif re.fullmatch(r"[A-Za-z0-9+/=]+", line):
+                    cur[1].append(line)
+                # anything else (a stray kernel message) is skipped
+                continue
+            m = re.match(r"E2E-FILE-BEGIN (\S+) (\d+)", line)
+            if m:
+                cur = (m.group(1), [])
+            elif line.startswith("E2E-CHECK: "):
+                checks.append(line[len("E2E-CHECK: "):])
+            elif line.startswith("E2E-TIME: "):
+                k, v = line[len("E2E-TIME: "):].split()[:2]
+                stamps[k] = float(v)
+            elif line.startswith("E2E-DONE: "):
+                done = line
+            elif line.startswith("E2E:"):
+                print("  | " + line)
+    return checks, stamps, done, files
+
+
+def sections(analyze, stream):
+    """analyze-migration.py's device state: {name without ' (id)': state}."""
+    r = subprocess.run([sys.executable, analyze, "-f", stream],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("analyze-migration.py %s: %s" % (stream, r.stderr.strip()[-500:]))
+    state = json.loads(r.stdout)
+    return {re.sub(r" \(\d+\)$", "", k): v for k, v in state.items()}
+
+
+def desc(analyze, stream):
+    """The stream's own description of its devices (-d desc)."""
+    r = subprocess.run([sys.executable, analyze, "-d", "desc", "-f", stream],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("analyze-migration.py -d desc %s: %s" % (stream, r.stderr.strip()[-500:]))
+    return json.loads(r.stdout)
+
+
+def subsections_of(d, device):
+    names = []
+    for dev in d.get("devices", []):
+        if dev.get("name") == device:
+            names += [s.get("vmsd_name") for s in dev.get("subsections", [])]
+    return names
+
+
+def diff(a, b, path=""):
+    """The first few paths where two JSON values differ."""
+    if type(a) is not type(b):
+        return [path or "/"]
+    if isinstance(a, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append(path + "/" + k)
+            else:
+                out += diff(a[k], b[k], path + "/" + k)
+        return out
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return [path + "[len]"]
+        out = []
+        for i, (x, y) in enumerate(zip(a, b)):
+            out += diff(x, y, "%s[%d]" % (path, i))
+        return out
+    return [] if a == b else [path]
+
+
+GIC = re.compile(r"^(.*/)?arm_gicv3$")
+ITS = re.compile(r"^(.*/)?arm_gicv3_its$")
+
+
+def check_a(analyze, files, n):
+    a, b, c = ("a%d-%s.mig" % (n, x) for x in "ABC")
+    if not all(x in files for x in (a, b, c)):
+        result("a%d.streams" % n, False, "missing: %s" % [x for x in (a, b, c) if x not in files])
+        return
+    try:
+        sa, sc = sections(analyze, files[a]), sections(analyze, files[c])
+        da, db, dc = (desc(analyze, files[x]) for x in (a, b, c))
+    except Exception as e:  # noqa: BLE001 - report and go on
+        result("a%d.analyze" % n, False, str(e))
+        return
+    sizes = " ".join("%s %d B" % (x[-5], os.path.getsize(files[x])) for x in (a, b, c))
+    for label, rx in (("GIC", GIC), ("ITS", ITS)):
+        ka = sorted(k for k in sa if rx.match(k))
+        kc = sorted(k for k in sc if rx.match(k))
+        if not ka or ka != kc:
+            result("a%d.%s-sections" % (n, label), False, "A has %s, C has %s" % (ka, kc))
+            continue
+        d = []
+        for k in ka:
+            d += [k + p for p in diff(sa[k], sc[k])]
+        size = sum(len(json.dumps(sa[k])) for k in ka)
+        result("a%d.%s-sections A == C" % (n, label), not d,
+               ("differ at %s" % d[:8]) if d else "%s identical (%d chars of state; %s)" % (ka, size, sizes))
+    gic_name = next((dev["name"] for dev in db.get("devices", []) if GIC.match(dev.get("name", ""))), "arm_gicv3")
+    sb, sa_, sc_ = (subsections_of(x, gic_name) for x in (db, da, dc))
+    result("a%d.B-has-vgicd-subsection" % n, "arm_gicv3/vgicd" in sb, "B: %s" % sb)
+    result("a%d.A-C-without-vgicd-subsection" % n,
+           "arm_gicv3/vgicd" not in sa_ + sc_, "A: %s, C: %s" % (sa_, sc_))
+
+
+def trace_events(path):
+    """(time in s, event, args) of a QEMU log-backend trace with timestamps."""
+    out = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = re.match(r"\d+@(\d+)\.(\d+):(\w+) (.*)", line.strip())
+            if m:
+                out.append((int(m.group(1)) + int(m.group(2)) / 1e6, m.group(3), m.group(4)))
+    return out
+
+
+def gic_save_ms(path):
+    start = None
+    for t, ev, args in trace_events(path):
+        name = args.split(",")[0]
+        if ev == "savevm_section_start" and GIC.match(name):
+            start = t
+        elif ev == "savevm_section_end" and GIC.match(name) and start is not None:
+            return (t - start) * 1e3
+    return None
+
+
+def gic_load_ms(path):
+    start = None
+    for t, ev, args in trace_events(path):
+        if ev == "vmstate_load" and GIC.match(args.split(",")[0]):
+            start = t
+        elif ev == "vmstate_load_state_end" and args.startswith("arm_gicv3 end/") and start is not None:
+            return (t - start) * 1e3
+    return None
+
+
+def has_event(files, name, event):
+    p = files.get(name)
+    return p is not None and any(ev == event for _, ev, _ in trace_events(p))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--analyze", required=True)
+    ap.add_argument("--a", default="")
+    ap.add_argument("--b", default="0")
+    ap.add_argument("--c", default="")
+    ap.add_argument("--enforce-target", action="store_true")
+    args = ap.parse_args()
+    sizes_a = [int(x) for x in args.a.split(",") if x]
+    sizes_c = [int(x) for x in args.c.split(",") if x]
+
+    print("L1 console:")
+    checks, stamps, done, files = read_log(args.log, args.out)
+    print("\nChecks made inside L1:")
+    for c in checks:
+        status, rest = c.split(" ", 1)
+        name, _, detail = rest.partition(" :: ")
+        result(name, status == "PASS", detail)
+    result("L1 finished", done is not None and "fails=0" in done, done or "no E2E-DONE line")
+
+    print("\n(a)/(b) streams (analyze-migration.py):")
+    for n in sizes_a:
+        check_a(args.analyze, files, n)
+    if args.b != "0":
+        try:
+            su = subsections_of(desc(args.analyze, files["b-unreach.mig"]), "arm_gicv3")
+            result("b.unreachable-stream-without-vgicd-subsection", "arm_gicv3/vgicd" not in su, "%s" % su)
+        except Exception as e:  # noqa: BLE001
+            result("b.unreachable-stream", False, str(e))
+
+    if sizes_c:
+        print("\n(c) GIC section (arm_gicv3) save and load, from QEMU trace events, paused VMs:")
+        print("  %6s | %10s %12s %7s | %10s %12s %7s" % ("vCPUs", "stock save", "vgicd save", "ratio",
+                                                      "stock load", "vgicd load", "ratio"))
+        for n in sizes_c:
+            t = {}
+            for side in ("stock", "patched"):
+                for op, fn in (("save", gic_save_ms), ("load", gic_load_ms)):
+                    p = files.get("c%d-%s-%s.trace" % (n, side, op))
+                    t[side, op] = fn(p) if p else None
+            row = []
+            for op in ("save", "load"):
+                s, p = t["stock", op], t["patched", op]
+                ratio = (s / p) if s and p else None
+                row += ["%8.1f ms" % s if s is not None else "         ?",
+                        "%10.1f ms" % p if p is not None else "           ?",
+                        "%6.1fx" % ratio if ratio else "     ?"]
+            print("  %6d | %s %s %s | %s %s %s" % (n, *row))
+            for side in ("stock", "patched"):
+                for op in ("save", "load"):
+                    if t[side, op] is None:
+                        result("c%d.%s.%s-time" % (n, side, op), False, "no GIC section events in the trace")
+            result("c%d.patched-save-through-vgicd" % n,
+                   has_event(files, "c%d-patched-save.trace" % n, "kvm_arm_gicv3_vgicd_save"))
+            result("c%d.patched-load-through-vgicd" % n,
+                   has_event(files, "c%d-patched-load.trace" % n, "kvm_arm_gicv3_vgicd_load"))
+            if n == 128 and all(t[k] is not None for k in t):
+                ok = all(t["patched", op] * 20 <= t["stock", op] for op in ("save", "load"))
+                msg = "target patched <= stock/20: save %.1fx, load %.1fx" % (
+                    t["stock", "save"] / t["patched", "save"], t["stock", "load"] / t["patched", "load"])
+                if args.enforce_target:
+                    result("c128.target", ok, msg)
+                else:
+                    print("  %s: %s (not enforced)" % ("met" if ok else "MISSED", msg))
+
+    if stamps:
+        print("\nWhere L1's time went (guest clock, s since boot):")
+        keys = sorted(stamps, key=stamps.get)
+        prev = 0.0
+        for k in keys:
+            print("  %-24s at %8.1f  (+%.1f)" % (k, stamps[k], stamps[k] - prev))
+            prev = stamps[k]
+
+    print("\n%d failure(s)%s" % (len(FAILS), (": " + ", ".join(FAILS)) if FAILS else ""))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

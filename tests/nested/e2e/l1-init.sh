@@ -59,7 +59,7 @@ ship() {
 	gzip -c "$2" | base64
 	echo "E2E-FILE-END $1"
 }
-qmp() { /usr/bin/qmp "$Q/$1.qmp" "$@"; }
+qmp() { local q=$1; shift; /usr/bin/qmp "$Q/$q.qmp" "$@"; }
 # qmpq NAME JSON... - the same, quietly; only the status counts
 qmpq() { local q=$1; shift; /usr/bin/qmp "$Q/$q.qmp" "$@" > "$Q/$q.qmp.last" 2>&1; }
 
@@ -134,7 +134,7 @@ set_mode() {
 # ticks NAME - the last L2-TICK number on NAME's console (0 if none)
 ticks() {
 	local t
-	t=$(tr -d '\r' < "$Q/$1.serial" 2>/dev/null | grep '^L2-TICK ' | tail -n 1 | cut -d' ' -f2)
+	t=$(cat "$Q/$1.serial" 2>/dev/null | tr -d '\r' | grep '^L2-TICK ' | tail -n 1 | cut -d' ' -f2)
 	echo "${t:-0}"
 }
 # wait_ticks NAME MIN SECS - wait until NAME's guest has printed tick MIN

@@ -299,6 +299,9 @@ vgic_sim_device_ioctl (VgicSimShm *m, unsigned int request, guint64 arg,
 
   if (attr.group == KVM_DEV_ARM_VGIC_GRP_BATCH_REGS && m->batch)
     {
+      /* kernel-patch/: the group has one attr, 0; others are unknown. */
+      if (attr.attr != 0)
+        return -ENXIO;
       vgic_sim_count (m, batch_calls, 1);
       return vgic_sim_batch (m, write, attr.addr, user);
     }

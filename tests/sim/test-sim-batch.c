@@ -25,8 +25,14 @@ test_probe (void)
   g_autoptr (VgicSim) sim = sim_new (1, 64, FALSE, 5);
   int fd = vgic_sim_get_fd (sim);
 
+  struct kvm_vgic_batch_entry e = ent (GRP_DIST, D (GICD_CTLR), 0);
+  struct kvm_vgic_batch b = { .nr_entries = 1, .entries = (guint64) (uintptr_t) &e };
+
   g_assert_cmpint (sim_has (fd, GRP_BATCH, 0), ==, 0);
   g_assert_cmpint (sim_has (fd, GRP_BATCH, 1), ==, -ENXIO);
+  /* As kernel-patch/ does: the group's only attr is 0. */
+  g_assert_cmpint (sim_ioctl (fd, KVM_GET_DEVICE_ATTR, GRP_BATCH, 1, &b), ==, -ENXIO);
+  g_assert_cmpint (sim_ioctl (fd, KVM_GET_DEVICE_ATTR, GRP_BATCH, 0, &b), ==, 0);
 }
 
 static void

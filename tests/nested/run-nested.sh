@@ -8,6 +8,7 @@
 # From a fresh Debian 12 machine, as root:
 #   bash tests/nested/run-nested.sh [--only stock|patched] [--sizes 4,64,256]
 #                                   [--timeout SECONDS] [--enforce-target]
+#                                   [--inject-mismatch]   (self-check: must FAIL)
 #
 # Environment:
 #   VGICD_CACHE       downloads and unpacked packages (default /var/cache/vgicd;
@@ -40,8 +41,8 @@ while [ $# -gt 0 ]; do
 	--only) ONLY=$2; shift 2 ;;
 	--sizes) SIZES=$2; shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
-	--enforce-target) TEST_ARGS="${TEST_ARGS:+${TEST_ARGS}_}--enforce-target"; shift ;;
-	-h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+	--enforce-target | --inject-mismatch) TEST_ARGS="${TEST_ARGS:+${TEST_ARGS}_}$1"; shift ;;
+	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "run-nested.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -143,7 +144,10 @@ boot() {
 	elif [[ $marker == "VGICD-NESTED-RESULT: PASS"* ]]; then
 		RESULTS+=("$role: PASS")
 	elif [ -n "$marker" ]; then
-		RESULTS+=("$role: FAIL (${marker#VGICD-NESTED-RESULT: }; log $log)")
+		local why=${marker#VGICD-NESTED-RESULT: FAIL role=$role}
+		why=${why# (}
+		why=${why%)}
+		RESULTS+=("$role: FAIL (${why:+$why; }log $log)")
 		FAILED=$((FAILED + 1))
 	else
 		RESULTS+=("$role: FAIL (no result marker, QEMU status $rc; log $log)")

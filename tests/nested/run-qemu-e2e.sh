@@ -7,6 +7,7 @@
 #
 # From a fresh Debian 12 machine, as root:
 #   bash tests/nested/run-qemu-e2e.sh [--quick] [--timeout SECONDS]
+#        [--sizes-a 4,16] [--size-b 4|0] [--sizes-c 64,128] [--no-enforce-target]
 #
 #   (a) a running L2 guest (4 and 16 vCPUs; --quick: 4) is saved with vgicd
 #       off (stream A) and through vgicd (B); B is loaded through vgicd into
@@ -45,7 +46,10 @@ while [ $# -gt 0 ]; do
 	--quick) QUICK=1; SIZES_A=4; SIZES_C=128; shift ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
 	--no-enforce-target) ENFORCE=; shift ;;
-	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+	--sizes-a) SIZES_A=$2; shift 2 ;;
+	--size-b) SIZE_B=$2; shift 2 ;;
+	--sizes-c) SIZES_C=$2; shift 2 ;;
+	-h | --help) sed -n '2,30p' "$0"; exit 0 ;;
 	*) echo "run-qemu-e2e.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done

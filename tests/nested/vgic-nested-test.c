@@ -75,6 +75,7 @@ static int opt_timeout_ms = 120000;
 static double opt_target = 30.0;
 static int opt_target_vcpus = 256;
 static gboolean opt_enforce = FALSE;
+static gboolean opt_inject = FALSE;
 static int opt_repeat = 5;
 static int opt_repeat_budget_ms = 1500;
 
@@ -819,6 +820,15 @@ time_load (Path p, int kvm, Vm *src, GBytes *record, GBytes *want, gboolean kern
     row->restore_regs = accesses;
   else
     check_stats (&st, p == PATH_AUTO && kernel_batch, row->restore_regs, what);
+  if (opt_inject && p == PATH_AUTO)
+    {
+      /* The comparison below must catch this. */
+      guint32 v = 0x08080808;
+      g_print ("    injecting a mismatch: GICD_IPRIORITYR10 of the restored VM := 0x%08x\n", v);
+      if (!dev_set (dst->gic, KVM_DEV_ARM_VGIC_GRP_DIST_REGS, vgic_attr (0, GICD_IPRIORITYR + 40),
+                    &v, "inject", &error))
+        FAIL ("%s: %s", what, error->message);
+    }
   got = qemu_save (dst, NULL, &error);
   if (!got)
     {
@@ -1043,6 +1053,9 @@ main (int argc, char **argv)
       "Timed runs per path, best kept (default 5)", "N" },
     { "repeat-budget-ms", 0, 0, G_OPTION_ARG_INT, &opt_repeat_budget_ms,
       "No more runs of a path once it has taken this long (default 1500)", "MS" },
+    { "inject-mismatch", 0, 0, G_OPTION_ARG_NONE, &opt_inject,
+      "Self-check: change one register after each vgicd-auto restore (the run must fail)",
+      NULL },
     { "enforce-target", 0, 0, G_OPTION_ARG_NONE, &opt_enforce,
       "Fail when the target is missed (default: report only)", NULL },
     { NULL }

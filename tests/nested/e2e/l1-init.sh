@@ -43,7 +43,31 @@ say() { echo "E2E: [$(up)] $*"; }
 stamp() { echo "E2E-TIME: $1 $(up)"; }
 check() {	# check NAME PASS|FAIL DETAIL
 	echo "E2E-CHECK: $2 $1${3:+ :: $3}"
-	[ "$2" = PASS ] || FAILS=$((FAILS + 1))
+	[ "$2" = PASS ] || { FAILS=$((FAILS + 1)); diag; }
+}
+# diag - on a failure: every QEMU still running, what it waits on, its last
+# QMP reply, its vgicd trace events and stderr; vgicd's log.
+diag() {
+	local f pid t nn
+	echo "E2E-DIAG: ---- at $(up) s"
+	for f in "$Q"/*.pid; do
+		[ -f "$f" ] || continue
+		pid=$(cat "$f")
+		nn=$(basename "$f" .pid)
+		if kill -0 "$pid" 2>/dev/null; then
+			echo "E2E-DIAG: $nn (pid $pid) running: $(grep -E '^State' /proc/$pid/status | tr '\t' ' ')"
+			for t in /proc/$pid/task/*; do
+				echo "E2E-DIAG:   thread $(basename $t) $(cat $t/comm) $(cut -d' ' -f3 $t/stat) wchan=$(cat $t/wchan 2>/dev/null)"
+			done
+		else
+			echo "E2E-DIAG: $nn (pid $pid) exited"
+		fi
+		[ -f "$Q/$nn.qmp.last" ] && sed "s/^/E2E-DIAG:   qmp | /" "$Q/$nn.qmp.last" | cut -c1-400
+		[ -f "$Q/$nn.mig-status" ] && sed "s/^/E2E-DIAG:   mig | /" "$Q/$nn.mig-status" | cut -c1-400
+		grep -E 'vgicd|subsection' "$Q/$nn.trace" 2>/dev/null | sed "s/^/E2E-DIAG:   trace | /" | tail -n 8
+		grep -v 'recommended cpus' "$Q/$nn.err" 2>/dev/null | sed "s/^/E2E-DIAG:   err | /" | tail -n 8
+	done
+	tail -n 12 /var/log/vgicd.log | sed 's/^/E2E-DIAG: vgicd | /'
 }
 finish() {
 	echo "E2E-DONE: fails=$FAILS${1:+ ($1)}"

@@ -158,7 +158,7 @@ int main(int argc, char **argv)
 	}
 
 	for (i = 2; i < argc; i++) {
-		if (command(argv[i], reply, sizeof(reply), 600) < 0)
+		if (command(argv[i], reply, sizeof(reply), 120) < 0)
 			return 1;
 		puts(reply);
 		if (strstr(reply, "\"error\""))

@@ -249,6 +249,21 @@ vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
   return g_steal_pointer (&plan);
 }
 
+VgicValues *
+vgic_plan_save_inputs (const VgicShape *shape, const struct kvm_vgic_batch_entry *reads,
+                       gsize n, GError **error)
+{
+  g_autoptr (GArray) picked = g_array_sized_new (FALSE, FALSE, sizeof (*reads),
+                                                 shape->nr_vcpus + 1);
+  const uint64_t typer = REDIST (shape, 0, GICR_TYPER);
+
+  for (gsize i = 0; i < n; i++)
+    if ((reads[i].group == GRP_REDIST && reads[i].attr == typer) ||
+        (reads[i].group == GRP_SYSREG && vgic_attr_low (reads[i].attr) == ICC_CTLR_EL1))
+      g_array_append_val (picked, reads[i]);
+  return vgic_values_from_reads ((const void *) picked->data, picked->len, error);
+}
+
 gboolean
 vgic_plan_check_saved (const VgicShape *shape, const VgicValues *state,
                        GError **error)

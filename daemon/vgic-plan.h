@@ -45,6 +45,22 @@ GArray *vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
                                GError **error);
 
 /**
+ * vgic_plan_save_inputs() - the values round 2 depends on (GICR_TYPER of
+ * vCPU 0, every ICC_CTLR_EL1), picked out of round 1's reads
+ * @reads: round 1's reads (or a whole save), with values
+ * @n: their number
+ * @error: set if two reads of one of them disagree
+ *
+ * Indexing only these few is much cheaper than indexing every read, which
+ * matters on a slow host: vgicd calls this on each save.
+ *
+ * Return: the values, for vgic_plan_save_second(), or NULL with @error set.
+ */
+VgicValues *vgic_plan_save_inputs (const VgicShape *shape,
+                                   const struct kvm_vgic_batch_entry *reads,
+                                   gsize n, GError **error);
+
+/**
  * vgic_plan_restore_check() - the read round of a restore: GICD_TYPER and
  * GICR_TYPER (lo, hi) of vCPU 0, as QEMU's put reads them
  */

@@ -214,6 +214,60 @@ explain_register_set (const VgicShape *shape, const VgicValues *values,
                "%sinternal error: the save plan and its check disagree", prefix);
 }
 
+/* The fast path of vgic_record_encode(): @entries are exactly a save as
+ * vgicd runs it (round 1, then round 2, in plan order).  Then the record is
+ * those entries less the repeated reads, and no index of all the values is
+ * needed.  NULL (no error) when @entries are anything else, or when a
+ * repeated read disagrees: the general path then decides and explains. */
+static GArray *
+ordered_as_run (const VgicShape *shape, const struct kvm_vgic_batch_entry *entries,
+                gsize n)
+{
+  g_autoptr (VgicValues) inputs = vgic_plan_save_inputs (shape, entries, n, NULL);
+  g_autoptr (GArray) plan = NULL;
+  g_autoptr (GArray) second = NULL;
+  g_autoptr (GArray) out = NULL;
+  g_autofree guint32 *first_at = NULL;
+
+  if (!inputs)
+    return NULL;
+  plan = vgic_plan_save_first (shape);
+  second = vgic_plan_save_second (shape, inputs, NULL);
+  if (!second || plan->len + second->len != n)
+    return NULL;
+  g_array_append_vals (plan, second->data, second->len);
+
+  /* Same dedup rule as plan_keys(): only DIST offsets below 64 KiB repeat;
+   * remember where each was first read to compare the repeat's value. */
+  first_at = g_new0 (guint32, 0x10000 / 4);
+  out = g_array_sized_new (FALSE, FALSE, sizeof (*entries), (guint) n);
+  for (gsize i = 0; i < n; i++)
+    {
+      const struct kvm_vgic_batch_entry *w =
+        &g_array_index (plan, struct kvm_vgic_batch_entry, i);
+      const struct kvm_vgic_batch_entry *e = &entries[i];
+
+      if (w->group != e->group || w->attr != e->attr)
+        return NULL;
+      if (e->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && e->value > G_MAXUINT32)
+        return NULL;
+      if (e->group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS && e->attr < 0x10000)
+        {
+          guint32 *slot = &first_at[e->attr / 4];
+
+          if (*slot)
+            {
+              if (g_array_index (out, struct kvm_vgic_batch_entry, *slot - 1).value != e->value)
+                return NULL;
+              continue;
+            }
+          *slot = out->len + 1;
+        }
+      g_array_append_val (out, *e);
+    }
+  return g_steal_pointer (&out);
+}
+
 GBytes *
 vgic_record_encode (const VgicShape *shape,
                     const struct kvm_vgic_batch_entry *entries, gsize n,
@@ -229,6 +283,9 @@ vgic_record_encode (const VgicShape *shape,
    * refuse: check exactly what the decoder will check. */
   if (!vgic_shape_check (shape, error))
     return NULL;
+  ordered = ordered_as_run (shape, entries, n);
+  if (ordered)
+    goto serialise;
   values = vgic_values_from_reads (entries, n, error);
   if (!values)
     {
@@ -247,6 +304,7 @@ vgic_record_encode (const VgicShape *shape,
       return NULL;
     }
 
+serialise:
   size = vgic_record_encoded_size (shape, ordered->len);
   buf = g_malloc (size);
   memcpy (buf + OFF_MAGIC, record_magic, sizeof record_magic);

@@ -371,8 +371,9 @@ next_step (VgicdSession *s, GVariant *report)
     {
     case OP_SAVE_FIRST:
       {
-        g_autoptr (VgicValues) first = vgic_values_from_reads ((Entry *) (void *) results->data,
-                                                               results->len, &error);
+        g_autoptr (VgicValues) first = vgic_plan_save_inputs (s->shape,
+                                                              (Entry *) (void *) results->data,
+                                                              results->len, &error);
         g_autoptr (GArray) second = NULL;
 
         if (first)

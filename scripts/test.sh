@@ -12,7 +12,10 @@
 #      build tree and from the Debian packages (built and checked by lintian),
 #      two libvirtd instances migrating a domain through the hook;
 #   7. the QEMU series applied to Debian stable's QEMU and its changed objects
-#      cross-compiled for aarch64 with -Werror, with and without vgicd.
+#      cross-compiled for aarch64 with -Werror, with and without vgicd;
+#   8. the nested tier: the kernel series built, and real arm64 kernels (with
+#      and without the batch group) booted under TCG, where real KVM vGIC
+#      state is saved and restored through libvgicd and vgicd.
 # It ends with one line "N passed, M failed" and exits non-zero on failure.
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
@@ -147,6 +150,11 @@ step_end
 
 step_begin "QEMU series: apply to QEMU 10.0.13, cross-compile (-Werror)"
 run_tier "QEMU build check" bash qemu-patch/build-check.sh
+step_end
+
+step_begin "nested arm64 KVM tier (patched and stock kernels)"
+# The patched kernel must not be skipped quietly in CI.
+run_tier "nested tier" env VGICD_NESTED_REQUIRE_PATCHED=1 bash tests/nested/run-nested.sh
 step_end
 
 print_step_times

@@ -15,7 +15,10 @@
 #      cross-compiled for aarch64 with -Werror, with and without vgicd;
 #   8. the nested tier: the kernel series built, and real arm64 kernels (with
 #      and without the batch group) booted under TCG, where real KVM vGIC
-#      state is saved and restored through libvgicd and vgicd.
+#      state is saved and restored through libvgicd and vgicd;
+#   9. the QEMU end-to-end tier, reduced (--quick): the patched QEMU and
+#      Debian's stock QEMU 10.0 running nested, a real guest's GIC moved
+#      through vgicd, streams compared section by section.
 # It ends with one line "N passed, M failed" and exits non-zero on failure.
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
@@ -155,6 +158,12 @@ step_end
 step_begin "nested arm64 KVM tier (patched and stock kernels)"
 # The patched kernel must not be skipped quietly in CI.
 run_tier "nested tier" env VGICD_NESTED_REQUIRE_PATCHED=1 bash tests/nested/run-nested.sh
+step_end
+
+step_begin "QEMU end to end, nested (reduced: --quick)"
+# The full run (4 and 16 vCPUs guests, 64 and 128 vCPUs timings) is
+# `bash tests/nested/run-qemu-e2e.sh`; it takes about twice as long.
+run_tier "QEMU end to end" bash tests/nested/run-qemu-e2e.sh --quick
 step_end
 
 print_step_times

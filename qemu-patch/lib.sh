@@ -59,25 +59,13 @@ qp_heavy() {
 	) 9>"$QP_HEAVY_LOCK"
 }
 
-# qp_need_packages PKG... - install the Debian packages that are missing.
+# qp_need_packages PKG... - install the Debian packages that are missing
+# (scripts/lib/common.sh's need_packages, with arm64 enabled for the cross
+# build's -dev packages).
+. "$QP_ROOT/scripts/lib/common.sh"
 qp_need_packages() {
-	local missing=() p
-	for p in "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-			missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "missing packages: ${missing[*]} (run as root to install them)" >&2
-		return 1
-	fi
-	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-		dpkg --add-architecture arm64
-	fi
-	echo "installing: ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		"${missing[@]}" >/dev/null
+	enable_arm64
+	need_packages "$@"
 }
 
 # The private apt state: $QP_CACHE/apt/{parts,lists,cache}.

@@ -56,4 +56,4 @@ enable_arm64() {
 }
 
 BUILD_PACKAGES=(build-essential meson ninja-build pkg-config libglib2.0-dev libsystemd-dev
-	libxml2-dev libvirt-dev libxml2-utils scdoc dbus bc python3)
+	libxml2-dev libvirt-dev libxml2-utils scdoc dbus systemd bc python3)

@@ -26,6 +26,7 @@
 #include "vgic-record.h"
 #include "vgic-regs.h"
 #include "vgic-sim.h"
+#include "vgic-direct.h"
 #include "vgicd-harness.h"
 
 typedef struct kvm_vgic_batch_entry Entry;
@@ -77,66 +78,35 @@ ms_since (gint64 t0)
 /* QEMU 10.0's own path: the same accesses, one ioctl each, no vgicd    */
 /* ------------------------------------------------------------------ */
 
-static guint
-qemu_round (int fd, GArray *plan, VgicExecDir dir)
-{
-  VgicExecReport r;
-
-  if (!vgic_exec_run (fd, (Entry *) (void *) plan->data, plan->len, dir,
-                      VGIC_EXEC_SINGLE, &r))
-    {
-      const Entry *e = &g_array_index (plan, Entry, r.error_index);
-      g_autofree char *what = vgic_reg_describe (e->group, e->attr);
-      fprintf (stderr, "vgicd-demo: %s: %s\n", what, g_strerror (-r.error));
-      exit (1);
-    }
-  return r.ioctls;
-}
-
-/* kvm_arm_gicv3_get: both rounds read one by one; the state stays in
- * "QEMU" (here: the values, as QEMU's GICv3State would hold them). */
+/* kvm_arm_gicv3_get: the state stays in "QEMU" (here: the values, as
+ * QEMU's GICv3State would hold them). */
 static VgicValues *
 qemu_get (const VgicShape *shape, int fd, guint *ioctls)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (GArray) first = vgic_plan_save_first (shape);
-  g_autoptr (GArray) second = NULL;
-  g_autoptr (VgicValues) values = NULL;
+  VgicExecReport r;
+  g_autoptr (GArray) reads = vgic_direct_save (shape, fd, VGIC_EXEC_SINGLE, &r, &error);
+  VgicValues *values = NULL;
 
-  *ioctls = qemu_round (fd, first, VGIC_EXEC_READ);
-  values = vgic_values_from_reads ((Entry *) (void *) first->data, first->len, &error);
-  if (values)
-    second = vgic_plan_save_second (shape, values, &error);
-  if (!second)
-    die ("QEMU-equivalent get", error);
-  *ioctls += qemu_round (fd, second, VGIC_EXEC_READ);
-  g_array_append_vals (first, second->data, second->len);
-  g_clear_pointer (&values, vgic_values_free);
-  values = vgic_values_from_reads ((Entry *) (void *) first->data, first->len, &error);
+  if (reads)
+    values = vgic_values_from_reads ((Entry *) (void *) reads->data, reads->len, &error);
   if (!values)
     die ("QEMU-equivalent get", error);
-  return g_steal_pointer (&values);
+  *ioctls = r.ioctls;
+  return values;
 }
 
-/* kvm_arm_gicv3_put: the TYPER reads, then every write, one by one. */
+/* kvm_arm_gicv3_put */
 static void
 qemu_put (const VgicShape *shape, int fd, const VgicValues *state, guint *ioctls)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (GArray) check = vgic_plan_restore_check (shape);
-  g_autoptr (VgicValues) check_values = NULL;
-  g_autoptr (GArray) write = NULL;
+  VgicExecReport r;
 
-  *ioctls = qemu_round (fd, check, VGIC_EXEC_READ);
-  check_values = vgic_values_new ((Entry *) (void *) check->data, check->len, &error);
-  if (check_values)
-    write = vgic_plan_restore_write (shape, state, check_values, &error);
-  if (!write)
+  if (!vgic_direct_restore (shape, fd, state, VGIC_EXEC_SINGLE, &r, &error))
     die ("QEMU-equivalent put", error);
-  *ioctls += qemu_round (fd, write, VGIC_EXEC_WRITE);
+  *ioctls = r.ioctls;
 }
-
-/* ------------------------------------------------------------------ */
 
 static VgicdClient *
 attach (const char *address, VgicSim *sim, const char *name, const VgicShape *shape)
@@ -192,20 +162,12 @@ same_register_file (VgicSim *src, VgicSim *dst, guint nr_irqs)
 static gboolean
 same_state (const VgicShape *shape, VgicSim *dst, GBytes *want)
 {
-  g_autoptr (GArray) all = vgic_plan_save_first (shape);
-  g_autoptr (GArray) second = NULL;
-  g_autoptr (VgicValues) first = NULL;
+  g_autoptr (GArray) reads = vgic_direct_save (shape, vgic_sim_get_fd (dst), VGIC_EXEC_BATCH,
+                                               NULL, NULL);
   g_autoptr (GBytes) got = NULL;
-  VgicExecReport r;
 
-  vgic_exec_run (vgic_sim_get_fd (dst), (Entry *) (void *) all->data, all->len,
-                 VGIC_EXEC_READ, VGIC_EXEC_BATCH, &r);
-  first = vgic_values_from_reads ((Entry *) (void *) all->data, all->len, NULL);
-  second = vgic_plan_save_second (shape, first, NULL);
-  vgic_exec_run (vgic_sim_get_fd (dst), (Entry *) (void *) second->data, second->len,
-                 VGIC_EXEC_READ, VGIC_EXEC_BATCH, &r);
-  g_array_append_vals (all, second->data, second->len);
-  got = vgic_record_encode (shape, (Entry *) (void *) all->data, all->len, NULL);
+  if (reads)
+    got = vgic_record_encode (shape, (Entry *) (void *) reads->data, reads->len, NULL);
   return got && g_bytes_equal (got, want);
 }
 

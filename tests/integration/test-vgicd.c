@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "libvgicd.h"
+#include "vgic-direct.h"
 #include "vgic-exec.h"
 #include "vgic-plan.h"
 #include "vgic-record.h"
@@ -66,23 +67,15 @@ visible_state_n (VgicSim *sim, const Shape *s, guint *accesses)
   g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
   g_autoptr (VgicShape) shape = NULL;
   g_autoptr (GArray) all = NULL;
-  g_autoptr (GArray) second = NULL;
-  g_autoptr (VgicValues) first = NULL;
   g_autoptr (GError) error = NULL;
-  VgicExecReport r;
   GBytes *bytes;
 
   for (guint i = 0; i < s->vcpus; i++)
     mpidrs[i] = vgic_sim_get_mpidr (sim, i);
   shape = vgic_shape_new (s->irqs, s->vcpus, mpidrs, &error);
-  all = vgic_plan_save_first (shape);
-  g_assert_true (vgic_exec_run (vgic_sim_get_fd (sim), (Entry *) (void *) all->data, all->len,
-                                VGIC_EXEC_READ, VGIC_EXEC_SINGLE, &r));
-  first = vgic_values_from_reads ((Entry *) (void *) all->data, all->len, &error);
-  second = vgic_plan_save_second (shape, first, &error);
-  g_assert_true (vgic_exec_run (vgic_sim_get_fd (sim), (Entry *) (void *) second->data,
-                                second->len, VGIC_EXEC_READ, VGIC_EXEC_SINGLE, &r));
-  g_array_append_vals (all, second->data, second->len);
+  g_assert_no_error (error);
+  all = vgic_direct_save (shape, vgic_sim_get_fd (sim), VGIC_EXEC_SINGLE, NULL, &error);
+  g_assert_no_error (error);
   bytes = vgic_record_encode (shape, (Entry *) (void *) all->data, all->len, &error);
   g_assert_no_error (error);
   if (accesses)

@@ -45,6 +45,7 @@ main (void)
 #include <linux/kvm.h>
 
 #include "libvgicd.h"
+#include "vgic-direct.h"
 #include "vgic-exec.h"
 #include "vgic-plan.h"
 #include "vgic-record.h"
@@ -262,42 +263,19 @@ vm_new (int kvm, guint n, guint32 nr_irqs, GError **error)
 /* QEMU-equivalent one-by-one save and restore (no vgicd)             */
 /* ------------------------------------------------------------------ */
 
-static gboolean
-run_single (Vm *vm, GArray *plan, VgicExecDir dir, const char *what, GError **error)
-{
-  VgicExecReport r;
-  Entry *e = (Entry *) (void *) plan->data;
-
-  if (plan->len == 0)
-    return TRUE;
-  if (vgic_exec_run (vm->gic, e, plan->len, dir, VGIC_EXEC_SINGLE, &r))
-    return TRUE;
-  {
-    g_autofree char *reg = vgic_reg_describe (e[r.error_index].group, e[r.error_index].attr);
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s of %s failed: %s", what,
-                 dir == VGIC_EXEC_READ ? "read" : "write", reg, g_strerror (-r.error));
-  }
-  return FALSE;
-}
-
 /* qemu_save() - both rounds read one register per ioctl, as QEMU's
  * kvm_arm_gicv3_get does; returns the record of what was read. */
 static GBytes *
 qemu_save (Vm *vm, guint *accesses, GError **error)
 {
-  g_autoptr (GArray) all = vgic_plan_save_first (vm->shape);
-  g_autoptr (GArray) second = NULL;
-  g_autoptr (VgicValues) first = NULL;
+  g_autoptr (GArray) all = vgic_direct_save (vm->shape, vm->gic, VGIC_EXEC_SINGLE, NULL,
+                                             error);
 
-  if (!run_single (vm, all, VGIC_EXEC_READ, "one-by-one save, round 1", error))
-    return NULL;
-  first = vgic_values_from_reads ((Entry *) (void *) all->data, all->len, error);
-  if (!first)
-    return NULL;
-  second = vgic_plan_save_second (vm->shape, first, error);
-  if (!second || !run_single (vm, second, VGIC_EXEC_READ, "one-by-one save, round 2", error))
-    return NULL;
-  g_array_append_vals (all, second->data, second->len);
+  if (!all)
+    {
+      g_prefix_error (error, "one-by-one save: ");
+      return NULL;
+    }
   if (accesses)
     *accesses = all->len;
   return vgic_record_encode (vm->shape, (Entry *) (void *) all->data, all->len, error);
@@ -308,20 +286,15 @@ qemu_save (Vm *vm, guint *accesses, GError **error)
 static gboolean
 qemu_restore_values (Vm *vm, const VgicValues *state, guint *accesses, GError **error)
 {
-  g_autoptr (GArray) check = vgic_plan_restore_check (vm->shape);
-  g_autoptr (GArray) writes = NULL;
-  g_autoptr (VgicValues) checked = NULL;
+  VgicExecReport r;
 
-  if (!run_single (vm, check, VGIC_EXEC_READ, "one-by-one restore, checks", error))
-    return FALSE;
-  checked = vgic_values_new ((Entry *) (void *) check->data, check->len, error);
-  if (!checked)
-    return FALSE;
-  writes = vgic_plan_restore_write (vm->shape, state, checked, error);
-  if (!writes || !run_single (vm, writes, VGIC_EXEC_WRITE, "one-by-one restore", error))
-    return FALSE;
+  if (!vgic_direct_restore (vm->shape, vm->gic, state, VGIC_EXEC_SINGLE, &r, error))
+    {
+      g_prefix_error (error, "one-by-one restore: ");
+      return FALSE;
+    }
   if (accesses)
-    *accesses = check->len + writes->len;
+    *accesses = r.done;
   return TRUE;
 }
 

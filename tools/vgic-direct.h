@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgic-direct.h - a whole save or restore run straight on a vGIC fd,
+ * without vgicd: QEMU 10.0's own path (one register per ioctl) when run
+ * VGIC_EXEC_SINGLE, and a quick way to read back what a VM holds.  The
+ * demo and the tests compare vgicd's results with it.
+ */
+#pragma once
+
+#include "vgic-exec.h"
+#include "vgic-plan.h"
+
+/**
+ * vgic_direct_save() - both save rounds on @fd
+ * @shape: the VM
+ * @fd: its vGIC device fd
+ * @via: one ioctl per register, or batched
+ * @report: if not NULL, the executor's figures summed over both rounds
+ * @error: names the register whose access failed
+ *
+ * Return: every read, round 1 then round 2, with its value (ready for
+ * vgic_record_encode()), or NULL with @error set.
+ */
+GArray *vgic_direct_save (const VgicShape *shape, int fd, VgicExecVia via,
+                          VgicExecReport *report, GError **error);
+
+/**
+ * vgic_direct_restore() - the TYPER reads, then every write, on @fd, in
+ * kvm_arm_gicv3_put's order
+ * @state: the saved values (a decoded record's)
+ */
+gboolean vgic_direct_restore (const VgicShape *shape, int fd, const VgicValues *state,
+                              VgicExecVia via, VgicExecReport *report, GError **error);

@@ -57,7 +57,9 @@ gboolean vgic_values_lookup (const VgicValues *values, uint32_t group,
 gboolean vgic_values_get (const VgicValues *values, uint32_t group,
                           uint64_t attr, uint64_t *value, GError **error);
 
-/* Number of values, and the i-th in (group, attr) order. */
+/* Number of values; the i-th in the order they were given (the first of
+ * repeated reads); the i-th in (group, attr) order (sorted on first use). */
 gsize vgic_values_size (const VgicValues *values);
+const struct kvm_vgic_batch_entry *vgic_values_at (const VgicValues *values, gsize i);
 const struct kvm_vgic_batch_entry *vgic_values_index (const VgicValues *values,
                                                       gsize i);

@@ -249,6 +249,31 @@ vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
   return g_steal_pointer (&plan);
 }
 
+GArray *
+vgic_plan_save_guess (const VgicShape *shape, gboolean plpis, guint apr)
+{
+  GArray *plan = plan_new (shape->nr_vcpus * (4 + 2 * apr));
+
+  if (plpis)
+    add_lpi_bases (plan, shape, NULL, NULL);
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    add_aprs (plan, shape, cpu, apr, NULL, NULL);
+  return plan;
+}
+
+gboolean
+vgic_plan_save_shape (const VgicShape *shape, const VgicValues *first,
+                      gboolean *plpis, guint *apr, GError **error)
+{
+  uint64_t ctlr;
+
+  if (!plpis_of (shape, first, plpis, error) ||
+      !icc_ctlr_of (shape, 0, first, &ctlr, error))
+    return FALSE;
+  *apr = vgic_icc_ctlr_apr_count (ctlr);
+  return TRUE;
+}
+
 VgicValues *
 vgic_plan_save_inputs (const VgicShape *shape, const struct kvm_vgic_batch_entry *reads,
                        gsize n, GError **error)
@@ -271,7 +296,8 @@ vgic_plan_check_saved (const VgicShape *shape, const VgicValues *state,
   g_autoptr (GArray) expected = vgic_plan_save_first (shape);
   g_autoptr (GArray) second = vgic_plan_save_second (shape, state, error);
   g_autoptr (VgicValues) want = NULL;
-  gsize i = 0, j = 0, nw, ng;
+  const struct kvm_vgic_batch_entry *e = NULL;
+  uint64_t value;
 
   if (!second)
     return FALSE;
@@ -280,28 +306,29 @@ vgic_plan_check_saved (const VgicShape *shape, const VgicValues *state,
   if (!want)
     return FALSE;
 
-  /* Walk both sorted sets: the first difference names the register. */
-  nw = vgic_values_size (want);
-  ng = vgic_values_size (state);
-  while (i < nw || j < ng)
+  /* The first planned register the state lacks, in plan order; else the
+   * first register of the state the plan does not read. */
+  for (gsize i = 0; i < vgic_values_size (want) && !e; i++)
+    if (!vgic_values_lookup (state, vgic_values_at (want, i)->group,
+                             vgic_values_at (want, i)->attr, &value))
+      e = vgic_values_at (want, i);
+  if (e)
     {
-      const struct kvm_vgic_batch_entry *w = i < nw ? vgic_values_index (want, i) : NULL;
-      const struct kvm_vgic_batch_entry *g = j < ng ? vgic_values_index (state, j) : NULL;
-
-      if (w && g && w->group == g->group && w->attr == g->attr)
-        {
-          i++, j++;
-          continue;
-        }
-      gboolean missing = !g || (w && (w->group < g->group ||
-                                      (w->group == g->group && w->attr < g->attr)));
-      const struct kvm_vgic_batch_entry *e = missing ? w : g;
       g_autofree char *what = vgic_reg_describe (e->group, e->attr);
       g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
-                   missing ? "missing register: %s"
-                           : "unexpected register: %s is not part of this VM's state",
-                   what);
+                   "missing register: %s", what);
       return FALSE;
+    }
+  for (gsize i = 0; i < vgic_values_size (state); i++)
+    {
+      e = vgic_values_at (state, i);
+      if (!vgic_values_lookup (want, e->group, e->attr, &value))
+        {
+          g_autofree char *what = vgic_reg_describe (e->group, e->attr);
+          g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                       "unexpected register: %s is not part of this VM's state", what);
+          return FALSE;
+        }
     }
   return TRUE;
 }
@@ -335,11 +362,13 @@ add_dist_bitmap (GArray *plan, const VgicShape *shape, const VgicValues *state,
   return TRUE;
 }
 
+static GArray *restore_write (const VgicShape *shape, const VgicValues *state,
+                               gboolean plpis, GError **error);
+
 GArray *
 vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
                          const VgicValues *check, GError **error)
 {
-  g_autoptr (GArray) plan = plan_new (vgic_plan_restore_count (shape, TRUE, 4));
   uint32_t n = shape->nr_irqs;
   uint64_t gicd_typer;
   gboolean plpis, saved_plpis;
@@ -368,6 +397,54 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
                    saved_plpis ? "with" : "without", plpis ? "has them" : "has none");
       return NULL;
     }
+  return restore_write (shape, state, plpis, error);
+}
+
+GArray *
+vgic_plan_restore_guards (const VgicShape *shape, const VgicValues *state,
+                          GArray **guards)
+{
+  GArray *plan = vgic_plan_restore_check (shape);
+  GArray *g = g_array_sized_new (FALSE, TRUE, sizeof (VgicGuard), plan->len);
+  gboolean plpis = FALSE;
+
+  plpis_of (shape, state, &plpis, NULL);
+  for (guint i = 0; i < plan->len; i++)
+    {
+      const struct kvm_vgic_batch_entry *e =
+        &g_array_index (plan, struct kvm_vgic_batch_entry, i);
+      VgicGuard guard = { 0, 0, 0 };	/* read, as QEMU does; no condition */
+
+      if (e->group == GRP_DIST && e->attr == DIST (GICD_TYPER))
+        /* ITLinesNumber: room for every IRQ */
+        guard = (VgicGuard) { 0x1f, shape->nr_irqs / 32 - 1, 0x1f };
+      else if (e->group == GRP_REDIST && e->attr == REDIST (shape, 0, GICR_TYPER))
+        /* LPIs on both sides or on neither */
+        guard = (VgicGuard) { GICR_TYPER_PLPIS, plpis ? GICR_TYPER_PLPIS : 0,
+                              plpis ? GICR_TYPER_PLPIS : 0 };
+      g_array_append_val (g, guard);
+    }
+  *guards = g;
+  return plan;
+}
+
+GArray *
+vgic_plan_restore_guarded (const VgicShape *shape, const VgicValues *state,
+                           GError **error)
+{
+  gboolean plpis;
+
+  if (!plpis_of (shape, state, &plpis, error))
+    return NULL;
+  return restore_write (shape, state, plpis, error);
+}
+
+static GArray *
+restore_write (const VgicShape *shape, const VgicValues *state, gboolean plpis,
+               GError **error)
+{
+  g_autoptr (GArray) plan = plan_new (vgic_plan_restore_count (shape, TRUE, 4));
+  uint32_t n = shape->nr_irqs;
 
   if (!add_from (plan, state, GRP_DIST, DIST (GICD_CTLR), error))
     return NULL;

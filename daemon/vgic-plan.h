@@ -61,6 +61,27 @@ VgicValues *vgic_plan_save_inputs (const VgicShape *shape,
                                    gsize n, GError **error);
 
 /**
+ * vgic_plan_save_guess() - round 2 of a save for a VM assumed to have
+ * GICR_TYPER.PLPIS = @plpis and @apr AP registers per group on every vCPU
+ *
+ * vgicd runs it in the same list as round 1, after it, so a save takes one
+ * round when the assumption holds (it is a property of the host and of the
+ * VM's configuration, so the last save's shape is a good guess).  The reads
+ * of round 1 then say whether it held: compare with vgic_plan_save_second().
+ *
+ * Return: a new array of reads.
+ */
+GArray *vgic_plan_save_guess (const VgicShape *shape, gboolean plpis, guint apr);
+
+/**
+ * vgic_plan_save_shape() - what round 1's values say round 2 reads:
+ * GICR_TYPER.PLPIS, and the AP registers per group of vCPU 0
+ * Return: FALSE with @error set when a value is missing.
+ */
+gboolean vgic_plan_save_shape (const VgicShape *shape, const VgicValues *first,
+                               gboolean *plpis, guint *apr, GError **error);
+
+/**
  * vgic_plan_restore_check() - the read round of a restore: GICD_TYPER and
  * GICR_TYPER (lo, hi) of vCPU 0, as QEMU's put reads them
  */
@@ -78,6 +99,39 @@ GArray *vgic_plan_restore_check (const VgicShape *shape);
  */
 GArray *vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
                                  const VgicValues *check, GError **error);
+
+/**
+ * VgicGuard - a condition on one value read from the destination before a
+ * restore writes anything: min <= (value & mask) <= max.
+ */
+typedef struct {
+  guint64 mask, min, max;
+} VgicGuard;
+
+/**
+ * vgic_plan_restore_guards() - vgic_plan_restore_check()'s reads, with the
+ * conditions vgic_plan_restore_write() would check on their values
+ * @shape: the VM
+ * @state: the saved values (a validated record)
+ * @guards: (out): a new array of VgicGuard, one per read
+ *
+ * A peer that can check them runs these reads and, only when every
+ * condition holds, the writes of vgic_plan_restore_guarded(): a restore in
+ * one round.  When one does not hold, pass what was read to
+ * vgic_plan_restore_write(), which names the mismatch.
+ *
+ * Return: a new array of reads.
+ */
+GArray *vgic_plan_restore_guards (const VgicShape *shape, const VgicValues *state,
+                                  GArray **guards);
+
+/**
+ * vgic_plan_restore_guarded() - the writes of a restore into a destination
+ * that passed vgic_plan_restore_guards()
+ * Return: a new array of writes, or NULL with @error set.
+ */
+GArray *vgic_plan_restore_guarded (const VgicShape *shape, const VgicValues *state,
+                                   GError **error);
 
 /**
  * vgic_plan_check_saved() - check that @state holds exactly the registers a

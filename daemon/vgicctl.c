@@ -443,7 +443,7 @@ cmd_stats (int argc, char **argv)
   static const char *const flags[] = { "--json", NULL };
   /* The order people read them in; --json prints whatever vgicd sends. */
   static const char *const keys[] = {
-    "saves", "loads", "declined", "fallbacks", "failures", "bytes-saved",
+    "saves", "loads", "declined", "fallbacks", "second-rounds", "failures", "bytes-saved",
     "bytes-loaded", "sessions", "sessions-total", "refused", "uptime-usec",
   };
   gboolean seen[1] = { FALSE };

@@ -18,6 +18,7 @@ typedef struct {
   guint64 loads;		/* loads completed */
   guint64 declined;		/* saves declined (mode off) */
   guint64 fallbacks;		/* operations run one by one for lack of kernel batch */
+  guint64 second_rounds;	/* saves that read round 2 apart (the shape guess missed) */
   guint64 failures;		/* saves or loads that failed */
   guint64 bytes_saved;		/* record bytes produced */
   guint64 bytes_loaded;		/* record bytes accepted */
@@ -31,6 +32,10 @@ typedef struct {
   int kernel_batch;		/* -1 unknown, 0 no, 1 yes */
   char *kernel_batch_source;	/* "start-up probe", "executor of VM foo", ... */
   GPtrArray *sessions;		/* VgicdSession *, attached */
+  /* What the next save assumes of round 2: the last save's (or load's)
+   * GICR_TYPER.PLPIS and AP registers per group. */
+  gboolean guess_plpis;
+  guint guess_apr;
   VgicdTotals totals;
   gint64 start_usec;		/* g_get_monotonic_time() at start */
   /* Called after any change the operator API shows (mode, kernel batch,

@@ -166,6 +166,10 @@ main (int argc, char **argv)
     }
   v.daemon.mode = v.daemon.config->mode;
   v.daemon.sessions = g_ptr_array_new ();
+  /* Until a save says otherwise: an ITS, and 5 priority bits (one AP
+   * register per group), what KVM hosts commonly give a VM. */
+  v.daemon.guess_plpis = TRUE;
+  v.daemon.guess_apr = 1;
   v.daemon.start_usec = g_get_monotonic_time ();
   v.daemon.kernel_batch = -1;
   v.daemon.kernel_batch_source = g_strdup ("no probe and no VM attached yet");

@@ -151,6 +151,7 @@ get_stats (VgicdManager *m)
   T ("loads", t->loads);
   T ("declined", t->declined);
   T ("fallbacks", t->fallbacks);
+  T ("second-rounds", t->second_rounds);
   T ("failures", t->failures);
   T ("bytes-saved", t->bytes_saved);
   T ("bytes-loaded", t->bytes_loaded);

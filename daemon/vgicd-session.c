@@ -12,9 +12,23 @@
  * report.  vgicd then copies the results out of the window in turn, and
  * checks that the peer changed nothing but values and errors.
  *
- *   save:  [round 1 reads] → [round 2 reads] → done(record)
- *   load:  validate the whole record against the VM → [TYPER reads]
- *          → [writes] → done
+ *   save:  [round 1 reads + guessed round 2] → done(record)
+ *          ([round 2 reads] in between when the guess was wrong)
+ *   load:  validate the whole record against the VM
+ *          → [guarded writes: TYPER reads, checked by the peer, then writes]
+ *          → done
+ *          (a peer without guards: [TYPER reads] → [writes] → done)
+ *
+ * Every call to vgicd costs a round trip through two processes and their
+ * D-Bus threads, which is most of what vgicd adds to the kernel's time.  So
+ * a save reads round 2 (the LPI bases and the APRs, whose presence depends
+ * on round 1's values) in the same list as round 1, assuming the shape the
+ * last save found (it is a property of the host and of the VM's ITS); the
+ * values of round 1 then confirm the guess, or a second round reads what
+ * it missed, logged and counted.  And a restore hands the peer the checks
+ * QEMU makes on the destination (GICD_TYPER, GICR_TYPER) as guards: the
+ * peer reads them, compares them with the ranges vgicd gave, and writes
+ * nothing unless all hold.
  *
  * A load validates the record (shape, register set, checksum, version)
  * before it lays out a single write, so a record that does not fit changes
@@ -37,10 +51,10 @@ typedef struct kvm_vgic_batch_entry Entry;
 
 typedef enum {
   OP_NONE,
-  OP_SAVE_FIRST,
-  OP_SAVE_SECOND,
-  OP_LOAD_CHECK,
-  OP_LOAD_WRITE,
+  OP_SAVE_FIRST,	/* round 1 and the guessed round 2 */
+  OP_SAVE_SECOND,	/* round 2, when the guess was wrong */
+  OP_LOAD_CHECK,	/* the TYPER reads (a peer without guards) */
+  OP_LOAD_WRITE,	/* the writes, after the guards if the peer has them */
 } Op;
 
 typedef struct {
@@ -62,6 +76,8 @@ struct _VgicdSession {
   char *uuid;
   VgicShape *shape;
   gboolean kernel_batch;
+  gboolean peer_guards;		/* the peer checks guards before writes */
+  gboolean peer_record_window;	/* the peer takes a saved record from the window */
   VgicdWindow *window;
   gint64 attached_usec;
 
@@ -70,6 +86,11 @@ struct _VgicdSession {
   GArray *step;		/* what was laid into the window, kept private */
   gboolean step_write;
   const char *step_via;
+  guint step_guard;	/* entries at the head of the step that are guard reads */
+  GArray *guards;	/* VgicGuard per guard entry */
+  guint first_len;	/* save: entries of round 1 at the head of the step */
+  GArray *guess;	/* save: the guessed round 2 that follows them */
+  GArray *last_second;	/* round 2 as this VM's last save or load found it */
   GArray *reads;	/* save: everything read so far */
   VgicRecord *record;	/* load: the validated record */
   gsize record_len;
@@ -77,6 +98,8 @@ struct _VgicdSession {
   guint op_ioctls;
   guint64 op_ns;
   gboolean op_fallback;
+  gint64 op_busy;	/* µs vgicd spent on the operation, handlers before this one */
+  gint64 handler_start;	/* when the handler running now started */
 
   OpStats save, load;
 };
@@ -97,6 +120,7 @@ log_op (VgicdSession *s, GLogLevelFlags level, const char *operation,
                                           s->op_start ? (g_get_monotonic_time () - s->op_start) * 1000 : 0);
   g_autofree char *ioctls = g_strdup_printf ("%u", s->op_ioctls);
   g_autofree char *exec_ns = g_strdup_printf ("%" G_GUINT64_FORMAT, s->op_ns);
+  g_autofree char *busy_ns = g_strdup_printf ("%" G_GINT64_FORMAT, s->op_busy * 1000);
   g_autofree char *line = g_strdup_printf ("VM %s: %s", s->name, message);
 
   /* MESSAGE goes last: its format consumes the remaining arguments. */
@@ -106,6 +130,7 @@ log_op (VgicdSession *s, GLogLevelFlags level, const char *operation,
                     "VGICD_OPERATION", operation,
                     "VGICD_DURATION_NS", dur,
                     "VGICD_EXEC_NS", exec_ns,
+                    "VGICD_BUSY_NS", busy_ns,
                     "VGICD_IOCTLS", ioctls,
                     "VGICD_VIA", s->step_via ? s->step_via : "-",
                     "MESSAGE", "%s", line);
@@ -114,6 +139,13 @@ log_op (VgicdSession *s, GLogLevelFlags level, const char *operation,
 /* ------------------------------------------------------------------ */
 /* Steps                                                              */
 /* ------------------------------------------------------------------ */
+
+/* Milliseconds vgicd has spent on the operation so far. */
+static double
+busy_ms (VgicdSession *s)
+{
+  return (s->op_busy + g_get_monotonic_time () - s->handler_start) / 1e3;
+}
 
 static GVariant *
 step_simple (const char *action, const char *key, GVariant *value)
@@ -131,6 +163,10 @@ static void
 op_reset (VgicdSession *s)
 {
   s->op = OP_NONE;
+  s->step_guard = 0;
+  s->first_len = 0;
+  g_clear_pointer (&s->guards, g_array_unref);
+  g_clear_pointer (&s->guess, g_array_unref);
   g_clear_pointer (&s->step, g_array_unref);
   g_clear_pointer (&s->reads, g_array_unref);
   g_clear_pointer (&s->record, vgic_record_free);
@@ -210,26 +246,57 @@ step_run (VgicdSession *s, GArray *plan, gboolean write)
   g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
   g_variant_builder_add (&b, "{sv}", "action",
                          g_variant_new_string (write ? "write" : "read"));
-  g_variant_builder_add (&b, "{sv}", "count", g_variant_new_uint32 (plan->len));
+  g_variant_builder_add (&b, "{sv}", "count",
+                         g_variant_new_uint32 (plan->len - s->step_guard));
   g_variant_builder_add (&b, "{sv}", "via", g_variant_new_string (s->step_via));
+  if (s->step_guard)
+    {
+      GVariantBuilder r;
+
+      g_variant_builder_init (&r, G_VARIANT_TYPE ("a(ttt)"));
+      for (guint i = 0; i < s->guards->len; i++)
+        {
+          const VgicGuard *g = &g_array_index (s->guards, VgicGuard, i);
+          g_variant_builder_add (&r, "(ttt)", g->mask, g->min, g->max);
+        }
+      g_variant_builder_add (&b, "{sv}", "guard", g_variant_new_uint32 (s->step_guard));
+      g_variant_builder_add (&b, "{sv}", "guard-ranges", g_variant_builder_end (&r));
+    }
   return g_variant_builder_end (&b);
+}
+
+/* Lay @guards' reads, then @writes, and answer a write step that has the
+ * peer check the reads against @ranges before it writes. */
+static GVariant *
+step_run_guarded (VgicdSession *s, GArray *reads, GArray *ranges, GArray *writes)
+{
+  g_autoptr (GArray) all = g_array_sized_new (FALSE, FALSE, sizeof (Entry),
+                                              reads->len + writes->len);
+
+  g_array_append_vals (all, reads->data, reads->len);
+  g_array_append_vals (all, writes->data, writes->len);
+  g_clear_pointer (&s->guards, g_array_unref);
+  s->guards = g_array_ref (ranges);
+  s->step_guard = reads->len;
+  return step_run (s, all, TRUE);
 }
 
 /* Take the results of the step just run out of the window, checking that
  * the peer changed nothing but values and errors. */
 static GArray *
-step_collect (VgicdSession *s, GError **error)
+step_collect (VgicdSession *s, guint n, GError **error)
 {
-  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (Entry), s->step->len);
+  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (Entry), n);
 
-  g_array_append_vals (out, s->window->entries, s->step->len);
+  g_assert (n <= s->step->len);
+  g_array_append_vals (out, s->window->entries, n);
   for (guint i = 0; i < out->len; i++)
     {
       const Entry *got = &g_array_index (out, Entry, i);
       const Entry *sent = &g_array_index (s->step, Entry, i);
 
       if (got->group != sent->group || got->attr != sent->attr ||
-          (s->step_write && got->value != sent->value))
+          (s->step_write && i >= s->step_guard && got->value != sent->value))
         {
           g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
                        "the executor changed entry %u of the window; refusing its results", i);
@@ -255,25 +322,42 @@ save_done (VgicdSession *s)
   g_autoptr (GBytes) record = vgic_record_encode (s->shape, (Entry *) (void *) s->reads->data,
                                                   s->reads->len, &error);
   g_autofree char *msg = NULL;
-  GVariant *bytes;
+  GVariant *value;
+  const char *key;
+  gsize size;
 
   if (!record)
     return step_fail (s, "save", error->message);
+  size = g_bytes_get_size (record);
   s->save.ns = s->op_ns;
   s->save.ioctls = s->op_ioctls;
   s->save.via = s->step_via;
   s->save.count++;
   s->daemon->totals.saves++;
-  s->daemon->totals.bytes_saved += g_bytes_get_size (record);
+  s->daemon->totals.bytes_saved += size;
+  /* The record goes back through the window when the peer takes it from
+   * there: it is the largest thing a save moves, and a D-Bus message would
+   * copy it several times on each side. */
+  if (s->peer_record_window && size <= s->window->size)
+    {
+      memcpy (s->window->entries, g_bytes_get_data (record, NULL), size);
+      key = "record-size";
+      value = g_variant_new_uint32 ((guint32) size);
+    }
+  else
+    {
+      key = "record";
+      value = g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING, record, TRUE);
+    }
   msg = g_strdup_printf ("saved %u registers in %u ioctls (%s), %.3f ms in the kernel, "
-                         "record %" G_GSIZE_FORMAT " bytes", s->reads->len, s->op_ioctls,
-                         s->step_via, s->op_ns / 1e6, g_bytes_get_size (record));
+                         "%.3f ms in vgicd, record %" G_GSIZE_FORMAT " bytes",
+                         s->reads->len, s->op_ioctls, s->step_via, s->op_ns / 1e6,
+                         busy_ms (s), size);
   log_op (s, G_LOG_LEVEL_MESSAGE, "save", msg);
-  bytes = g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING, record, TRUE);
   op_reset (s);
   s->op_start = 0;
   vgicd_daemon_changed (s->daemon);
-  return step_simple ("done", "record", bytes);
+  return step_simple ("done", key, value);
 }
 
 static GVariant *
@@ -287,8 +371,9 @@ load_done (VgicdSession *s)
   s->load.count++;
   s->daemon->totals.loads++;
   s->daemon->totals.bytes_loaded += s->record_len;
-  msg = g_strdup_printf ("restored %u writes in %u ioctls (%s), %.3f ms in the kernel",
-                         s->step->len, s->op_ioctls, s->step_via, s->op_ns / 1e6);
+  msg = g_strdup_printf ("restored %u writes in %u ioctls (%s), %.3f ms in the kernel, "
+                         "%.3f ms in vgicd", s->step->len - s->step_guard, s->op_ioctls,
+                         s->step_via, s->op_ns / 1e6, busy_ms (s));
   log_op (s, G_LOG_LEVEL_MESSAGE, "load", msg);
   op_reset (s);
   s->op_start = 0;
@@ -297,7 +382,7 @@ load_done (VgicdSession *s)
 }
 
 /* The peer's report on a failed step: name the register, say how far it
- * got, and what that means for the VM. */
+ * got, and what that means for the VM.  @index is a window position. */
 static GVariant *
 step_failed_in_kernel (VgicdSession *s, guint32 done, gint32 err, guint32 index)
 {
@@ -313,15 +398,114 @@ step_failed_in_kernel (VgicdSession *s, guint32 done, gint32 err, guint32 index)
   else
     what = g_strdup_printf ("entry %u", index);
 
-  if (s->op == OP_LOAD_WRITE)
+  if (s->op == OP_LOAD_WRITE && index >= s->step_guard)
     msg = g_strdup_printf ("restore failed writing %s (entry %u of %u): %s; %u writes "
                            "were applied, so this VM's vGIC is partly restored: fail the "
                            "migration and keep the source running",
-                           what, index, s->step->len, g_strerror (-err), done);
+                           what, index - s->step_guard, s->step->len - s->step_guard,
+                           g_strerror (-err), done);
   else
     msg = g_strdup_printf ("%s failed reading %s (entry %u of %u): %s; nothing was changed",
                            operation, what, index, s->step->len, g_strerror (-err));
   return step_fail_why (s, operation, "device", msg);
+}
+
+/* Remember the shape a save or a restore found: the next save guesses it. */
+static void
+learn_shape (VgicdSession *s, gboolean plpis, guint apr)
+{
+  s->daemon->guess_plpis = plpis;
+  s->daemon->guess_apr = apr;
+}
+
+/* Round 1 (and maybe the guessed round 2) was read: finish the save, or
+ * read the round 2 the guess missed. */
+static GVariant *
+save_first_read (VgicdSession *s, GArray *results, gboolean guess_ran)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicValues) first = vgic_plan_save_inputs (s->shape,
+                                                        (Entry *) (void *) results->data,
+                                                        s->first_len, &error);
+  g_autoptr (GArray) second = NULL;
+  const char *from;
+  gboolean plpis;
+  guint apr;
+
+  if (first)
+    second = vgic_plan_save_second (s->shape, first, &error);
+  if (!second || !vgic_plan_save_shape (s->shape, first, &plpis, &apr, &error))
+    return step_fail (s, "save", error->message);
+  learn_shape (s, plpis, apr);
+  from = guess_ran && s->guess == s->last_second ? "its last save's" : "the guess";
+  g_clear_pointer (&s->last_second, g_array_unref);
+  s->last_second = g_array_ref (second);
+
+  if (guess_ran && second->len == s->guess->len)
+    {
+      guint i;
+
+      for (i = 0; i < second->len; i++)
+        {
+          const Entry *want = &g_array_index (second, Entry, i);
+          const Entry *got = &g_array_index (s->guess, Entry, i);
+
+          if (want->group != got->group || want->attr != got->attr)
+            break;
+        }
+      if (i == second->len)
+        {
+          s->reads = g_array_ref (results);
+          return save_done (s);
+        }
+    }
+
+  /* The guess was wrong (or failed in the kernel): read round 2 as it
+   * should be.  Logged and counted, as every slower path is. */
+  s->daemon->totals.second_rounds++;
+  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                    "VGICD_VM", s->name,
+                    "VGICD_OPERATION", "save",
+                    "MESSAGE", "VM %s: this VM's LPI and APR registers (LPIs %s, %u APRs "
+                    "per group on vCPU 0) differ from %s; reading them in a second round",
+                    s->name, plpis ? "yes" : "no", apr,
+                    from);
+  g_array_set_size (results, s->first_len);
+  s->reads = g_array_ref (results);
+  s->op = OP_SAVE_SECOND;
+  return step_run (s, second, FALSE);
+}
+
+/* The guards did not hold: name the difference, from what was read. */
+static GVariant *
+guard_failed (VgicdSession *s, guint32 index)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) reads = NULL;
+  g_autoptr (VgicValues) check = NULL;
+  g_autoptr (GArray) write = NULL;
+  g_autofree char *msg = NULL;
+
+  reads = step_collect (s, s->step_guard, &error);
+  if (reads)
+    check = vgic_values_new ((Entry *) (void *) reads->data, reads->len, &error);
+  if (check)
+    write = vgic_plan_restore_write (s->shape, s->record->values, check, &error);
+  if (write)
+    {
+      /* vgicd's ranges and its own check disagree: a vgicd bug. */
+      g_autofree char *what = NULL;
+      if (index < s->step_guard)
+        {
+          const Entry *e = &g_array_index (s->step, Entry, index);
+          what = vgic_reg_describe (e->group, e->attr);
+        }
+      msg = g_strdup_printf ("the peer refused guard %u (%s) that vgicd's check accepts; "
+                             "nothing written", index, what ? what : "?");
+      return step_fail_why (s, "load", "internal", msg);
+    }
+  msg = g_strdup_printf ("record refused, nothing written: %s", error->message);
+  return step_fail_why (s, "load", "refused", msg);
 }
 
 static GVariant *
@@ -329,7 +513,8 @@ next_step (VgicdSession *s, GVariant *report)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (GArray) results = NULL;
-  guint32 done = 0, index = 0, ioctls = 0;
+  guint32 done = 0, index = 0, ioctls = 0, guard_bad = G_MAXUINT32;
+  guint expect;
   gint32 err = 0;
   guint64 ns = 0;
 
@@ -342,9 +527,12 @@ next_step (VgicdSession *s, GVariant *report)
   g_variant_lookup (report, "error-index", "u", &index);
   g_variant_lookup (report, "ioctls", "u", &ioctls);
   g_variant_lookup (report, "ns", "t", &ns);
+  g_variant_lookup (report, "guard-failed", "u", &guard_bad);
   s->op_ioctls += ioctls;
   s->op_ns += ns;
 
+  if (s->step_guard && guard_bad != G_MAXUINT32)
+    return guard_failed (s, guard_bad);
   if (err != 0)
     {
       /* A kernel without the batch group that the probe missed: run the
@@ -355,35 +543,32 @@ next_step (VgicdSession *s, GVariant *report)
           s->kernel_batch = FALSE;
           return step_run (s, again, s->step_write);
         }
+      /* The guessed part of a save failed (an APR the vCPU does not have):
+       * round 1 is complete, so plan round 2 from it. */
+      if (s->op == OP_SAVE_FIRST && index >= s->first_len && done >= s->first_len)
+        {
+          results = step_collect (s, s->first_len, &error);
+          if (!results)
+            return step_fail (s, "save", error->message);
+          return save_first_read (s, results, FALSE);
+        }
       return step_failed_in_kernel (s, done, err, index);
     }
-  if (done != s->step->len)
+  expect = s->step->len - s->step_guard;
+  if (done != expect)
     {
       g_autofree char *msg = g_strdup_printf ("the executor reported %u of %u entries done "
-                                              "and no error", done, s->step->len);
+                                              "and no error", done, expect);
       return step_fail (s, op_name (s->op), msg);
     }
-  results = step_collect (s, &error);
+  results = step_collect (s, s->step->len, &error);
   if (!results)
     return step_fail (s, op_name (s->op), error->message);
 
   switch (s->op)
     {
     case OP_SAVE_FIRST:
-      {
-        g_autoptr (VgicValues) first = vgic_plan_save_inputs (s->shape,
-                                                              (Entry *) (void *) results->data,
-                                                              results->len, &error);
-        g_autoptr (GArray) second = NULL;
-
-        if (first)
-          second = vgic_plan_save_second (s->shape, first, &error);
-        if (!second)
-          return step_fail (s, "save", error->message);
-        s->reads = g_steal_pointer (&results);
-        s->op = OP_SAVE_SECOND;
-        return step_run (s, second, FALSE);
-      }
+      return save_first_read (s, results, TRUE);
     case OP_SAVE_SECOND:
       g_array_append_vals (s->reads, results->data, results->len);
       return save_done (s);
@@ -423,15 +608,15 @@ begin_op (VgicdSession *s)
   s->op_start = g_get_monotonic_time ();
   s->op_ioctls = 0;
   s->op_ns = 0;
+  s->op_busy = 0;
   s->op_fallback = FALSE;
   s->step_via = NULL;
 }
 
-static gboolean
-on_save (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, gpointer data)
+static GVariant *
+start_save (VgicdSession *s)
 {
-  VgicdSession *s = data;
-  g_autoptr (GArray) first = NULL;
+  g_autoptr (GArray) plan = NULL;
 
   begin_op (s);
   if (s->daemon->mode == VGICD_MODE_OFF)
@@ -440,12 +625,79 @@ on_save (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, gpointer data)
       log_op (s, G_LOG_LEVEL_MESSAGE, "save", "save declined: mode is off");
       s->op_start = 0;
       vgicd_daemon_changed (s->daemon);
-      vgicd_dbus_session1_complete_save (skel, inv, step_simple ("declined", NULL, NULL));
-      return G_DBUS_METHOD_INVOCATION_HANDLED;
+      return step_simple ("declined", NULL, NULL);
     }
-  first = vgic_plan_save_first (s->shape);
+  /* Round 1, then round 2 as this VM's last save (or load) found it, or
+   * as the host's last save did. */
+  plan = vgic_plan_save_first (s->shape);
+  s->first_len = plan->len;
+  if (s->last_second)
+    s->guess = g_array_ref (s->last_second);
+  else
+    s->guess = vgic_plan_save_guess (s->shape, s->daemon->guess_plpis,
+                                     CLAMP (s->daemon->guess_apr, 1, 4));
+  g_array_append_vals (plan, s->guess->data, s->guess->len);
   s->op = OP_SAVE_FIRST;
-  vgicd_dbus_session1_complete_save (skel, inv, step_run (s, first, FALSE));
+  return step_run (s, plan, FALSE);
+}
+
+/* A record arrived (in a message or in the window): check all of it, then
+ * lay out the restore. */
+static GVariant *
+start_load (VgicdSession *s, const guint8 *bytes, gsize len)
+{
+  g_autoptr (GError) error = NULL;
+
+  /* Everything is checked before the first access is planned. */
+  s->record = vgic_record_load (bytes, len, s->shape, &error);
+  if (!s->record)
+    {
+      g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %s",
+                                              error->message);
+      return step_fail_why (s, "load", "refused", msg);
+    }
+  s->record_len = len;
+  if (s->peer_guards)
+    {
+      g_autoptr (GArray) ranges = NULL;
+      g_autoptr (GArray) reads = vgic_plan_restore_guards (s->shape, s->record->values,
+                                                           &ranges);
+      g_autoptr (GArray) write = vgic_plan_restore_guarded (s->shape, s->record->values,
+                                                            &error);
+      gboolean plpis = FALSE;
+      guint apr = 1;
+
+      if (!write)
+        {
+          g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %s",
+                                                  error->message);
+          return step_fail_why (s, "load", "refused", msg);
+        }
+      /* The source's shape is the best guess for this VM's next save, and
+       * for this host's. */
+      if (vgic_plan_save_shape (s->shape, s->record->values, &plpis, &apr, NULL))
+        learn_shape (s, plpis, apr);
+      g_clear_pointer (&s->last_second, g_array_unref);
+      s->last_second = vgic_plan_save_second (s->shape, s->record->values, NULL);
+      s->op = OP_LOAD_WRITE;
+      return step_run_guarded (s, reads, ranges, write);
+    }
+  s->op = OP_LOAD_CHECK;
+  {
+    g_autoptr (GArray) check = vgic_plan_restore_check (s->shape);
+    return step_run (s, check, FALSE);
+  }
+}
+
+static gboolean
+on_save (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, gpointer data)
+{
+  VgicdSession *s = data;
+  gint64 t0 = s->handler_start = g_get_monotonic_time ();
+  GVariant *step = start_save (s);
+
+  s->op_busy += g_get_monotonic_time () - t0;
+  vgicd_dbus_session1_complete_save (skel, inv, step);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -454,25 +706,44 @@ on_load (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, GVariant *record,
          gpointer data)
 {
   VgicdSession *s = data;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GArray) check = NULL;
+  gint64 t0 = s->handler_start = g_get_monotonic_time ();
   gsize len = 0;
   const guint8 *bytes = g_variant_get_fixed_array (record, &len, 1);
+  GVariant *step;
 
   begin_op (s);
-  /* Everything is checked before the first access is planned. */
-  s->record = vgic_record_load (bytes, len, s->shape, &error);
-  if (!s->record)
+  step = start_load (s, bytes, len);
+  s->op_busy += g_get_monotonic_time () - t0;
+  vgicd_dbus_session1_complete_load (skel, inv, step);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+on_load_window (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, guint size,
+                gpointer data)
+{
+  VgicdSession *s = data;
+  gint64 t0 = s->handler_start = g_get_monotonic_time ();
+  g_autofree guint8 *bytes = NULL;
+  GVariant *step;
+
+  begin_op (s);
+  if (size == 0 || size > s->window->size)
     {
-      g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %s",
-                                              error->message);
-      vgicd_dbus_session1_complete_load (skel, inv, step_fail_why (s, "load", "refused", msg));
-      return G_DBUS_METHOD_INVOCATION_HANDLED;
+      g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %u bytes "
+                                              "do not fit the window (%" G_GSIZE_FORMAT
+                                              " bytes)", size,
+                                              s->window->size);
+      step = step_fail_why (s, "load", "refused", msg);
     }
-  s->record_len = len;
-  check = vgic_plan_restore_check (s->shape);
-  s->op = OP_LOAD_CHECK;
-  vgicd_dbus_session1_complete_load (skel, inv, step_run (s, check, FALSE));
+  else
+    {
+      /* Private copy first: the peer can still write to the window. */
+      bytes = g_memdup2 (s->window->entries, size);
+      step = start_load (s, bytes, size);
+    }
+  s->op_busy += g_get_monotonic_time () - t0;
+  vgicd_dbus_session1_complete_load_window (skel, inv, step);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -480,7 +751,12 @@ static gboolean
 on_next (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, GVariant *report,
          gpointer data)
 {
-  vgicd_dbus_session1_complete_next (skel, inv, next_step (data, report));
+  VgicdSession *s = data;
+  gint64 t0 = s->handler_start = g_get_monotonic_time ();
+  GVariant *step = next_step (s, report);
+
+  s->op_busy += g_get_monotonic_time () - t0;
+  vgicd_dbus_session1_complete_next (skel, inv, step);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -507,6 +783,15 @@ parse_vm (VgicdSession *s, GVariant *vm, GError **error)
   if (!g_variant_lookup (vm, "uuid", "s", &s->uuid))
     s->uuid = g_strdup ("");
   g_variant_lookup (vm, "kernel-batch", "b", &s->kernel_batch);
+  {
+    g_autofree const char **features = NULL;
+
+    if (g_variant_lookup (vm, "features", "^a&s", &features))
+      {
+        s->peer_guards = g_strv_contains (features, "guards");
+        s->peer_record_window = g_strv_contains (features, "record-window");
+      }
+  }
   aff = g_variant_get_fixed_array (mpidrs, &n, sizeof (guint32));
   if (n > VGIC_MAX_VCPUS)
     {
@@ -535,9 +820,10 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
       vgicd_session_free (s);
       return NULL;
     }
-  /* The largest round of any operation on this shape: a restore's writes
-   * with LPIs and four APRs per group. */
-  capacity = vgic_plan_restore_count (s->shape, TRUE, 4);
+  /* The largest step of any operation on this shape: a restore's writes
+   * with LPIs and four APRs per group, after its guards (a save, even with
+   * its guessed round 2, is smaller; so is its record). */
+  capacity = vgic_plan_restore_count (s->shape, TRUE, 4) + 8;
   s->window = vgicd_window_new (capacity, error);
   if (!s->window)
     {
@@ -549,6 +835,7 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
   s->skeleton = vgicd_dbus_session1_skeleton_new ();
   g_signal_connect (s->skeleton, "handle-save", G_CALLBACK (on_save), s);
   g_signal_connect (s->skeleton, "handle-load", G_CALLBACK (on_load), s);
+  g_signal_connect (s->skeleton, "handle-load-window", G_CALLBACK (on_load_window), s);
   g_signal_connect (s->skeleton, "handle-next", G_CALLBACK (on_next), s);
   if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (s->skeleton),
                                          connection, s->path, error))
@@ -595,6 +882,7 @@ vgicd_session_free (VgicdSession *s)
       g_object_unref (s->skeleton);
     }
   op_reset (s);
+  g_clear_pointer (&s->last_second, g_array_unref);
   g_clear_object (&s->connection);
   vgicd_window_free (s->window);
   vgic_shape_free (s->shape);
@@ -625,7 +913,11 @@ vgicd_session_get_info (VgicdSession *s)
   g_variant_builder_add (&b, "{sv}", "window-entries", g_variant_new_uint32 (s->window->capacity));
   g_variant_builder_add (&b, "{sv}", "mode",
                          g_variant_new_string (vgicd_mode_to_string (s->daemon->mode)));
-  g_variant_builder_add (&b, "{sv}", "protocol", g_variant_new_uint32 (1));
+  g_variant_builder_add (&b, "{sv}", "protocol", g_variant_new_uint32 (2));
+  {
+    static const char *const features[] = { "load-window", NULL };
+    g_variant_builder_add (&b, "{sv}", "features", g_variant_new_strv (features, -1));
+  }
   g_variant_builder_add (&b, "{sv}", "version", g_variant_new_string (PACKAGE_VERSION));
   return g_variant_builder_end (&b);
 }

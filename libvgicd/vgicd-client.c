@@ -11,6 +11,16 @@
  * into private memory first, checks the copy (groups, widths, count), runs
  * the copy, and only then copies the results back.  What the kernel is asked
  * to do is exactly what was checked.
+ *
+ * A write step may start with guards: reads, each with a range its value
+ * (under a mask) must fall in.  They are how a restore takes one round trip
+ * rather than two: vgicd states what the destination must look like, and
+ * the loop writes nothing unless it does.  The guards are run and checked
+ * on the private copy too.
+ *
+ * Each call to vgicd is a round trip through both processes' D-Bus threads;
+ * the record, the largest thing either side sends, goes through the window
+ * instead of a message when vgicd offers it.
  */
 #define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
 #include <errno.h>
@@ -42,6 +52,7 @@ struct _VgicdClient {
   struct kvm_vgic_batch_entry *window;
   gsize window_size;
   guint32 window_entries;
+  gboolean load_window;		/* vgicd has Session1.LoadWindow */
 
   VgicdClientStats stats;
 };
@@ -203,6 +214,10 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
                          g_variant_new_fixed_array (G_VARIANT_TYPE_UINT32, mpidrs,
                                                     nr_vcpus, sizeof (uint32_t)));
   g_variant_builder_add (&vm, "{sv}", "kernel-batch", g_variant_new_boolean (c->kernel_batch));
+  {
+    static const char *const features[] = { "guards", "record-window", NULL };
+    g_variant_builder_add (&vm, "{sv}", "features", g_variant_new_strv (features, -1));
+  }
 
   reply = g_dbus_connection_call_with_unix_fd_list_sync (
     c->connection, NULL, HELPER_PATH, HELPER_IFACE, "Attach",
@@ -216,6 +231,12 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
   g_variant_get (reply, "(&oh@a{sv})", &path, &handle, &info);
   g_variant_lookup (info, "window-entries", "u", &entries);
   g_variant_lookup (info, "mode", "&s", &mode);
+  {
+    g_autofree const char **features = NULL;
+
+    if (g_variant_lookup (info, "features", "^a&s", &features))
+      c->load_window = g_strv_contains (features, "load-window");
+  }
   fd = fds ? g_unix_fd_list_get (fds, handle, &local) : -1;
   if (fd < 0)
     {
@@ -254,31 +275,81 @@ call_session (VgicdClient *c, const char *method, GVariant *args, GError **error
   return step;
 }
 
+/* The first guard whose read does not satisfy its range, or -1. */
+static gint64
+first_failed_guard (const struct kvm_vgic_batch_entry *reads, GVariant *ranges)
+{
+  GVariantIter iter;
+  guint64 mask, min, max;
+  gint64 i = 0;
+
+  g_variant_iter_init (&iter, ranges);
+  while (g_variant_iter_next (&iter, "(ttt)", &mask, &min, &max))
+    {
+      guint64 v = reads[i].value & mask;
+
+      if (v < min || v > max)
+        return i;
+      i++;
+    }
+  return -1;
+}
+
+static void
+add_report (GVariantBuilder *b, const VgicExecReport *r, guint32 index_base,
+            VgicExecVia via)
+{
+  g_variant_builder_add (b, "{sv}", "done", g_variant_new_uint32 (r->done));
+  g_variant_builder_add (b, "{sv}", "error", g_variant_new_int32 (r->error));
+  g_variant_builder_add (b, "{sv}", "error-index",
+                         g_variant_new_uint32 (index_base + r->error_index));
+  g_variant_builder_add (b, "{sv}", "ns", g_variant_new_uint64 (r->ns));
+  g_variant_builder_add (b, "{sv}", "via",
+                         g_variant_new_string (via == VGIC_EXEC_BATCH ? "batch" : "single"));
+}
+
 /* Run one read or write step: copy, check, execute, copy back. */
 static GVariant *
 run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
 {
   g_autofree struct kvm_vgic_batch_entry *work = NULL;
   g_autoptr (GError) local = NULL;
-  guint32 count = 0;
+  g_autoptr (GVariant) ranges = NULL;
+  guint32 count = 0, guard = 0, ioctls = 0;
   const char *via = NULL;
   VgicExecVia exec_via;
-  VgicExecReport r;
+  VgicExecReport r = { 0 };
   VgicExecDir dir = write ? VGIC_EXEC_WRITE : VGIC_EXEC_READ;
   GVariantBuilder b;
+  gint64 failed = -1;
+  guint64 ns = 0;
 
   g_variant_lookup (step, "count", "u", &count);
   g_variant_lookup (step, "via", "&s", &via);
-  if (count > c->window_entries)
+  if (write)
+    g_variant_lookup (step, "guard", "u", &guard);
+  if (count > c->window_entries || guard > c->window_entries - count)
     {
       g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
-                   "vgicd asked for %u entries but the window holds %u; nothing was run",
-                   count, c->window_entries);
+                   "vgicd asked for %" G_GUINT64_FORMAT " entries but the window holds %u; "
+                   "nothing was run", (guint64) count + guard, c->window_entries);
       return NULL;
     }
+  if (guard)
+    {
+      ranges = g_variant_lookup_value (step, "guard-ranges", G_VARIANT_TYPE ("a(ttt)"));
+      if (!ranges || g_variant_n_children (ranges) != guard)
+        {
+          g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                       "vgicd sent %u guards without as many ranges; nothing was run",
+                       guard);
+          return NULL;
+        }
+    }
   /* Private copy first: vgicd can no longer change what is checked. */
-  work = g_memdup2 (c->window, (gsize) count * sizeof (*work));
-  if (!vgic_exec_check (work, count, dir, &local))
+  work = g_memdup2 (c->window, (gsize) (guard + count) * sizeof (*work));
+  if (!vgic_exec_check (work, guard, VGIC_EXEC_READ, &local) ||
+      !vgic_exec_check (work + guard, count, dir, &local))
     {
       g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
                    "refusing vgicd's list, nothing was run: %s", local->message);
@@ -286,24 +357,73 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
     }
   exec_via = g_strcmp0 (via, "batch") == 0 && c->kernel_batch ? VGIC_EXEC_BATCH
                                                              : VGIC_EXEC_SINGLE;
-  vgic_exec_run (c->vgic_fd, work, count, dir, exec_via, &r);
-  memcpy (c->window, work, (gsize) count * sizeof (*work));
-
-  c->stats.ioctls += r.ioctls;
-  c->stats.kernel_ns += r.ns;
-  c->stats.entries += r.done;
-  c->stats.batched = exec_via == VGIC_EXEC_BATCH;
-
   g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
-  g_variant_builder_add (&b, "{sv}", "done", g_variant_new_uint32 (r.done));
-  g_variant_builder_add (&b, "{sv}", "error", g_variant_new_int32 (r.error));
-  g_variant_builder_add (&b, "{sv}", "error-index", g_variant_new_uint32 (r.error_index));
-  g_variant_builder_add (&b, "{sv}", "ioctls", g_variant_new_uint32 (r.ioctls));
-  g_variant_builder_add (&b, "{sv}", "ns", g_variant_new_uint64 (r.ns));
-  g_variant_builder_add (&b, "{sv}", "via",
-                         g_variant_new_string (exec_via == VGIC_EXEC_BATCH ? "batch" : "single"));
+  if (guard)
+    {
+      /* The guards, then the writes only if every one holds. */
+      vgic_exec_run (c->vgic_fd, work, guard, VGIC_EXEC_READ, exec_via, &r);
+      ioctls += r.ioctls;
+      ns += r.ns;
+      c->stats.entries += r.done;
+      if (r.error)
+        {
+          r.done = 0;
+          add_report (&b, &r, 0, exec_via);
+        }
+      else if ((failed = first_failed_guard (work, ranges)) >= 0)
+        {
+          memset (&r, 0, sizeof (r));
+          add_report (&b, &r, 0, exec_via);
+          g_variant_builder_add (&b, "{sv}", "guard-failed", g_variant_new_uint32 (failed));
+        }
+    }
+  if (!r.error && failed < 0)
+    {
+      vgic_exec_run (c->vgic_fd, work + guard, count, dir, exec_via, &r);
+      ioctls += r.ioctls;
+      ns += r.ns;
+      c->stats.entries += r.done;
+      add_report (&b, &r, guard, exec_via);
+    }
+  memcpy (c->window, work, (gsize) (guard + count) * sizeof (*work));
+
+  c->stats.ioctls += ioctls;
+  c->stats.kernel_ns += ns;
+  c->stats.batched = exec_via == VGIC_EXEC_BATCH;
+  g_variant_builder_add (&b, "{sv}", "ioctls", g_variant_new_uint32 (ioctls));
   return call_session (c, "Next", g_variant_new ("(@a{sv})", g_variant_builder_end (&b)),
                        error);
+}
+
+/* The record of a finished save: in the step, or at the start of the
+ * window (copied out at once: vgicd may write there again). */
+static gboolean
+take_record (VgicdClient *c, GVariant *step, GBytes **record, GError **error)
+{
+  g_autoptr (GVariant) bytes = g_variant_lookup_value (step, "record",
+                                                       G_VARIANT_TYPE_BYTESTRING);
+  guint32 size;
+
+  if (bytes)
+    {
+      *record = g_variant_get_data_as_bytes (bytes);
+      return TRUE;
+    }
+  if (g_variant_lookup (step, "record-size", "u", &size))
+    {
+      if (size == 0 || size > c->window_size)
+        {
+          g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                       "vgicd said its record is %u bytes of a %" G_GSIZE_FORMAT
+                       "-byte window", size, c->window_size);
+          return FALSE;
+        }
+      *record = g_bytes_new (c->window, size);
+      return TRUE;
+    }
+  g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+               "vgicd finished a save without a record");
+  return FALSE;
 }
 
 /* Follow steps until vgicd says done, declined or fail. */
@@ -326,21 +446,7 @@ run (VgicdClient *c, GVariant *first, gboolean load, GBytes **record, GError **e
           continue;
         }
       if (g_strcmp0 (action, "done") == 0)
-        {
-          g_autoptr (GVariant) bytes = NULL;
-
-          if (load)
-            return TRUE;
-          bytes = g_variant_lookup_value (step, "record", G_VARIANT_TYPE_BYTESTRING);
-          if (!bytes)
-            {
-              g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
-                           "vgicd finished a save without a record");
-              return FALSE;
-            }
-          *record = g_variant_get_data_as_bytes (bytes);
-          return TRUE;
-        }
+        return load || take_record (c, step, record, error);
       if (g_strcmp0 (action, "declined") == 0)
         {
           g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED,
@@ -396,10 +502,17 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
   if (!check_attached (c, error))
     return FALSE;
   memset (&c->stats, 0, sizeof (c->stats));
-  step = call_session (c, "Load",
-                       g_variant_new ("(@ay)", g_variant_new_fixed_array (G_VARIANT_TYPE_BYTE,
-                                                                          data, len, 1)),
-                       error);
+  if (c->load_window && len > 0 && len <= c->window_size && len <= G_MAXUINT32)
+    {
+      /* The record through the window: one copy instead of a message's. */
+      memcpy (c->window, data, len);
+      step = call_session (c, "LoadWindow", g_variant_new ("(u)", (guint32) len), error);
+    }
+  else
+    step = call_session (c, "Load",
+                         g_variant_new ("(@ay)", g_variant_new_fixed_array (G_VARIANT_TYPE_BYTE,
+                                                                            data, len, 1)),
+                         error);
   return step && run (c, step, TRUE, NULL, error);
 }
 

@@ -2,7 +2,8 @@
 /*
  * test-hostile.c - libvgicd against a vgicd that misbehaves: a window entry
  * in the CTRL group, a count beyond the window, a window that is not
- * sealed.  libvgicd must refuse each without issuing a single device ioctl
+ * sealed, guards that overrun the window or come without their ranges, a
+ * saved record said to be larger than the window.  libvgicd must refuse each without issuing a single device ioctl
  * (the sim's counters prove it).  The hostile server speaks the real
  * protocol with the generated skeletons, on a real unix socket.
  */
@@ -18,7 +19,9 @@
 
 typedef struct kvm_vgic_batch_entry Entry;
 
-typedef enum { BAD_GROUP, BAD_COUNT, UNSEALED } Misbehaviour;
+typedef enum {
+  BAD_GROUP, BAD_COUNT, UNSEALED, GUARD_BEYOND, GUARD_NO_RANGES, RECORD_TOO_BIG,
+} Misbehaviour;
 
 typedef struct {
   Misbehaviour how;
@@ -44,11 +47,41 @@ on_save (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, gpointer data)
   GVariantBuilder b;
 
   g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  if (h->how == RECORD_TOO_BIG)
+    {
+      g_variant_builder_add (&b, "{sv}", "action", g_variant_new_string ("done"));
+      g_variant_builder_add (&b, "{sv}", "record-size",
+                             g_variant_new_uint32 (WINDOW_ENTRIES * sizeof (Entry) + 1));
+      vgicd_dbus_session1_complete_save (skel, inv, g_variant_builder_end (&b));
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
   g_variant_builder_add (&b, "{sv}", "action", g_variant_new_string ("read"));
   g_variant_builder_add (&b, "{sv}", "count",
                          g_variant_new_uint32 (h->how == BAD_COUNT ? WINDOW_ENTRIES * 1000 : 4));
   g_variant_builder_add (&b, "{sv}", "via", g_variant_new_string ("single"));
   vgicd_dbus_session1_complete_save (skel, inv, g_variant_builder_end (&b));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+/* A guarded write step: 8 writes after guards that overrun the window, or
+ * after 2 guards without their ranges. */
+static gboolean
+on_load (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, GVariant *record,
+         gpointer data)
+{
+  Hostile *h = data;
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "action", g_variant_new_string ("write"));
+  g_variant_builder_add (&b, "{sv}", "count", g_variant_new_uint32 (8));
+  g_variant_builder_add (&b, "{sv}", "via", g_variant_new_string ("single"));
+  g_variant_builder_add (&b, "{sv}", "guard",
+                         g_variant_new_uint32 (h->how == GUARD_BEYOND ? G_MAXUINT32 - 4 : 2));
+  if (h->how == GUARD_BEYOND)
+    g_variant_builder_add (&b, "{sv}", "guard-ranges",
+                           g_variant_new_array (G_VARIANT_TYPE ("(ttt)"), NULL, 0));
+  vgicd_dbus_session1_complete_load (skel, inv, g_variant_builder_end (&b));
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -70,8 +103,11 @@ on_attach (VgicdDbusHelper1 *skel, GDBusMethodInvocation *inv, GUnixFDList *in,
   for (guint i = 0; i < WINDOW_ENTRIES; i++)
     w[i] = (Entry) { .group = KVM_DEV_ARM_VGIC_GRP_DIST_REGS, .attr = GICD_CTLR };
   /* Entry 2 would ask QEMU to run KVM_DEV_ARM_VGIC_CTRL_INIT. */
-  w[2].group = KVM_DEV_ARM_VGIC_GRP_CTRL;
-  w[2].attr = KVM_DEV_ARM_VGIC_CTRL_INIT;
+  if (h->how == BAD_GROUP)
+    {
+      w[2].group = KVM_DEV_ARM_VGIC_GRP_CTRL;
+      w[2].attr = KVM_DEV_ARM_VGIC_CTRL_INIT;
+    }
   munmap (w, size);
   g_unix_fd_list_append (fds, fd, NULL);
   close (fd);
@@ -81,6 +117,7 @@ on_attach (VgicdDbusHelper1 *skel, GDBusMethodInvocation *inv, GUnixFDList *in,
   g_variant_builder_add (&info, "{sv}", "mode", g_variant_new_string ("auto"));
   h->session = vgicd_dbus_session1_skeleton_new ();
   g_signal_connect (h->session, "handle-save", G_CALLBACK (on_save), h);
+  g_signal_connect (h->session, "handle-load", G_CALLBACK (on_load), h);
   g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (h->session),
                                     g_dbus_method_invocation_get_connection (inv),
                                     "/org/vgicd/Session1/1", NULL);
@@ -165,12 +202,21 @@ test_hostile (gconstpointer data)
     {
       g_assert_true (vgicd_client_attach (c, vgic_sim_get_fd (sim), "vm", NULL, 64, 1,
                                           &mpidr, &error));
+      static const guint8 some[16];
+      const char *want = h.how == BAD_GROUP ? "entry 2: group 4"
+                         : h.how == GUARD_NO_RANGES ? "without as many ranges"
+                         : h.how == RECORD_TOO_BIG ? "385 bytes of a 384-byte window"
+                         : "the window holds 16";
+
       vgic_sim_counters_reset (sim);
-      g_assert_false (vgicd_client_save (c, &record, &error));
+      if (h.how == GUARD_BEYOND || h.how == GUARD_NO_RANGES)
+        g_assert_false (vgicd_client_load (c, some, sizeof some, &error));
+      else
+        g_assert_false (vgicd_client_save (c, &record, &error));
       g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL);
-      g_assert_nonnull (strstr (error->message, h.how == BAD_GROUP ? "entry 2: group 4"
-                                                                  : "the window holds 16"));
-      g_assert_nonnull (strstr (error->message, "nothing was run"));
+      g_assert_nonnull (strstr (error->message, want));
+      if (h.how != RECORD_TOO_BIG)
+        g_assert_nonnull (strstr (error->message, "nothing was run"));
       g_assert_null (record);
     }
   /* Not one register access reached the device. */
@@ -201,6 +247,12 @@ main (int argc, char **argv)
   g_test_add_data_func ("/libvgicd/hostile/ctrl-group-in-window", GINT_TO_POINTER (BAD_GROUP),
                         test_hostile);
   g_test_add_data_func ("/libvgicd/hostile/count-beyond-window", GINT_TO_POINTER (BAD_COUNT),
+                        test_hostile);
+  g_test_add_data_func ("/libvgicd/hostile/guards-beyond-window", GINT_TO_POINTER (GUARD_BEYOND),
+                        test_hostile);
+  g_test_add_data_func ("/libvgicd/hostile/guards-without-ranges",
+                        GINT_TO_POINTER (GUARD_NO_RANGES), test_hostile);
+  g_test_add_data_func ("/libvgicd/hostile/record-beyond-window", GINT_TO_POINTER (RECORD_TOO_BIG),
                         test_hostile);
   g_test_add_data_func ("/libvgicd/hostile/unsealed-window", GINT_TO_POINTER (UNSEALED),
                         test_hostile);

@@ -69,41 +69,49 @@ enum {
 static inline void
 put_le16 (guint8 *p, guint16 v)
 {
-  p[0] = (guint8) v;
-  p[1] = (guint8) (v >> 8);
+  v = GUINT16_TO_LE (v);
+  memcpy (p, &v, sizeof v);
 }
 
 static inline void
 put_le32 (guint8 *p, guint32 v)
 {
-  for (int i = 0; i < 4; i++)
-    p[i] = (guint8) (v >> (8 * i));
+  v = GUINT32_TO_LE (v);
+  memcpy (p, &v, sizeof v);
 }
 
 static inline void
 put_le64 (guint8 *p, guint64 v)
 {
-  for (int i = 0; i < 8; i++)
-    p[i] = (guint8) (v >> (8 * i));
+  v = GUINT64_TO_LE (v);
+  memcpy (p, &v, sizeof v);
 }
 
 static inline guint16
 get_le16 (const guint8 *p)
 {
-  return (guint16) (p[0] | p[1] << 8);
+  guint16 v;
+
+  memcpy (&v, p, sizeof v);
+  return GUINT16_FROM_LE (v);
 }
 
 static inline guint32
 get_le32 (const guint8 *p)
 {
-  return (guint32) p[0] | (guint32) p[1] << 8 | (guint32) p[2] << 16 |
-         (guint32) p[3] << 24;
+  guint32 v;
+
+  memcpy (&v, p, sizeof v);
+  return GUINT32_FROM_LE (v);
 }
 
 static inline guint64
 get_le64 (const guint8 *p)
 {
-  return (guint64) get_le32 (p) | (guint64) get_le32 (p + 4) << 32;
+  guint64 v;
+
+  memcpy (&v, p, sizeof v);
+  return GUINT64_FROM_LE (v);
 }
 
 /* ------------------------------------------------------------------ */
@@ -219,6 +227,65 @@ explain_register_set (const VgicShape *shape, const VgicValues *values,
  * those entries less the repeated reads, and no index of all the values is
  * needed.  NULL (no error) when @entries are anything else, or when a
  * repeated read disagrees: the general path then decides and explains. */
+/* @entries less the repeated reads (only DIST offsets below 64 KiB repeat,
+ * the same rule as plan_keys()), or NULL when a repeat disagrees with the
+ * first read or a 32-bit register has high bits.  @plan, when given, must
+ * match @entries' groups and attrs at every index (else NULL too). */
+static GArray *
+dedup_reads (const struct kvm_vgic_batch_entry *entries, gsize n,
+             const struct kvm_vgic_batch_entry *plan, GError **error)
+{
+  g_autofree guint32 *first_at = g_new0 (guint32, 0x10000 / 4);
+  g_autoptr (GArray) out = g_array_sized_new (FALSE, FALSE, sizeof (*entries), (guint) n);
+  struct kvm_vgic_batch_entry *o;
+  guint len = 0;
+
+  g_array_set_size (out, (guint) n);
+  o = (struct kvm_vgic_batch_entry *) (void *) out->data;
+  for (gsize i = 0; i < n; i++)
+    {
+      const struct kvm_vgic_batch_entry *e = &entries[i];
+
+      if (plan && (plan[i].group != e->group || plan[i].attr != e->attr))
+        return NULL;
+      if (e->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && e->value > G_MAXUINT32)
+        {
+          g_autofree char *what = vgic_reg_describe (e->group, e->attr);
+          g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                       "%s is a 32-bit register but carries 0x%" G_GINT64_MODIFIER "x",
+                       what, (guint64) e->value);
+          return NULL;
+        }
+      if (e->group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS && e->attr < 0x10000)
+        {
+          guint32 *slot = &first_at[e->attr / 4];
+
+          if (*slot)
+            {
+              if (o[*slot - 1].value != e->value)
+                {
+                  g_autofree char *what = vgic_reg_describe (e->group, e->attr);
+                  g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                               "%s read twice with different values (0x%" G_GINT64_MODIFIER
+                               "x, 0x%" G_GINT64_MODIFIER "x): was the VM running?", what,
+                               (guint64) o[*slot - 1].value, (guint64) e->value);
+                  return NULL;
+                }
+              continue;
+            }
+          *slot = len + 1;
+        }
+      o[len++] = *e;
+    }
+  g_array_set_size (out, len);
+  return g_steal_pointer (&out);
+}
+
+/* The fast path of vgic_record_encode(): @entries are exactly a save as
+ * vgicd runs it (round 1, then round 2, in plan order).  Then the record is
+ * those entries less the repeated reads, and no index of all the values is
+ * needed.  NULL (no error) when @entries are anything else, or when a
+ * repeated read disagrees: the general path then decides and explains. */
 static GArray *
 ordered_as_run (const VgicShape *shape, const struct kvm_vgic_batch_entry *entries,
                 gsize n)
@@ -226,8 +293,6 @@ ordered_as_run (const VgicShape *shape, const struct kvm_vgic_batch_entry *entri
   g_autoptr (VgicValues) inputs = vgic_plan_save_inputs (shape, entries, n, NULL);
   g_autoptr (GArray) plan = NULL;
   g_autoptr (GArray) second = NULL;
-  g_autoptr (GArray) out = NULL;
-  g_autofree guint32 *first_at = NULL;
 
   if (!inputs)
     return NULL;
@@ -236,36 +301,28 @@ ordered_as_run (const VgicShape *shape, const struct kvm_vgic_batch_entry *entri
   if (!second || plan->len + second->len != n)
     return NULL;
   g_array_append_vals (plan, second->data, second->len);
+  return dedup_reads (entries, n, (const void *) plan->data, NULL);
+}
 
-  /* Same dedup rule as plan_keys(): only DIST offsets below 64 KiB repeat;
-   * remember where each was first read to compare the repeat's value. */
-  first_at = g_new0 (guint32, 0x10000 / 4);
-  out = g_array_sized_new (FALSE, FALSE, sizeof (*entries), (guint) n);
-  for (gsize i = 0; i < n; i++)
+static GBytes *serialise (const VgicShape *shape, const GArray *ordered);
+
+GBytes *
+vgic_record_encode_run (const VgicShape *shape,
+                        const struct kvm_vgic_batch_entry *entries, gsize n,
+                        GError **error)
+{
+  static const char prefix[] = "cannot encode the state record: ";
+  g_autoptr (GArray) ordered = NULL;
+
+  if (!vgic_shape_check (shape, error))
+    return NULL;
+  ordered = dedup_reads (entries, n, NULL, error);
+  if (!ordered)
     {
-      const struct kvm_vgic_batch_entry *w =
-        &g_array_index (plan, struct kvm_vgic_batch_entry, i);
-      const struct kvm_vgic_batch_entry *e = &entries[i];
-
-      if (w->group != e->group || w->attr != e->attr)
-        return NULL;
-      if (e->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && e->value > G_MAXUINT32)
-        return NULL;
-      if (e->group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS && e->attr < 0x10000)
-        {
-          guint32 *slot = &first_at[e->attr / 4];
-
-          if (*slot)
-            {
-              if (g_array_index (out, struct kvm_vgic_batch_entry, *slot - 1).value != e->value)
-                return NULL;
-              continue;
-            }
-          *slot = out->len + 1;
-        }
-      g_array_append_val (out, *e);
+      g_prefix_error (error, "%s", prefix);
+      return NULL;
     }
-  return g_steal_pointer (&out);
+  return serialise (shape, ordered);
 }
 
 GBytes *
@@ -276,8 +333,6 @@ vgic_record_encode (const VgicShape *shape,
   static const char prefix[] = "cannot encode the state record: ";
   g_autoptr (VgicValues) values = NULL;
   g_autoptr (GArray) ordered = NULL;
-  guint8 *buf, *p;
-  gsize size;
 
   /* vgicd must never emit a record its own decoder (or an older one) would
    * refuse: check exactly what the decoder will check. */
@@ -305,6 +360,15 @@ vgic_record_encode (const VgicShape *shape,
     }
 
 serialise:
+  return serialise (shape, ordered);
+}
+
+static GBytes *
+serialise (const VgicShape *shape, const GArray *ordered)
+{
+  guint8 *buf, *p;
+  gsize size;
+
   size = vgic_record_encoded_size (shape, ordered->len);
   buf = g_malloc (size);
   memcpy (buf + OFF_MAGIC, record_magic, sizeof record_magic);

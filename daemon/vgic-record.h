@@ -49,6 +49,25 @@ GBytes *vgic_record_encode (const VgicShape *shape,
                             GError **error);
 
 /**
+ * vgic_record_encode_run() - vgic_record_encode() for reads made exactly as
+ *	planned
+ * @shape: the VM that was saved
+ * @entries: the reads, in plan order: vgic_plan_save_first() of @shape, then
+ *	vgic_plan_save_second() for the values of the first part, with the
+ *	same group and attr as the plan at every index.  The caller vouches
+ *	for that (vgicd's session laid the plan out and checked every result
+ *	against it); the encoder then skips planning the save again
+ * @n: number of entries
+ * @error: set if two reads of one register disagree, or for a 32-bit
+ *	register with high bits
+ *
+ * Return: the same bytes as vgic_record_encode(), or NULL with @error set.
+ */
+GBytes *vgic_record_encode_run (const VgicShape *shape,
+                                const struct kvm_vgic_batch_entry *entries, gsize n,
+                                GError **error);
+
+/**
  * vgic_record_decode() - parse and check a record on its own terms
  * @data: the bytes
  * @len: their number

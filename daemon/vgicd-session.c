@@ -91,6 +91,7 @@ struct _VgicdSession {
   guint first_len;	/* save: entries of round 1 at the head of the step */
   GArray *guess;	/* save: the guessed round 2 that follows them */
   GArray *last_second;	/* round 2 as this VM's last save or load found it */
+  GArray *first_plan;	/* round 1 of a save: the shape's, so planned once */
   GArray *reads;	/* save: everything read so far */
   VgicRecord *record;	/* load: the validated record */
   gsize record_len;
@@ -319,8 +320,11 @@ static GVariant *
 save_done (VgicdSession *s)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (GBytes) record = vgic_record_encode (s->shape, (Entry *) (void *) s->reads->data,
-                                                  s->reads->len, &error);
+  /* s->reads are round 1 and round 2 exactly as planned: each step's
+   * results were checked against what was laid out (step_collect()). */
+  g_autoptr (GBytes) record = vgic_record_encode_run (s->shape,
+                                                      (Entry *) (void *) s->reads->data,
+                                                      s->reads->len, &error);
   g_autofree char *msg = NULL;
   GVariant *value;
   const char *key;
@@ -629,7 +633,10 @@ start_save (VgicdSession *s)
     }
   /* Round 1, then round 2 as this VM's last save (or load) found it, or
    * as the host's last save did. */
-  plan = vgic_plan_save_first (s->shape);
+  if (!s->first_plan)
+    s->first_plan = vgic_plan_save_first (s->shape);
+  plan = g_array_sized_new (FALSE, FALSE, sizeof (Entry), s->window->capacity);
+  g_array_append_vals (plan, s->first_plan->data, s->first_plan->len);
   s->first_len = plan->len;
   if (s->last_second)
     s->guess = g_array_ref (s->last_second);
@@ -883,6 +890,7 @@ vgicd_session_free (VgicdSession *s)
     }
   op_reset (s);
   g_clear_pointer (&s->last_second, g_array_unref);
+  g_clear_pointer (&s->first_plan, g_array_unref);
   g_clear_object (&s->connection);
   vgicd_window_free (s->window);
   vgic_shape_free (s->shape);

@@ -38,6 +38,39 @@ child_setup (gpointer data)
   prctl (PR_SET_PDEATHSIG, SIGTERM);
 }
 
+/* A unix socket exists from bind() on, but refuses connections until
+ * listen(): /proc/net/unix shows the listening ones (__SO_ACCEPTCON). */
+static gboolean
+is_listening (const char *path)
+{
+  g_autofree char *table = NULL;
+  g_auto (GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/proc/net/unix", &table, NULL, NULL))
+    return TRUE;	/* cannot tell: the path's existence must do */
+  lines = g_strsplit (table, "\n", -1);
+  for (guint i = 1; lines[i]; i++)
+    {
+      g_auto (GStrv) f = g_strsplit_set (lines[i], " ", -1);
+      guint n = 0, flags_at = 0, path_at = 0;
+
+      /* Num RefCount Protocol Flags Type St Inode Path */
+      for (guint j = 0; f[j]; j++)
+        if (*f[j])
+          {
+            n++;
+            if (n == 4)
+              flags_at = j;
+            if (n == 8)
+              path_at = j;
+          }
+      if (path_at && g_strcmp0 (f[path_at], path) == 0 &&
+          (g_ascii_strtoull (f[flags_at], NULL, 16) & 0x10000))
+        return TRUE;
+    }
+  return FALSE;
+}
+
 static gboolean
 wait_for_path (const char *path, GPid pid, GError **error)
 {
@@ -45,7 +78,7 @@ wait_for_path (const char *path, GPid pid, GError **error)
     {
       int status;
 
-      if (g_file_test (path, G_FILE_TEST_EXISTS))
+      if (g_file_test (path, G_FILE_TEST_EXISTS) && is_listening (path))
         return TRUE;
       if (waitpid (pid, &status, WNOHANG) == pid)
         {

@@ -90,7 +90,7 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
   VgicdServer *server = p->server;
   g_autoptr (GError) error = NULL;
   g_autoptr (GUnixFDList) fds = NULL;
-  int index;
+  int index, channel, channel_index = -1;
 
   if (!uid_allowed (server, p->uid))
     {
@@ -131,10 +131,21 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
       g_dbus_method_invocation_return_gerror (inv, error);
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
+  channel = vgicd_session_take_peer_channel (p->session);
+  if (channel >= 0)
+    {
+      channel_index = g_unix_fd_list_append (fds, channel, &error);
+      close (channel);
+      if (channel_index < 0)
+        {
+          g_dbus_method_invocation_return_gerror (inv, error);
+          return G_DBUS_METHOD_INVOCATION_HANDLED;
+        }
+    }
   vgicd_dbus_helper1_complete_attach (helper, inv, fds,
                                       vgicd_session_get_path (p->session),
                                       g_variant_new_handle (index),
-                                      vgicd_session_get_info (p->session));
+                                      vgicd_session_get_info (p->session, channel_index));
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 

@@ -37,8 +37,12 @@
  * partly written: the migration must fail.
  */
 #include <errno.h>
+#include <glib-unix.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include "vgicd/channel.h"
 #include "vgic-plan.h"
 #include "vgic-record.h"
 #include "vgic-regs.h"
@@ -78,6 +82,10 @@ struct _VgicdSession {
   gboolean kernel_batch;
   gboolean peer_guards;		/* the peer checks guards before writes */
   gboolean peer_record_window;	/* the peer takes a saved record from the window */
+  gboolean peer_channel;	/* the peer calls through a step channel */
+  int channel_fd;		/* vgicd's end of it, or -1 */
+  int peer_channel_fd;		/* the peer's end, until Attach passes it on */
+  GSource *channel_source;
   VgicdWindow *window;
   gint64 attached_usec;
 
@@ -696,15 +704,54 @@ start_load (VgicdSession *s, const guint8 *bytes, gsize len)
   }
 }
 
+/* The methods, whichever way they came (D-Bus or the step channel). */
+
+static GVariant *
+call_save (VgicdSession *s)
+{
+  return start_save (s);
+}
+
+static GVariant *
+call_load (VgicdSession *s, const guint8 *bytes, gsize len)
+{
+  begin_op (s);
+  return start_load (s, bytes, len);
+}
+
+static GVariant *
+call_load_window (VgicdSession *s, guint32 size)
+{
+  g_autofree guint8 *bytes = NULL;
+
+  begin_op (s);
+  if (size == 0 || size > s->window->size)
+    {
+      g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %u bytes "
+                                              "do not fit the window (%" G_GSIZE_FORMAT
+                                              " bytes)", size, s->window->size);
+      return step_fail_why (s, "load", "refused", msg);
+    }
+  /* Private copy first: the peer can still write to the window. */
+  bytes = g_memdup2 (s->window->entries, size);
+  return start_load (s, bytes, size);
+}
+
+/* Time each call, for the "ms in vgicd" of the operation's log line. */
+#define TIMED(s, expr)                                                         \
+  ({                                                                           \
+    gint64 t0_ = (s)->handler_start = g_get_monotonic_time ();                 \
+    GVariant *step_ = (expr);                                                  \
+    (s)->op_busy += g_get_monotonic_time () - t0_;                             \
+    step_;                                                                     \
+  })
+
 static gboolean
 on_save (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, gpointer data)
 {
   VgicdSession *s = data;
-  gint64 t0 = s->handler_start = g_get_monotonic_time ();
-  GVariant *step = start_save (s);
 
-  s->op_busy += g_get_monotonic_time () - t0;
-  vgicd_dbus_session1_complete_save (skel, inv, step);
+  vgicd_dbus_session1_complete_save (skel, inv, TIMED (s, call_save (s)));
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -713,15 +760,10 @@ on_load (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, GVariant *record,
          gpointer data)
 {
   VgicdSession *s = data;
-  gint64 t0 = s->handler_start = g_get_monotonic_time ();
   gsize len = 0;
   const guint8 *bytes = g_variant_get_fixed_array (record, &len, 1);
-  GVariant *step;
 
-  begin_op (s);
-  step = start_load (s, bytes, len);
-  s->op_busy += g_get_monotonic_time () - t0;
-  vgicd_dbus_session1_complete_load (skel, inv, step);
+  vgicd_dbus_session1_complete_load (skel, inv, TIMED (s, call_load (s, bytes, len)));
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -730,27 +772,8 @@ on_load_window (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, guint size,
                 gpointer data)
 {
   VgicdSession *s = data;
-  gint64 t0 = s->handler_start = g_get_monotonic_time ();
-  g_autofree guint8 *bytes = NULL;
-  GVariant *step;
 
-  begin_op (s);
-  if (size == 0 || size > s->window->size)
-    {
-      g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %u bytes "
-                                              "do not fit the window (%" G_GSIZE_FORMAT
-                                              " bytes)", size,
-                                              s->window->size);
-      step = step_fail_why (s, "load", "refused", msg);
-    }
-  else
-    {
-      /* Private copy first: the peer can still write to the window. */
-      bytes = g_memdup2 (s->window->entries, size);
-      step = start_load (s, bytes, size);
-    }
-  s->op_busy += g_get_monotonic_time () - t0;
-  vgicd_dbus_session1_complete_load_window (skel, inv, step);
+  vgicd_dbus_session1_complete_load_window (skel, inv, TIMED (s, call_load_window (s, size)));
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -759,12 +782,140 @@ on_next (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, GVariant *report,
          gpointer data)
 {
   VgicdSession *s = data;
-  gint64 t0 = s->handler_start = g_get_monotonic_time ();
-  GVariant *step = next_step (s, report);
 
-  s->op_busy += g_get_monotonic_time () - t0;
-  vgicd_dbus_session1_complete_next (skel, inv, step);
+  vgicd_dbus_session1_complete_next (skel, inv, TIMED (s, next_step (s, report)));
   return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+/* ------------------------------------------------------------------ */
+/* The step channel                                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A D-Bus call costs a round trip through both processes' D-Bus threads:
+ * the caller hands its message to its connection's worker thread, which
+ * writes it; vgicd's worker reads it and hands it to vgicd's main thread;
+ * the reply goes back the same way.  Under emulation that is several
+ * milliseconds per call, more than the kernel spends on a whole batch.  A
+ * peer that asks for it ("channel" in Attach's features) gets a
+ * SOCK_SEQPACKET socket for Save, LoadWindow and Next: one packet each
+ * way, read and answered on vgicd's main thread.  The packets carry the
+ * same GVariants as the D-Bus methods (see VgicdChannelMethod).
+ */
+static void
+channel_close (VgicdSession *s)
+{
+  if (s->channel_source)
+    {
+      g_source_destroy (s->channel_source);
+      g_clear_pointer (&s->channel_source, g_source_unref);
+    }
+  if (s->channel_fd >= 0)
+    close (s->channel_fd);
+  s->channel_fd = -1;
+}
+
+static void
+channel_refuse (VgicdSession *s, const char *why)
+{
+  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                    "VGICD_VM", s->name,
+                    "MESSAGE", "VM %s: closing the step channel: %s", s->name, why);
+  channel_close (s);
+}
+
+static gboolean
+on_channel (gint fd, GIOCondition cond, gpointer data)
+{
+  VgicdSession *s = data;
+  g_autofree guint8 *buf = g_malloc (VGICD_CHANNEL_MAX);
+  g_autoptr (GVariant) args = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  GVariant *step = NULL;
+  VgicdChannelHeader h;
+  ssize_t n;
+
+  n = recv (fd, buf, VGICD_CHANNEL_MAX, MSG_TRUNC | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return G_SOURCE_CONTINUE;
+  if (n <= 0)
+    {
+      /* The peer closed it (QEMU exited, or gave up on a call); the D-Bus
+       * connection's end takes the session. */
+      channel_close (s);
+      return G_SOURCE_REMOVE;
+    }
+  if ((gsize) n < sizeof h || n > VGICD_CHANNEL_MAX)
+    {
+      channel_refuse (s, "a packet of a size no method has");
+      return G_SOURCE_REMOVE;
+    }
+  memcpy (&h, buf, sizeof h);
+  switch (h.method)
+    {
+    case VGICD_CHANNEL_SAVE:
+      step = TIMED (s, call_save (s));
+      break;
+    case VGICD_CHANNEL_LOAD_WINDOW:
+      args = g_variant_ref_sink (g_variant_new_from_data (G_VARIANT_TYPE ("(u)"),
+                                                          g_memdup2 (buf + sizeof h, n - sizeof h),
+                                                          n - sizeof h, FALSE, g_free, NULL));
+      {
+        guint32 size;
+        g_variant_get (args, "(u)", &size);
+        step = TIMED (s, call_load_window (s, size));
+      }
+      break;
+    case VGICD_CHANNEL_NEXT:
+      args = g_variant_ref_sink (g_variant_new_from_data (G_VARIANT_TYPE ("(a{sv})"),
+                                                          g_memdup2 (buf + sizeof h, n - sizeof h),
+                                                          n - sizeof h, FALSE, g_free, NULL));
+      {
+        g_autoptr (GVariant) report = g_variant_get_child_value (args, 0);
+        step = TIMED (s, next_step (s, report));
+      }
+      break;
+    default:
+      channel_refuse (s, "an unknown method");
+      return G_SOURCE_REMOVE;
+    }
+
+  reply = g_variant_ref_sink (g_variant_new ("(@a{sv})", step));
+  if ((gsize) g_variant_get_size (reply) > VGICD_CHANNEL_MAX ||
+      send (fd, g_variant_get_data (reply), g_variant_get_size (reply), MSG_NOSIGNAL) < 0)
+    {
+      channel_refuse (s, "the answer could not be sent");
+      return G_SOURCE_REMOVE;
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+/* Make the channel; the peer's end is returned for Attach to pass on. */
+static int
+channel_open (VgicdSession *s, GError **error)
+{
+  int sv[2];
+
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    {
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
+                   "cannot make the step channel: %s", g_strerror (errno));
+      return -1;
+    }
+  s->channel_fd = sv[0];
+  s->channel_source = g_unix_fd_source_new (sv[0], G_IO_IN | G_IO_HUP | G_IO_ERR);
+  g_source_set_callback (s->channel_source, G_SOURCE_FUNC (on_channel), s, NULL);
+  g_source_attach (s->channel_source, NULL);
+  return sv[1];
+}
+
+int
+vgicd_session_take_peer_channel (VgicdSession *s)
+{
+  int fd = s->peer_channel_fd;
+
+  s->peer_channel_fd = -1;
+  return fd;
 }
 
 /* ------------------------------------------------------------------ */
@@ -797,6 +948,7 @@ parse_vm (VgicdSession *s, GVariant *vm, GError **error)
       {
         s->peer_guards = g_strv_contains (features, "guards");
         s->peer_record_window = g_strv_contains (features, "record-window");
+        s->peer_channel = g_strv_contains (features, "channel");
       }
   }
   aff = g_variant_get_fixed_array (mpidrs, &n, sizeof (guint32));
@@ -819,6 +971,7 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
   g_autofree char *msg = NULL;
   guint32 capacity;
 
+  s->channel_fd = s->peer_channel_fd = -1;
   s->daemon = daemon;
   s->uid = uid;
   s->pid = pid;
@@ -850,6 +1003,15 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
       vgicd_session_free (s);
       return NULL;
     }
+  if (s->peer_channel)
+    {
+      s->peer_channel_fd = channel_open (s, error);
+      if (s->peer_channel_fd < 0)
+        {
+          vgicd_session_free (s);
+          return NULL;
+        }
+    }
   s->attached_usec = g_get_real_time ();
 
   /* What the executor found is the freshest word on the kernel. */
@@ -861,9 +1023,10 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
     }
   g_ptr_array_add (daemon->sessions, s);
   daemon->totals.sessions_total++;
-  msg = g_strdup_printf ("attached: %u vCPUs, %u IRQs, kernel batch %s, pid %d uid %u",
+  msg = g_strdup_printf ("attached: %u vCPUs, %u IRQs, kernel batch %s, %s, pid %d uid %u",
                          s->shape->nr_vcpus, s->shape->nr_irqs,
-                         s->kernel_batch ? "yes" : "no", (int) pid, (guint) uid);
+                         s->kernel_batch ? "yes" : "no",
+                         s->peer_channel ? "step channel" : "D-Bus steps", (int) pid, (guint) uid);
   log_op (s, G_LOG_LEVEL_MESSAGE, "attach", msg);
   vgicd_daemon_changed (daemon);
   return s;
@@ -889,6 +1052,9 @@ vgicd_session_free (VgicdSession *s)
       g_object_unref (s->skeleton);
     }
   op_reset (s);
+  channel_close (s);
+  if (s->peer_channel_fd >= 0)
+    close (s->peer_channel_fd);
   g_clear_pointer (&s->last_second, g_array_unref);
   g_clear_pointer (&s->first_plan, g_array_unref);
   g_clear_object (&s->connection);
@@ -913,11 +1079,13 @@ vgicd_session_get_window_fd (VgicdSession *s)
 }
 
 GVariant *
-vgicd_session_get_info (VgicdSession *s)
+vgicd_session_get_info (VgicdSession *s, gint channel_handle)
 {
   GVariantBuilder b;
 
   g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  if (channel_handle >= 0)
+    g_variant_builder_add (&b, "{sv}", "channel", g_variant_new_handle (channel_handle));
   g_variant_builder_add (&b, "{sv}", "window-entries", g_variant_new_uint32 (s->window->capacity));
   g_variant_builder_add (&b, "{sv}", "mode",
                          g_variant_new_string (vgicd_mode_to_string (s->daemon->mode)));

@@ -30,5 +30,13 @@ void vgicd_session_free (VgicdSession *session);
 const char *vgicd_session_get_path (VgicdSession *session);
 int vgicd_session_get_window_fd (VgicdSession *session);
 
-/* vgicd_session_get_info() - Attach's "info" reply (a floating a{sv}) */
-GVariant *vgicd_session_get_info (VgicdSession *session);
+/**
+ * vgicd_session_take_peer_channel() - the peer's end of the step channel,
+ * for Attach to pass on (the caller owns it), or -1 if the peer did not ask
+ * for one
+ */
+int vgicd_session_take_peer_channel (VgicdSession *session);
+
+/* vgicd_session_get_info() - Attach's "info" reply (a floating a{sv}); the
+ * step channel is the reply's fd @channel_handle (-1: none) */
+GVariant *vgicd_session_get_info (VgicdSession *session, gint channel_handle);

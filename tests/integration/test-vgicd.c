@@ -5,8 +5,10 @@
  * plays QEMU; the window and the vGIC fd really cross process boundaries.
  */
 #include <errno.h>
+#include <gio/gunixfdlist.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -185,6 +187,166 @@ test_round_trip (gconstpointer data)
       g_assert_true (g_bytes_equal (want, got));
       g_assert_true (g_bytes_equal (want, record));
     }
+
+  /* libvgicd asked for the step channel, and vgicd gave it. */
+  {
+    g_autofree char *log = NULL;
+    g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+    g_assert_nonnull (strstr (log, "VM src: attached: 1 vCPUs, 64 IRQs, kernel batch"));
+    g_assert_nonnull (strstr (log, "step channel, pid"));
+    g_assert_null (strstr (log, "D-Bus steps"));
+  }
+}
+
+/* A peer of protocol 1 (libvgicd before guards, the record in the window
+ * and the step channel): plain D-Bus calls, no features.  vgicd must serve
+ * it as before: the record in the done step, the destination's TYPER
+ * reads as a step of their own.  The steps run here one register per
+ * ioctl, through the executor, on the sims. */
+typedef struct {
+  GDBusConnection *conn;
+  char *path;
+  Entry *window;
+  gsize size;
+  guint32 entries;
+} OldPeer;
+
+static void
+old_peer_attach (OldPeer *p, VgicdHarness *h, VgicSim *sim, const Shape *s, const char *name)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GVariant) reply = NULL, info = NULL;
+  g_autoptr (GUnixFDList) fds = NULL;
+  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
+  GVariantBuilder vm;
+  const char *path;
+  gint32 handle;
+  int fd;
+
+  p->conn = g_dbus_connection_new_for_address_sync (h->address,
+                                                    G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
+                                                    NULL, NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < s->vcpus; i++)
+    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
+  g_variant_builder_init (&vm, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&vm, "{sv}", "name", g_variant_new_string (name));
+  g_variant_builder_add (&vm, "{sv}", "nr-irqs", g_variant_new_uint32 (s->irqs));
+  g_variant_builder_add (&vm, "{sv}", "mpidrs",
+                         g_variant_new_fixed_array (G_VARIANT_TYPE_UINT32, mpidrs, s->vcpus,
+                                                    sizeof (guint32)));
+  g_variant_builder_add (&vm, "{sv}", "kernel-batch", g_variant_new_boolean (FALSE));
+  reply = g_dbus_connection_call_with_unix_fd_list_sync (
+    p->conn, NULL, "/org/vgicd/Helper1", "org.vgicd.Helper1", "Attach",
+    g_variant_new ("(@a{sv})", g_variant_builder_end (&vm)), G_VARIANT_TYPE ("(oha{sv})"),
+    G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &fds, NULL, &error);
+  g_assert_no_error (error);
+  g_variant_get (reply, "(&oh@a{sv})", &path, &handle, &info);
+  /* No step channel for a peer that did not ask for one. */
+  g_assert_false (g_variant_lookup (info, "channel", "h", &handle));
+  g_assert_true (g_variant_lookup (info, "window-entries", "u", &p->entries));
+  fd = g_unix_fd_list_get (fds, 0, &error);
+  g_assert_no_error (error);
+  p->size = (gsize) p->entries * sizeof (Entry);
+  p->window = mmap (NULL, p->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  g_assert_true (p->window != MAP_FAILED);
+  close (fd);
+  p->path = g_strdup (path);
+}
+
+static void
+old_peer_clear (OldPeer *p)
+{
+  munmap (p->window, p->size);
+  g_dbus_connection_close_sync (p->conn, NULL, NULL);
+  g_object_unref (p->conn);
+  g_free (p->path);
+}
+
+/* Call @method, then run steps until done; the last step is returned. */
+static GVariant *
+old_peer_run (OldPeer *p, VgicSim *sim, const char *method, GVariant *args, guint *steps)
+{
+  g_autoptr (GError) error = NULL;
+  GVariant *reply = g_dbus_connection_call_sync (p->conn, NULL, p->path, "org.vgicd.Session1",
+                                                 method, args, G_VARIANT_TYPE ("(a{sv})"),
+                                                 G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &error);
+  GVariant *step;
+
+  g_assert_no_error (error);
+  g_variant_get (reply, "(@a{sv})", &step);
+  g_variant_unref (reply);
+  for (*steps = 0;; (*steps)++)
+    {
+      const char *action = NULL;
+      guint32 count = 0, guard = 0;
+      VgicExecReport r;
+      GVariantBuilder b;
+
+      g_variant_lookup (step, "action", "&s", &action);
+      if (g_strcmp0 (action, "read") != 0 && g_strcmp0 (action, "write") != 0)
+        return step;
+      /* Guards are only for peers that asked for them. */
+      g_assert_false (g_variant_lookup (step, "guard", "u", &guard));
+      g_variant_lookup (step, "count", "u", &count);
+      g_assert_cmpuint (count, <=, p->entries);
+      vgic_exec_run (vgic_sim_get_fd (sim), p->window, count,
+                     action[0] == 'w' ? VGIC_EXEC_WRITE : VGIC_EXEC_READ, VGIC_EXEC_SINGLE, &r);
+      g_assert_cmpint (r.error, ==, 0);
+      g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+      g_variant_builder_add (&b, "{sv}", "done", g_variant_new_uint32 (r.done));
+      g_variant_builder_add (&b, "{sv}", "error", g_variant_new_int32 (0));
+      g_variant_builder_add (&b, "{sv}", "ioctls", g_variant_new_uint32 (r.ioctls));
+      g_variant_builder_add (&b, "{sv}", "ns", g_variant_new_uint64 (r.ns));
+      g_variant_builder_add (&b, "{sv}", "via", g_variant_new_string ("single"));
+      g_variant_unref (step);
+      reply = g_dbus_connection_call_sync (p->conn, NULL, p->path, "org.vgicd.Session1", "Next",
+                                           g_variant_new ("(@a{sv})", g_variant_builder_end (&b)),
+                                           G_VARIANT_TYPE ("(a{sv})"), G_DBUS_CALL_FLAGS_NONE,
+                                           5000, NULL, &error);
+      g_assert_no_error (error);
+      g_variant_get (reply, "(@a{sv})", &step);
+      g_variant_unref (reply);
+    }
+}
+
+static void
+test_protocol1_peer (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[2];
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (VgicSim) dst = make_sim (s, FALSE);
+  g_autoptr (GVariant) done = NULL, loaded = NULL, bytes = NULL;
+  g_autoptr (GBytes) record = NULL, want = NULL, got = NULL;
+  OldPeer ps = { 0 }, pd = { 0 };
+  const char *action = NULL;
+  guint steps;
+
+  vgic_sim_randomize (src, 31);
+  old_peer_attach (&ps, h, src, s, "old-src");
+  old_peer_attach (&pd, h, dst, s, "old-dst");
+
+  done = old_peer_run (&ps, src, "Save", NULL, &steps);
+  g_assert_true (g_variant_lookup (done, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "done");
+  bytes = g_variant_lookup_value (done, "record", G_VARIANT_TYPE_BYTESTRING);
+  g_assert_nonnull (bytes);
+  record = g_variant_get_data_as_bytes (bytes);
+  want = visible_state (src, s);
+  g_assert_true (g_bytes_equal (want, record));
+
+  loaded = old_peer_run (&pd, dst, "Load",
+                         g_variant_new ("(@ay)", g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING,
+                                                                          record, TRUE)),
+                         &steps);
+  g_assert_true (g_variant_lookup (loaded, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "done");
+  g_assert_cmpuint (steps, ==, 2);	/* the TYPER reads, then the writes */
+  got = visible_state (dst, s);
+  g_assert_true (g_bytes_equal (want, got));
+  old_peer_clear (&ps);
+  old_peer_clear (&pd);
 }
 
 /* Mode off: saves are declined (QEMU keeps its own path); loads still serve. */
@@ -634,6 +796,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/vgicd/round-trip/single", &single, test_round_trip);
   g_test_add_func ("/vgicd/round-trip/old-kernel-single-path", test_old_kernel_single_path);
   g_test_add_func ("/vgicd/mode-off-declines-save-serves-load", test_mode_off);
+  g_test_add_func ("/vgicd/protocol-1-peer", test_protocol1_peer);
   g_test_add_func ("/vgicd/refused-records-change-nothing", test_refused_records_change_nothing);
   g_test_add_func ("/vgicd/guards-refuse-destination", test_guards_refuse_destination);
   g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);

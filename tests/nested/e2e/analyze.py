@@ -228,6 +228,28 @@ def gic_load_ms(path):
     return None
 
 
+def gic_hook_ms(path, op):
+    """Time of the GIC's own hook inside the section: pre_save (the vGIC get,
+    from section start to vmstate_save_state_pre_save_res) or post_load (the
+    vGIC put, from the end of the last nested state to the section's end)."""
+    start = last = None
+    for t, ev, args in trace_events(path):
+        if op == "save":
+            if ev == "savevm_section_start" and GIC.match(args.split(",")[0]):
+                start = t
+            elif ev == "vmstate_save_state_pre_save_res" and args.startswith("arm_gicv3/") \
+                    and start is not None:
+                return (t - start) * 1e3
+        else:
+            if ev == "vmstate_load" and GIC.match(args.split(",")[0]):
+                start = last = t
+            elif ev == "vmstate_load_state_end" and start is not None:
+                if args.startswith("arm_gicv3 end/"):
+                    return (t - last) * 1e3
+                last = t
+    return None
+
+
 def has_event(files, name, event):
     p = files.get(name)
     return p is not None and any(ev == event for _, ev, _ in trace_events(p))
@@ -287,6 +309,15 @@ def main():
                 for op in ("save", "load"):
                     if t[side, op] is None:
                         result("c%d.%s.%s-time" % (n, side, op), False, "no GIC section events in the trace")
+            hooks = []
+            for op in ("save", "load"):
+                for side in ("stock", "patched"):
+                    p = files.get("c%d-%s-%s.trace" % (n, side, op))
+                    h = gic_hook_ms(p, op) if p else None
+                    tot = t[side, op]
+                    hooks.append("%s %s %s" % (side, op, "%.1f ms (rest of the section %.1f ms)" % (
+                        h, tot - h) if h is not None and tot is not None else "?"))
+            print("  %6s   of which the vGIC get (pre_save) / put (post_load): %s" % ("", "; ".join(hooks)))
             result("c%d.patched-save-through-vgicd" % n,
                    has_event(files, "c%d-patched-save.trace" % n, "kvm_arm_gicv3_vgicd_save"))
             result("c%d.patched-load-through-vgicd" % n,

@@ -93,7 +93,7 @@ qmpq() { local q=$1; shift; /usr/bin/qmp "$Q/$q.qmp" "$@" > "$Q/$q.qmp.last" 2>&
 start() {
 	local n=$1 bin=$2 smp=$3 ev
 	shift 3
-	ev="-trace savevm_section_start -trace savevm_section_end -trace vmstate_load -trace vmstate_load_state_end -trace vmstate_subsection_load_bad"
+	ev="-trace savevm_section_start -trace savevm_section_end -trace vmstate_save_state_pre_save_res -trace vmstate_load -trace vmstate_load_state_end -trace vmstate_subsection_load_bad"
 	[ "$bin" = "$PQ" ] && ev="$ev -trace kvm_arm_gicv3_vgicd_*"
 	rm -f "$Q/$n".*
 	# shellcheck disable=SC2086

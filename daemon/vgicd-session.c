@@ -258,6 +258,10 @@ step_run (VgicdSession *s, GArray *plan, gboolean write)
   g_variant_builder_add (&b, "{sv}", "count",
                          g_variant_new_uint32 (plan->len - s->step_guard));
   g_variant_builder_add (&b, "{sv}", "via", g_variant_new_string (s->step_via));
+  /* A restore's writes are its last step: when they all succeed, the
+   * answer to Next is done, and the peer need not wait for it. */
+  if (write && s->op == OP_LOAD_WRITE)
+    g_variant_builder_add (&b, "{sv}", "last", g_variant_new_boolean (TRUE));
   if (s->step_guard)
     {
       GVariantBuilder r;

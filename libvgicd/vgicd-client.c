@@ -60,6 +60,7 @@ struct _VgicdClient {
   gboolean load_window;		/* vgicd has Session1.LoadWindow */
   int channel;			/* the step channel, or -1 */
   gboolean broken;		/* a channel call failed: the session is lost */
+  gboolean answer_deferred;	/* vgicd's answer to a load's last Next is due */
 
   VgicdClientStats stats;
 };
@@ -296,30 +297,42 @@ channel_lost (VgicdClient *c, GError **error, const char *format, ...)
   return NULL;
 }
 
-/* A call through the step channel: one packet out, one back, within the
- * timeout. */
-static GVariant *
-call_channel (VgicdClient *c, VgicdChannelMethod method, GVariant *args, GError **error)
+/* Send one call on the step channel. */
+static gboolean
+channel_send (VgicdClient *c, VgicdChannelMethod method, GVariant *args, GError **error)
 {
   g_autoptr (GVariant) sunk = g_variant_ref_sink (args ? args : g_variant_new ("()"));
-  g_autoptr (GVariant) reply = NULL;
   VgicdChannelHeader h = { .method = method };
   gsize size = g_variant_get_size (sunk);
-  g_autofree guint8 *buf = g_malloc (VGICD_CHANNEL_MAX);
-  gint64 deadline = g_get_monotonic_time () + (gint64) c->timeout_ms * 1000;
-  GVariant *step;
-  ssize_t n;
+  g_autofree guint8 *buf = NULL;
 
   if (sizeof h + size > VGICD_CHANNEL_MAX)
     {
       g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_INVALID,
                    "a call of %" G_GSIZE_FORMAT " bytes does not fit the step channel", size);
-      return NULL;
+      return FALSE;
     }
+  buf = g_malloc (sizeof h + size);
   memcpy (buf, &h, sizeof h);
   g_variant_store (sunk, buf + sizeof h);
   if (send (c->channel, buf, sizeof h + size, MSG_NOSIGNAL) < 0)
-    return channel_lost (c, error, "went away (%s)", g_strerror (errno));
+    {
+      channel_lost (c, error, "went away (%s)", g_strerror (errno));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Wait for vgicd's answer on the step channel, within the timeout. */
+static GVariant *
+channel_receive (VgicdClient *c, GError **error)
+{
+  g_autofree guint8 *buf = g_malloc (VGICD_CHANNEL_MAX);
+  g_autoptr (GVariant) reply = NULL;
+  gint64 deadline = g_get_monotonic_time () + (gint64) c->timeout_ms * 1000;
+  GVariant *step;
+  ssize_t n;
+
   for (;;)
     {
       struct pollfd p = { .fd = c->channel, .events = POLLIN };
@@ -353,6 +366,35 @@ call_channel (VgicdClient *c, VgicdChannelMethod method, GVariant *args, GError 
   return step;
 }
 
+/*
+ * The answer to a load's last Next, which libvgicd did not wait for (see
+ * run_step()), must be taken before anything else: before the next call,
+ * and before the window is written again (vgicd reads the results there).
+ */
+static gboolean
+take_deferred_answer (VgicdClient *c, GError **error)
+{
+  g_autoptr (GVariant) step = NULL;
+
+  if (!c->answer_deferred)
+    return TRUE;
+  c->answer_deferred = FALSE;
+  /* Every write was applied, so the load succeeded whatever the answer;
+   * were it not done, vgicd found fault with the report alone, and has
+   * logged and counted that itself. */
+  step = channel_receive (c, error);
+  return step != NULL;
+}
+
+/* A call through the step channel: one packet out, one back. */
+static GVariant *
+call_channel (VgicdClient *c, VgicdChannelMethod method, GVariant *args, GError **error)
+{
+  if (!channel_send (c, method, args, error))
+    return NULL;
+  return channel_receive (c, error);
+}
+
 static GVariant *
 call_session (VgicdClient *c, const char *method, GVariant *args, GError **error)
 {
@@ -365,6 +407,12 @@ call_session (VgicdClient *c, const char *method, GVariant *args, GError **error
         g_variant_unref (g_variant_ref_sink (args));
       g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
                    "vgicd: the session was lost when an earlier call failed; attach again");
+      return NULL;
+    }
+  if (!take_deferred_answer (c, error))
+    {
+      if (args)
+        g_variant_unref (g_variant_ref_sink (args));
       return NULL;
     }
   if (c->channel >= 0)
@@ -424,6 +472,16 @@ add_report (GVariantBuilder *b, const VgicExecReport *r, guint32 index_base,
                          g_variant_new_string (via == VGIC_EXEC_BATCH ? "batch" : "single"));
 }
 
+static GVariant *
+step_done (void)
+{
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "action", g_variant_new_string ("done"));
+  return g_variant_ref_sink (g_variant_builder_end (&b));
+}
+
 /* Run one read or write step: copy, check, execute, copy back. */
 static GVariant *
 run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
@@ -437,6 +495,7 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
   VgicExecReport r = { 0 };
   VgicExecDir dir = write ? VGIC_EXEC_WRITE : VGIC_EXEC_READ;
   GVariantBuilder b;
+  gboolean last = FALSE;
   gint64 failed = -1;
   guint64 ns = 0;
 
@@ -507,6 +566,20 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
   c->stats.kernel_ns += ns;
   c->stats.batched = exec_via == VGIC_EXEC_BATCH;
   g_variant_builder_add (&b, "{sv}", "ioctls", g_variant_new_uint32 (ioctls));
+
+  /* The last writes of a load, all applied: vgicd's answer can only be
+   * done, and a load's done carries nothing.  So the report goes out and
+   * the load ends here, a round trip early; the answer is taken before
+   * the next call (take_deferred_answer()). */
+  if (write && c->channel >= 0 && !r.error && failed < 0 && r.done == count &&
+      g_variant_lookup (step, "last", "b", &last) && last)
+    {
+      if (!channel_send (c, VGICD_CHANNEL_NEXT,
+                         g_variant_new ("(@a{sv})", g_variant_builder_end (&b)), error))
+        return NULL;
+      c->answer_deferred = TRUE;
+      return step_done ();
+    }
   return call_session (c, "Next", g_variant_new ("(@a{sv})", g_variant_builder_end (&b)),
                        error);
 }
@@ -618,6 +691,9 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
   if (!check_attached (c, error))
     return FALSE;
   memset (&c->stats, 0, sizeof (c->stats));
+  /* vgicd may still be reading the last load's results in the window. */
+  if (!take_deferred_answer (c, error))
+    return FALSE;
   if (c->load_window && len > 0 && len <= c->window_size && len <= G_MAXUINT32)
     {
       /* The record through the window: one copy instead of a message's. */
@@ -654,7 +730,12 @@ vgicd_client_free (VgicdClient *c)
   if (c->window_fd >= 0)
     close (c->window_fd);
   if (c->channel >= 0)
-    close (c->channel);
+    {
+      /* Let vgicd finish with the window before it goes. */
+      take_deferred_answer (c, NULL);
+      if (c->channel >= 0)
+        close (c->channel);
+    }
   if (c->connection)
     {
       g_dbus_connection_close_sync (c->connection, NULL, NULL);

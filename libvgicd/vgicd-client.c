@@ -560,7 +560,9 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
       c->stats.entries += r.done;
       add_report (&b, &r, guard, exec_via);
     }
-  memcpy (c->window, work, (gsize) (guard + count) * sizeof (*work));
+  /* Back go what vgicd reads: the values read, and the guards.  Writes
+   * leave nothing to read back (their errors are in the report). */
+  memcpy (c->window, work, (gsize) (write ? guard : guard + count) * sizeof (*work));
 
   c->stats.ioctls += ioctls;
   c->stats.kernel_ns += ns;

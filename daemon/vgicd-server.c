@@ -104,10 +104,11 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
                         "VGICD_PEER_UID", uid,
                         "MESSAGE", "refused a peer: user %s (uid %u, pid %d) is not allowed",
                         who, (guint) p->uid, (int) p->pid);
-      g_dbus_method_invocation_return_dbus_error (
-        inv, "org.freedesktop.DBus.Error.AccessDenied",
+      g_autofree char *msg =
         g_strdup_printf ("user %s (uid %u) may not use vgicd; AllowUsers in %s lists: %s",
-                         who, (guint) p->uid, server->daemon->config->path, list));
+                         who, (guint) p->uid, server->daemon->config->path, list);
+      g_dbus_method_invocation_return_dbus_error (
+        inv, "org.freedesktop.DBus.Error.AccessDenied", msg);
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
   if (p->session)

@@ -832,6 +832,15 @@ channel_refuse (VgicdSession *s, const char *why)
   channel_close (s);
 }
 
+/* A call's arguments, as a GVariant that owns a copy of them. */
+static GVariant *
+channel_args (const GVariantType *type, const guint8 *data, gsize len)
+{
+  g_autoptr (GBytes) bytes = g_bytes_new (data, len);
+
+  return g_variant_ref_sink (g_variant_new_from_bytes (type, bytes, FALSE));
+}
+
 static gboolean
 on_channel (gint fd, GIOCondition cond, gpointer data)
 {
@@ -865,9 +874,7 @@ on_channel (gint fd, GIOCondition cond, gpointer data)
       step = TIMED (s, call_save (s));
       break;
     case VGICD_CHANNEL_LOAD_WINDOW:
-      args = g_variant_ref_sink (g_variant_new_from_data (G_VARIANT_TYPE ("(u)"),
-                                                          g_memdup2 (buf + sizeof h, n - sizeof h),
-                                                          n - sizeof h, FALSE, g_free, NULL));
+      args = channel_args (G_VARIANT_TYPE ("(u)"), buf + sizeof h, n - sizeof h);
       {
         guint32 size;
         g_variant_get (args, "(u)", &size);
@@ -875,9 +882,7 @@ on_channel (gint fd, GIOCondition cond, gpointer data)
       }
       break;
     case VGICD_CHANNEL_NEXT:
-      args = g_variant_ref_sink (g_variant_new_from_data (G_VARIANT_TYPE ("(a{sv})"),
-                                                          g_memdup2 (buf + sizeof h, n - sizeof h),
-                                                          n - sizeof h, FALSE, g_free, NULL));
+      args = channel_args (G_VARIANT_TYPE ("(a{sv})"), buf + sizeof h, n - sizeof h);
       {
         g_autoptr (GVariant) report = g_variant_get_child_value (args, 0);
         step = TIMED (s, next_step (s, report));

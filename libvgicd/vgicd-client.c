@@ -359,9 +359,11 @@ channel_receive (VgicdClient *c, GError **error)
     return channel_lost (c, error, "went away (%s)", g_strerror (errno));
   if (n > VGICD_CHANNEL_MAX)
     return channel_lost (c, error, "sent an answer larger than the channel allows");
-  reply = g_variant_ref_sink (g_variant_new_from_data (G_VARIANT_TYPE ("(a{sv})"),
-                                                       g_steal_pointer (&buf), (gsize) n,
-                                                       FALSE, g_free, NULL));
+  {
+    g_autoptr (GBytes) bytes = g_bytes_new_take (g_steal_pointer (&buf), (gsize) n);
+    reply = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE ("(a{sv})"),
+                                                          bytes, FALSE));
+  }
   g_variant_get (reply, "(@a{sv})", &step);
   return step;
 }

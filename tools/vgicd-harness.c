@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "vgicd-harness.h"
@@ -221,6 +222,17 @@ vgicd_harness_stop (VgicdHarness *h)
     return;
   stop_pid (&h->vgicd_pid, SIGTERM);
   stop_pid (&h->dbus_pid, SIGTERM);
+  /* vgicd is a process of its own: in a sanitizer build, what ASan, LSan
+   * or UBSan found in it at exit is in its log, and fails the test. */
+  if (h->log_path)
+    {
+      g_autofree char *log = NULL;
+
+      if (g_file_get_contents (h->log_path, &log, NULL, NULL) &&
+          (strstr (log, "ERROR: AddressSanitizer") || strstr (log, "ERROR: LeakSanitizer") ||
+           strstr (log, "runtime error:")))
+        g_error ("vgicd reported a sanitizer error:\n%s", log);
+    }
   /* VGICD_HARNESS_KEEP=1 keeps the logs and configuration for a look. */
   if (h->dir && !g_getenv ("VGICD_HARNESS_KEEP"))
     remove_tree (h->dir);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * crc32c.c - table-driven CRC-32C, slicing by 8.
+ * crc32c.c - CRC-32C: the CPU's instruction where there is one (x86
+ * SSE4.2, arm64 FEAT_CRC32), else a table-driven slicing by 8.
  *
  * A state record at 160 vCPUs is ~145 KB and is checksummed on both sides of
  * the migration, inside the downtime window.  A byte-at-a-time table does
@@ -11,10 +12,22 @@
  * Input bytes are assembled into words explicitly, little-endian, so the
  * code gives the same result on any host byte order and never reads through
  * a misaligned or type-punned pointer.
+ *
+ * The instructions do eight bytes per step.  Under emulation (the nested
+ * test tier runs arm64 under TCG) they cost one helper call where the
+ * table costs some thirty instructions, and the record is checksummed
+ * inside the downtime on both sides.
  */
 #include "crc32c.h"
 
 #include <glib.h>
+#include <string.h>
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7)
+#endif
+#endif
 
 /* Castagnoli polynomial 0x1EDC6F41, bit-reversed for LSB-first processing. */
 #define CRC32C_POLY_REFLECTED 0x82F63B78u
@@ -40,8 +53,69 @@ init_tables (void)
       table[k][b] = (table[k - 1][b] >> 8) ^ table[0][table[k - 1][b] & 0xff];
 }
 
-/* Build the tables once, thread-safely: vgicd serves several sessions from
- * worker threads and any of them may be the first to checksum. */
+static inline uint32_t
+load_le32 (const uint8_t *p)
+{
+  return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
+         (uint32_t) p[3] << 24;
+}
+
+static inline uint64_t
+load_le64 (const uint8_t *p)
+{
+  return (uint64_t) load_le32 (p) | (uint64_t) load_le32 (p + 4) << 32;
+}
+
+/* The instruction, on the CRC register as the table loop keeps it (not
+ * inverted).  NULL where the CPU has none. */
+typedef uint32_t (*CrcStep) (uint32_t crc, const uint8_t *p, size_t len);
+static CrcStep crc_hw;
+
+#if defined(__x86_64__)
+__attribute__ ((target ("sse4.2"))) static uint32_t
+crc_sse42 (uint32_t crc, const uint8_t *p, size_t len)
+{
+  uint64_t c = crc;
+
+  for (; len >= 8; p += 8, len -= 8)
+    c = __builtin_ia32_crc32di (c, load_le64 (p));
+  for (; len; p++, len--)
+    c = __builtin_ia32_crc32qi ((uint32_t) c, *p);
+  return (uint32_t) c;
+}
+
+static CrcStep
+detect_hw (void)
+{
+  return __builtin_cpu_supports ("sse4.2") ? crc_sse42 : NULL;
+}
+#elif defined(__aarch64__)
+static uint32_t
+crc_arm64 (uint32_t crc, const uint8_t *p, size_t len)
+{
+  for (; len >= 8; p += 8, len -= 8)
+    __asm__ (".arch_extension crc\n\tcrc32cx %w0, %w0, %x1" : "+r" (crc) : "r" (load_le64 (p)));
+  for (; len; p++, len--)
+    __asm__ (".arch_extension crc\n\tcrc32cb %w0, %w0, %w1" : "+r" (crc) : "r" ((uint32_t) *p));
+  return crc;
+}
+
+static CrcStep
+detect_hw (void)
+{
+  return (getauxval (AT_HWCAP) & HWCAP_CRC32) ? crc_arm64 : NULL;
+}
+#else
+static CrcStep
+detect_hw (void)
+{
+  return NULL;
+}
+#endif
+
+/* Build the tables and look for the instruction once, thread-safely:
+ * vgicd serves several sessions and any of them may be the first to
+ * checksum. */
 static void
 ensure_tables (void)
 {
@@ -50,19 +124,22 @@ ensure_tables (void)
   if (g_once_init_enter (&done))
     {
       init_tables ();
+      crc_hw = detect_hw ();
       g_once_init_leave (&done, 1);
     }
 }
 
-static inline uint32_t
-load_le32 (const uint8_t *p)
+uint32_t
+crc32c (uint32_t crc, const void *data, size_t len)
 {
-  return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
-         (uint32_t) p[3] << 24;
+  ensure_tables ();
+  if (crc_hw)
+    return ~crc_hw (~crc, data, len);
+  return crc32c_table (crc, data, len);
 }
 
 uint32_t
-crc32c (uint32_t crc, const void *data, size_t len)
+crc32c_table (uint32_t crc, const void *data, size_t len)
 {
   const uint8_t *p = data;
 

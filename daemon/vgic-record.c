@@ -156,15 +156,24 @@ max_entries (guint32 nr_irqs, guint32 nr_vcpus)
  * vCPU), and a DIST attr is a bare offset below 64 KiB, so a bitmap of
  * offsets finds the repeats without hashing 7,000 keys. */
 static GArray *
-plan_keys (const VgicShape *shape, const VgicValues *values, GError **error)
+plan_keys (const VgicShape *shape, const VgicValues *values, const GArray *first,
+           GError **error)
 {
-  g_autoptr (GArray) all = vgic_plan_save_first (shape);
+  g_autoptr (GArray) all = NULL;
   g_autoptr (GArray) second = vgic_plan_save_second (shape, values, error);
   g_autofree guint64 *seen = NULL;
   guint out = 0;
 
   if (!second)
     return NULL;
+  if (first)
+    {
+      all = g_array_sized_new (FALSE, FALSE, sizeof (struct kvm_vgic_batch_entry),
+                               first->len + second->len);
+      g_array_append_vals (all, first->data, first->len);
+    }
+  else
+    all = vgic_plan_save_first (shape);
   g_array_append_vals (all, second->data, second->len);
   seen = g_new0 (guint64, 0x10000 / 64);
   for (guint i = 0; i < all->len; i++)
@@ -351,7 +360,7 @@ vgic_record_encode (const VgicShape *shape,
    * state, which makes records comparable and decode → encode an identity.
    * Every planned register found, and no more values than registers (both
    * sides hold each key once), is exactly the save's register set. */
-  ordered = plan_keys (shape, values, NULL);
+  ordered = plan_keys (shape, values, NULL, NULL);
   if (!ordered || !fill_from (ordered, values) ||
       ordered->len != vgic_values_size (values))
     {
@@ -560,7 +569,7 @@ parse_shape (const Layout *l, GError **error)
 
 /* Step 5: the entries must be exactly a save of @shape, in plan order. */
 static VgicValues *
-parse_entries (const Layout *l, const VgicShape *shape, GError **error)
+parse_entries (const Layout *l, const VgicShape *shape, const GArray *first, GError **error)
 {
   static const char prefix[] = "the state record's register set is wrong: ";
   g_autofree struct kvm_vgic_batch_entry *entries =
@@ -597,7 +606,7 @@ parse_entries (const Layout *l, const VgicShape *shape, GError **error)
 
   /* The good path: the entries are the plan's registers, in its order.
    * Both lists hold each key once, so the same sequence is the same set. */
-  expected = plan_keys (shape, values, NULL);
+  expected = plan_keys (shape, values, first, NULL);
   if (expected && expected->len == l->nr_entries)
     {
       guint32 i;
@@ -644,7 +653,8 @@ parse_entries (const Layout *l, const VgicShape *shape, GError **error)
 }
 
 static VgicRecord *
-decode (const guint8 *data, gsize len, const VgicShape *vm, GError **error)
+decode (const guint8 *data, gsize len, const VgicShape *vm, const GArray *first,
+        GError **error)
 {
   g_autoptr (VgicRecord) record = NULL;
   Layout layout = { 0 };
@@ -662,7 +672,7 @@ decode (const guint8 *data, gsize len, const VgicShape *vm, GError **error)
    * should be reported as one rather than as some register's absence. */
   if (vm && !vgic_shape_match (vm, record->shape, error))
     return NULL;
-  record->values = parse_entries (&layout, record->shape, error);
+  record->values = parse_entries (&layout, record->shape, first, error);
   if (!record->values)
     return NULL;
   return g_steal_pointer (&record);
@@ -671,7 +681,7 @@ decode (const guint8 *data, gsize len, const VgicShape *vm, GError **error)
 VgicRecord *
 vgic_record_decode (const guint8 *data, gsize len, GError **error)
 {
-  return decode (data, len, NULL, error);
+  return decode (data, len, NULL, NULL, error);
 }
 
 VgicRecord *
@@ -680,5 +690,14 @@ vgic_record_load (const guint8 *data, gsize len, const VgicShape *vm,
 {
   g_return_val_if_fail (vm != NULL, NULL);
 
-  return decode (data, len, vm, error);
+  return decode (data, len, vm, NULL, error);
+}
+
+VgicRecord *
+vgic_record_load_planned (const guint8 *data, gsize len, const VgicShape *vm,
+                          const GArray *first, GError **error)
+{
+  g_return_val_if_fail (vm != NULL && first != NULL, NULL);
+
+  return decode (data, len, vm, first, error);
 }

@@ -102,6 +102,15 @@ VgicRecord *vgic_record_load (const guint8 *data, gsize len, const VgicShape *vm
                               GError **error);
 
 /**
+ * vgic_record_load_planned() - vgic_record_load() with round 1 of @vm's save
+ *	already planned
+ * @first: vgic_plan_save_first (@vm), which the caller keeps (vgicd's session
+ *	plans it once); the record's register set is checked against it
+ */
+VgicRecord *vgic_record_load_planned (const guint8 *data, gsize len, const VgicShape *vm,
+                                      const GArray *first, GError **error);
+
+/**
  * vgic_record_encoded_size() - bytes of a record for @shape with @n entries
  */
 gsize vgic_record_encoded_size (const VgicShape *shape, gsize n);

@@ -672,7 +672,9 @@ start_load (VgicdSession *s, const guint8 *bytes, gsize len)
   g_autoptr (GError) error = NULL;
 
   /* Everything is checked before the first access is planned. */
-  s->record = vgic_record_load (bytes, len, s->shape, &error);
+  if (!s->first_plan)
+    s->first_plan = vgic_plan_save_first (s->shape);
+  s->record = vgic_record_load_planned (bytes, len, s->shape, s->first_plan, &error);
   if (!s->record)
     {
       g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %s",

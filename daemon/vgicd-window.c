@@ -26,7 +26,9 @@ vgicd_window_new (guint32 capacity, GError **error)
                    w->size, g_strerror (errno));
       return NULL;
     }
-  w->entries = mmap (NULL, w->size, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
+  /* Populated now: its pages are shared with QEMU, and a first touch inside
+   * a save would be page faults inside the downtime. */
+  w->entries = mmap (NULL, w->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, w->fd, 0);
   if (w->entries == MAP_FAILED)
     {
       w->entries = NULL;

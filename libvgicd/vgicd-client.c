@@ -57,6 +57,7 @@ struct _VgicdClient {
   struct kvm_vgic_batch_entry *window;
   gsize window_size;
   guint32 window_entries;
+  struct kvm_vgic_batch_entry *work;	/* the private copy of a step */
   gboolean load_window;		/* vgicd has Session1.LoadWindow */
   int channel;			/* the step channel, or -1 */
   gboolean broken;		/* a channel call failed: the session is lost */
@@ -175,7 +176,7 @@ map_window (VgicdClient *c, int fd, guint32 entries, GError **error)
                    "vgicd's window is not a sealed memfd of %u entries", entries);
       return FALSE;
     }
-  c->window = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  c->window = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (c->window == MAP_FAILED)
     {
       c->window = NULL;
@@ -186,6 +187,11 @@ map_window (VgicdClient *c, int fd, guint32 entries, GError **error)
   c->window_fd = fd;
   c->window_size = size;
   c->window_entries = entries;
+  /* Touch every page of both now, at attach: a first touch inside a save
+   * or a restore would be page faults inside the downtime. */
+  c->work = g_malloc (size);
+  for (gsize i = 0; i < size; i += 4096)
+    ((volatile guint8 *) c->work)[i] = 0;
   return TRUE;
 }
 
@@ -488,7 +494,7 @@ step_done (void)
 static GVariant *
 run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
 {
-  g_autofree struct kvm_vgic_batch_entry *work = NULL;
+  struct kvm_vgic_batch_entry *work;
   g_autoptr (GError) local = NULL;
   g_autoptr (GVariant) ranges = NULL;
   guint32 count = 0, guard = 0, ioctls = 0;
@@ -523,8 +529,11 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
           return NULL;
         }
     }
-  /* Private copy first: vgicd can no longer change what is checked. */
-  work = g_memdup2 (c->window, (gsize) (guard + count) * sizeof (*work));
+  /* Private copy first: vgicd can no longer change what is checked.  The
+   * buffer is the session's, the window's size, touched at attach: a
+   * fresh one per step would be page faults inside the downtime. */
+  work = c->work;
+  memcpy (work, c->window, (gsize) (guard + count) * sizeof (*work));
   if (!vgic_exec_check (work, guard, VGIC_EXEC_READ, &local) ||
       !vgic_exec_check (work + guard, count, dir, &local))
     {
@@ -731,6 +740,7 @@ vgicd_client_free (VgicdClient *c)
     return;
   if (c->window)
     munmap (c->window, c->window_size);
+  g_free (c->work);
   if (c->window_fd >= 0)
     close (c->window_fd);
   if (c->channel >= 0)

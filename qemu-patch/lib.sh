@@ -4,7 +4,7 @@
 # the aarch64 libvgicd, and applying the series.  Sourced, not run.
 #
 # Nothing here touches /etc/apt or the system's package lists: Debian stable
-# is reached through a private apt state (Dir::Etc::SourceParts etc.) whose
+# is reached through a private apt state (tests/nested/lib/debian.sh) whose
 # single .sources file is written at run time from the URIs and Signed-By of
 # /etc/apt/sources.list.d/debian.sources.  Everything fetched or built lives
 # under $QP_CACHE, outside the repository.
@@ -68,58 +68,22 @@ qp_need_packages() {
 	need_packages "$@"
 }
 
-# The private apt state: $QP_CACHE/apt/{parts,lists,cache}.
-QP_APT=$QP_CACHE/apt
-qp_apt() {
-	apt-get -q -o Dir::Etc::SourceList="$QP_APT/none.list" \
-		-o Dir::Etc::SourceParts="$QP_APT/parts" \
-		-o Dir::State::Lists="$QP_APT/lists" \
-		-o Dir::Cache="$QP_APT/cache" \
-		-o Dir::State::status=/var/lib/dpkg/status \
-		-o Acquire::Languages=none \
-		-o APT::Sandbox::User=root "$@"
-}
+# The private apt state for Debian stable, binary and source packages:
+# tests/nested/lib/debian.sh's, under $QP_CACHE/apt/stable (the nested
+# tiers use the same code for their arm64 packages).
+. "$QP_ROOT/tests/nested/lib/debian.sh"
 
-# qp_apt_setup - write the private .sources (deb + deb-src, suite stable) from
-# the first non-security stanza of debian.sources, and update its lists once
+# qp_apt_setup - write the private .sources (deb + deb-src, suite stable)
+# from the main archive stanza of debian.sources, and update its lists once
 # a day at most.
 qp_apt_setup() {
-	local uris signed stamp=$QP_APT/lists/.updated
-	mkdir -p "$QP_APT/parts" "$QP_APT/lists/partial" "$QP_APT/cache/archives/partial"
-	: >"$QP_APT/none.list"
-	read -r uris signed < <(awk '
-		function flush() {
-			if (uris != "" && suites !~ /-security/ && !done) {
-				print uris, signed; done = 1
-			}
-			uris = ""; suites = ""; signed = ""
-		}
-		/^[[:space:]]*$/ { flush(); next }
-		/^URIs:/ { uris = $2 }
-		/^Suites:/ { suites = $0 }
-		/^Signed-By:/ { signed = $2 }
-		END { flush() }' "$QP_SOURCES")
-	if [ -z "$uris" ] || [ -z "$signed" ]; then
-		echo "no Debian archive URI/Signed-By found in $QP_SOURCES" >&2
-		return 1
-	fi
-	cat >"$QP_APT/parts/stable.sources.new" <<-SRC
-	Types: deb deb-src
-	URIs: $uris
-	Suites: stable
-	Components: main
-	Signed-By: $signed
-	SRC
-	if ! cmp -s "$QP_APT/parts/stable.sources.new" "$QP_APT/parts/stable.sources"; then
-		mv "$QP_APT/parts/stable.sources.new" "$QP_APT/parts/stable.sources"
-		rm -f "$stamp"
-	else
-		rm -f "$QP_APT/parts/stable.sources.new"
-	fi
-	if [ -z "$(find "$stamp" -mmin -1440 2>/dev/null)" ]; then
-		qp_apt update -qq
-		touch "$stamp"
-	fi
+	DEBIAN_SOURCES=$QP_SOURCES DEB_APT_ROOT=$QP_CACHE/apt \
+		deb_apt_init stable "$(dpkg --print-architecture)" stable "deb deb-src"
+	deb_apt_update
+}
+
+qp_apt() {
+	"${DEB_APT[@]}" "$@"
 }
 
 # qp_meson - set QP_MESON to a meson >= 1.5 (QEMU 10.0 needs it).  Debian

@@ -6,14 +6,25 @@
 #
 #   deb_apt_init bookworm-arm64 arm64            # the host's suites, for arm64
 #   deb_apt_init trixie-arm64 arm64 stable       # one other suite, component main
+#   deb_apt_init stable amd64 stable "deb deb-src"   # with sources (qemu-patch/)
 #   deb_apt_update                               # at most once a day
 #   deb="$(deb_download "$dir" busybox-static)"  # path of the .deb
 #   deb_extract "$deb" "$root"
 #
 # The apt state (lists, cache, an empty dpkg status) is private, under
-# $NESTED_CACHE/apt/NAME; nothing in /etc or /var/lib/apt changes.
+# $DEB_APT_ROOT/NAME (default $NESTED_CACHE/apt/NAME); nothing in /etc or
+# /var/lib/apt changes.  The nested tiers and qemu-patch/ share this file.
 
 DEBIAN_SOURCES=${DEBIAN_SOURCES:-/etc/apt/sources.list.d/debian.sources}
+
+# deb_die MESSAGE - the caller's nested_die if it has one, else stop here.
+deb_die() {
+	if declare -F nested_die >/dev/null; then
+		nested_die "$@"
+	fi
+	echo "debian.sh: $*" >&2
+	exit 1
+}
 
 # deb_sources_stanzas - print the deb822 stanzas of $DEBIAN_SOURCES whose
 # Types include "deb", comments dropped, one blank line between stanzas.
@@ -34,23 +45,24 @@ deb_sources_field() {
 		$1 == f { sub(/^[^:]*: */, ""); print; exit }'
 }
 
-# deb_apt_init NAME ARCH [SUITE] - set up (or reuse) a private apt state.
-# Without SUITE it mirrors the host's stanzas (suites and components) for
-# ARCH; with SUITE it uses the main archive's URIs and Signed-By with that
-# suite and component main.  Sets DEB_APT_DIR and the DEB_APT array.
+# deb_apt_init NAME ARCH [SUITE [TYPES]] - set up (or reuse) a private apt
+# state.  Without SUITE it mirrors the host's stanzas (suites and
+# components) for ARCH; with SUITE it uses the main archive's URIs and
+# Signed-By with that suite, component main, and TYPES (default "deb";
+# "deb deb-src" for apt-get source).  Sets DEB_APT_DIR and the DEB_APT array.
 deb_apt_init() {
-	local name=$1 arch=$2 suite=${3:-}
-	local a="$NESTED_CACHE/apt/$name"
+	local name=$1 arch=$2 suite=${3:-} types=${4:-deb}
+	local a="${DEB_APT_ROOT:-${NESTED_CACHE:-${VGICD_CACHE:-/var/cache/vgicd}/nested}/apt}/$name"
 
-	[ -r "$DEBIAN_SOURCES" ] || nested_die "no $DEBIAN_SOURCES to read the mirror from"
+	[ -r "$DEBIAN_SOURCES" ] || deb_die "no $DEBIAN_SOURCES to read the mirror from"
 	mkdir -p "$a/parts" "$a/lists/partial" "$a/cache/archives/partial" "$a/prefs"
 	: > "$a/none.list"
 	[ -f "$a/status" ] || : > "$a/status"
 	if [ -z "$suite" ]; then
 		deb_sources_stanzas > "$a/parts/debian.sources.new"
 	else
-		printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
-			"$(deb_sources_field URIs)" "$suite" "$(deb_sources_field Signed-By)" \
+		printf 'Types: %s\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
+			"$types" "$(deb_sources_field URIs)" "$suite" "$(deb_sources_field Signed-By)" \
 			> "$a/parts/debian.sources.new"
 	fi
 	if ! cmp -s "$a/parts/debian.sources.new" "$a/parts/debian.sources"; then
@@ -89,7 +101,7 @@ deb_apt_update() {
 		return 0
 	fi
 	"${DEB_APT[@]}" update >"$DEB_APT_DIR/update.log" 2>&1 ||
-		{ cat "$DEB_APT_DIR/update.log" >&2; nested_die "apt-get update (private state $DEB_APT_DIR) failed"; }
+		{ cat "$DEB_APT_DIR/update.log" >&2; deb_die "apt-get update (private state $DEB_APT_DIR) failed"; }
 	touch "$DEB_APT_DIR/updated"
 }
 
@@ -113,13 +125,13 @@ deb_download() {
 	info=$(deb_apt_cache show --no-all-versions "$pkg" 2>/dev/null)
 	ver=$(sed -n 's/^Version: //p' <<<"$info" | head -n1)
 	arch=$(sed -n 's/^Architecture: //p' <<<"$info" | head -n1)
-	[ -n "$ver" ] || nested_die "package $pkg not found in $DEB_APT_DIR"
+	[ -n "$ver" ] || deb_die "package $pkg not found in $DEB_APT_DIR"
 	# apt-get download's naming: the epoch's colon is written as %3a.
 	file="${pkg}_${ver//:/%3a}_${arch}.deb"
 	if [ ! -s "$dir/$file" ]; then
 		(cd "$dir" && "${DEB_APT[@]}" download "$pkg" >"$DEB_APT_DIR/download.log" 2>&1) ||
-			{ cat "$DEB_APT_DIR/download.log" >&2; nested_die "apt-get download $pkg failed"; }
-		[ -s "$dir/$file" ] || nested_die "apt-get download $pkg: $file not written"
+			{ cat "$DEB_APT_DIR/download.log" >&2; deb_die "apt-get download $pkg failed"; }
+		[ -s "$dir/$file" ] || deb_die "apt-get download $pkg: $file not written"
 	fi
 	printf '%s\n' "$dir/$file"
 }

@@ -9,6 +9,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -247,10 +248,12 @@ typedef struct {
   Entry *window;
   gsize size;
   guint32 entries;
+  int channel;		/* the step channel, when asked for */
 } OldPeer;
 
 static void
-old_peer_attach (OldPeer *p, VgicdHarness *h, VgicSim *sim, const Shape *s, const char *name)
+peer_attach (OldPeer *p, VgicdHarness *h, VgicSim *sim, const Shape *s, const char *name,
+             const char *const *features)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (GVariant) reply = NULL, info = NULL;
@@ -274,14 +277,24 @@ old_peer_attach (OldPeer *p, VgicdHarness *h, VgicSim *sim, const Shape *s, cons
                          g_variant_new_fixed_array (G_VARIANT_TYPE_UINT32, mpidrs, s->vcpus,
                                                     sizeof (guint32)));
   g_variant_builder_add (&vm, "{sv}", "kernel-batch", g_variant_new_boolean (FALSE));
+  if (features)
+    g_variant_builder_add (&vm, "{sv}", "features", g_variant_new_strv (features, -1));
   reply = g_dbus_connection_call_with_unix_fd_list_sync (
     p->conn, NULL, "/org/vgicd/Helper1", "org.vgicd.Helper1", "Attach",
     g_variant_new ("(@a{sv})", g_variant_builder_end (&vm)), G_VARIANT_TYPE ("(oha{sv})"),
     G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &fds, NULL, &error);
   g_assert_no_error (error);
   g_variant_get (reply, "(&oh@a{sv})", &path, &handle, &info);
-  /* No step channel for a peer that did not ask for one. */
-  g_assert_false (g_variant_lookup (info, "channel", "h", &handle));
+  /* A step channel for a peer that asked for one, and only then. */
+  p->channel = -1;
+  if (features && g_strv_contains (features, "channel"))
+    {
+      g_assert_true (g_variant_lookup (info, "channel", "h", &handle));
+      p->channel = g_unix_fd_list_get (fds, handle, &error);
+      g_assert_no_error (error);
+    }
+  else
+    g_assert_false (g_variant_lookup (info, "channel", "h", &handle));
   g_assert_true (g_variant_lookup (info, "window-entries", "u", &p->entries));
   fd = g_unix_fd_list_get (fds, 0, &error);
   g_assert_no_error (error);
@@ -293,8 +306,16 @@ old_peer_attach (OldPeer *p, VgicdHarness *h, VgicSim *sim, const Shape *s, cons
 }
 
 static void
+old_peer_attach (OldPeer *p, VgicdHarness *h, VgicSim *sim, const Shape *s, const char *name)
+{
+  peer_attach (p, h, sim, s, name, NULL);
+}
+
+static void
 old_peer_clear (OldPeer *p)
 {
+  if (p->channel >= 0)
+    close (p->channel);
   munmap (p->window, p->size);
   g_dbus_connection_close_sync (p->conn, NULL, NULL);
   g_object_unref (p->conn);
@@ -385,6 +406,45 @@ test_protocol1_peer (void)
   g_assert_true (g_bytes_equal (want, got));
   old_peer_clear (&ps);
   old_peer_clear (&pd);
+}
+
+/* A peer that sends the step channel what no method is: vgicd closes the
+ * channel and says why, and nothing else changes (vgicd serves the next
+ * peer, and this one's D-Bus session still works). */
+static void
+test_channel_refuses_garbage (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  static const char *const features[] = { "channel", NULL };
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (VgicSim) other = make_sim (s, FALSE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GVariant) done = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log = NULL;
+  static const guint32 bad[4] = { 99, 0, 0, 0 };
+  const char *action = NULL;
+  OldPeer p = { 0 };
+  guint8 byte;
+  guint steps;
+
+  peer_attach (&p, h, src, s, "garbage", features);
+  g_assert_cmpint (send (p.channel, bad, sizeof bad, MSG_NOSIGNAL), ==, sizeof bad);
+  /* vgicd closed its end: no answer, end of file. */
+  g_assert_cmpint (recv (p.channel, &byte, 1, 0), ==, 0);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_assert_nonnull (strstr (log, "VM garbage: closing the step channel: an unknown method"));
+
+  done = old_peer_run (&p, src, "Save", NULL, &steps);
+  g_assert_true (g_variant_lookup (done, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "done");
+  old_peer_clear (&p);
+
+  c = attach (h, other, s, "next");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
 }
 
 /* Mode off: saves are declined (QEMU keeps its own path); loads still serve. */
@@ -835,6 +895,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/round-trip/old-kernel-single-path", test_old_kernel_single_path);
   g_test_add_func ("/vgicd/mode-off-declines-save-serves-load", test_mode_off);
   g_test_add_func ("/vgicd/protocol-1-peer", test_protocol1_peer);
+  g_test_add_func ("/vgicd/channel-refuses-garbage", test_channel_refuses_garbage);
   g_test_add_func ("/vgicd/refused-records-change-nothing", test_refused_records_change_nothing);
   g_test_add_func ("/vgicd/guards-refuse-destination", test_guards_refuse_destination);
   g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);

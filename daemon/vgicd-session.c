@@ -963,7 +963,9 @@ parse_vm (VgicdSession *s, GVariant *vm, GError **error)
       {
         s->peer_guards = g_strv_contains (features, "guards");
         s->peer_record_window = g_strv_contains (features, "record-window");
-        s->peer_channel = g_strv_contains (features, "channel");
+        /* The channel's packets are small: a record cannot travel in one,
+         * so only a peer that takes it from the window gets a channel. */
+        s->peer_channel = g_strv_contains (features, "channel") && s->peer_record_window;
       }
   }
   aff = g_variant_get_fixed_array (mpidrs, &n, sizeof (guint32));

@@ -285,9 +285,11 @@ peer_attach (OldPeer *p, VgicdHarness *h, VgicSim *sim, const Shape *s, const ch
     G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &fds, NULL, &error);
   g_assert_no_error (error);
   g_variant_get (reply, "(&oh@a{sv})", &path, &handle, &info);
-  /* A step channel for a peer that asked for one, and only then. */
+  /* A step channel for a peer that asked for one, and takes records from
+   * the window (they do not fit a packet); only then. */
   p->channel = -1;
-  if (features && g_strv_contains (features, "channel"))
+  if (features && g_strv_contains (features, "channel") &&
+      g_strv_contains (features, "record-window"))
     {
       g_assert_true (g_variant_lookup (info, "channel", "h", &handle));
       p->channel = g_unix_fd_list_get (fds, handle, &error);
@@ -415,7 +417,8 @@ static void
 test_channel_refuses_garbage (void)
 {
   g_autoptr (VgicdHarness) h = harness ("auto");
-  static const char *const features[] = { "channel", NULL };
+  static const char *const features[] = { "channel", "record-window", NULL };
+  static const char *const channel_only[] = { "channel", NULL };
   const Shape *s = &shapes[1];
   g_autoptr (VgicSim) src = make_sim (s, FALSE);
   g_autoptr (VgicSim) other = make_sim (s, FALSE);
@@ -429,6 +432,10 @@ test_channel_refuses_garbage (void)
   OldPeer p = { 0 };
   guint8 byte;
   guint steps;
+
+  /* No channel without records in the window (peer_attach checks). */
+  peer_attach (&p, h, src, s, "no-channel", channel_only);
+  old_peer_clear (&p);
 
   peer_attach (&p, h, src, s, "garbage", features);
   g_assert_cmpint (send (p.channel, bad, sizeof bad, MSG_NOSIGNAL), ==, sizeof bad);

@@ -376,8 +376,8 @@ channel_receive (VgicdClient *c, GError **error)
 
 /*
  * The answer to a load's last Next, which libvgicd did not wait for (see
- * run_step()), must be taken before anything else: before the next call,
- * and before the window is written again (vgicd reads the results there).
+ * run_step()), must be taken before the next call, else it would be taken
+ * for that call's.
  */
 static gboolean
 take_deferred_answer (VgicdClient *c, GError **error)
@@ -410,14 +410,9 @@ call_session (VgicdClient *c, const char *method, GVariant *args, GError **error
   GVariant *reply, *step;
 
   if (c->broken)
-    {
-      if (args)
-        g_variant_unref (g_variant_ref_sink (args));
-      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
-                   "vgicd: the session was lost when an earlier call failed; attach again");
-      return NULL;
-    }
-  if (!take_deferred_answer (c, error))
+    g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
+                 "vgicd: the session was lost when an earlier call failed; attach again");
+  if (c->broken || !take_deferred_answer (c, error))
     {
       if (args)
         g_variant_unref (g_variant_ref_sink (args));
@@ -704,9 +699,6 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
   if (!check_attached (c, error))
     return FALSE;
   memset (&c->stats, 0, sizeof (c->stats));
-  /* vgicd may still be reading the last load's results in the window. */
-  if (!take_deferred_answer (c, error))
-    return FALSE;
   if (c->load_window && len > 0 && len <= c->window_size && len <= G_MAXUINT32)
     {
       /* The record through the window: one copy instead of a message's. */
@@ -745,7 +737,8 @@ vgicd_client_free (VgicdClient *c)
     close (c->window_fd);
   if (c->channel >= 0)
     {
-      /* Let vgicd finish with the window before it goes. */
+      /* Take a deferred answer, so that vgicd does not find the channel
+       * closed when it sends it (and log a failed send). */
       take_deferred_answer (c, NULL);
       if (c->channel >= 0)
         close (c->channel);

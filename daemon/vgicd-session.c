@@ -96,10 +96,9 @@ struct _VgicdSession {
   const char *step_via;
   guint step_guard;	/* entries at the head of the step that are guard reads */
   GArray *guards;	/* VgicGuard per guard entry */
-  guint first_len;	/* save: entries of round 1 at the head of the step */
   GArray *guess;	/* save: the guessed round 2 that follows them */
   GArray *last_second;	/* round 2 as this VM's last save or load found it */
-  GArray *first_plan;	/* round 1 of a save: the shape's, so planned once */
+  GArray *first_plan;	/* round 1 of a save: the shape's, planned at attach */
   GArray *reads;	/* save: everything read so far */
   VgicRecord *record;	/* load: the validated record */
   gsize record_len;
@@ -173,7 +172,6 @@ op_reset (VgicdSession *s)
 {
   s->op = OP_NONE;
   s->step_guard = 0;
-  s->first_len = 0;
   g_clear_pointer (&s->guards, g_array_unref);
   g_clear_pointer (&s->guess, g_array_unref);
   g_clear_pointer (&s->step, g_array_unref);
@@ -294,8 +292,9 @@ step_run_guarded (VgicdSession *s, GArray *reads, GArray *ranges, GArray *writes
   return step_run (s, all, TRUE);
 }
 
-/* Take the results of the step just run out of the window, checking that
- * the peer changed nothing but values and errors. */
+/* Take the results of a read step (or of a write step's guards) out of the
+ * window, checking that the peer changed nothing but values and errors.
+ * Write steps leave nothing to take: see next_step(). */
 static GArray *
 step_collect (VgicdSession *s, guint n, GError **error)
 {
@@ -308,8 +307,7 @@ step_collect (VgicdSession *s, guint n, GError **error)
       const Entry *got = &g_array_index (out, Entry, i);
       const Entry *sent = &g_array_index (s->step, Entry, i);
 
-      if (got->group != sent->group || got->attr != sent->attr ||
-          (s->step_write && i >= s->step_guard && got->value != sent->value))
+      if (got->group != sent->group || got->attr != sent->attr)
         {
           g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
                        "the executor changed entry %u of the window; refusing its results", i);
@@ -442,7 +440,7 @@ save_first_read (VgicdSession *s, GArray *results, gboolean guess_ran)
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicValues) first = vgic_plan_save_inputs (s->shape,
                                                         (Entry *) (void *) results->data,
-                                                        s->first_len, &error);
+                                                        s->first_plan->len, &error);
   g_autoptr (GArray) second = NULL;
   const char *from;
   gboolean plpis;
@@ -486,7 +484,7 @@ save_first_read (VgicdSession *s, GArray *results, gboolean guess_ran)
                     "per group on vCPU 0) differ from %s; reading them in a second round",
                     s->name, plpis ? "yes" : "no", apr,
                     from);
-  g_array_set_size (results, s->first_len);
+  g_array_set_size (results, s->first_plan->len);
   s->reads = g_array_ref (results);
   s->op = OP_SAVE_SECOND;
   return step_run (s, second, FALSE);
@@ -561,9 +559,10 @@ next_step (VgicdSession *s, GVariant *report)
         }
       /* The guessed part of a save failed (an APR the vCPU does not have):
        * round 1 is complete, so plan round 2 from it. */
-      if (s->op == OP_SAVE_FIRST && index >= s->first_len && done >= s->first_len)
+      if (s->op == OP_SAVE_FIRST && index >= s->first_plan->len &&
+          done >= s->first_plan->len)
         {
-          results = step_collect (s, s->first_len, &error);
+          results = step_collect (s, s->first_plan->len, &error);
           if (!results)
             return step_fail (s, "save", error->message);
           return save_first_read (s, results, FALSE);
@@ -649,11 +648,8 @@ start_save (VgicdSession *s)
     }
   /* Round 1, then round 2 as this VM's last save (or load) found it, or
    * as the host's last save did. */
-  if (!s->first_plan)
-    s->first_plan = vgic_plan_save_first (s->shape);
   plan = g_array_sized_new (FALSE, FALSE, sizeof (Entry), s->window->capacity);
   g_array_append_vals (plan, s->first_plan->data, s->first_plan->len);
-  s->first_len = plan->len;
   if (s->last_second)
     s->guess = g_array_ref (s->last_second);
   else
@@ -672,8 +668,6 @@ start_load (VgicdSession *s, const guint8 *bytes, gsize len)
   g_autoptr (GError) error = NULL;
 
   /* Everything is checked before the first access is planned. */
-  if (!s->first_plan)
-    s->first_plan = vgic_plan_save_first (s->shape);
   s->record = vgic_record_load_planned (bytes, len, s->shape, s->first_plan, &error);
   if (!s->record)
     {
@@ -1007,6 +1001,9 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
       vgicd_session_free (s);
       return NULL;
     }
+  /* Round 1 of a save depends on the shape alone: planned once, here,
+   * rather than inside each save's or load's downtime. */
+  s->first_plan = vgic_plan_save_first (s->shape);
   s->connection = g_object_ref (connection);
   s->path = g_strdup_printf ("/org/vgicd/Session1/%u", ++next_session_id);
   s->skeleton = vgicd_dbus_session1_skeleton_new ();

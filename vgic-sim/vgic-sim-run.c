@@ -25,45 +25,6 @@
 
 #include "vgic-sim-private.h"
 
-static int
-send_fd (int sock, int fd)
-{
-  char byte = 0, ctl[CMSG_SPACE (sizeof (int))];
-  struct iovec iov = { &byte, 1 };
-  struct msghdr msg = {
-    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl,
-  };
-  struct cmsghdr *c;
-
-  memset (ctl, 0, sizeof ctl);
-  c = CMSG_FIRSTHDR (&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (c), &fd, sizeof fd);
-  return sendmsg (sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int
-recv_fd (int sock)
-{
-  char byte, ctl[CMSG_SPACE (sizeof (int))];
-  struct iovec iov = { &byte, 1 };
-  struct msghdr msg = {
-    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl,
-  };
-  struct cmsghdr *c;
-  int fd;
-
-  if (recvmsg (sock, &msg, MSG_CMSG_CLOEXEC) != 1)
-    return -1;
-  c = CMSG_FIRSTHDR (&msg);
-  if (!c || c->cmsg_type != SCM_RIGHTS)
-    return -2;	/* a message without an fd: "already supervised" */
-  memcpy (&fd, CMSG_DATA (c), sizeof fd);
-  return fd;
-}
-
 static G_NORETURN void
 run_child (int sock, char **argv)
 {
@@ -87,7 +48,7 @@ run_child (int sock, char **argv)
       fprintf (stderr, "vgic-sim-run: %s\n", error->message);
       _exit (127);
     }
-  if (send_fd (sock, listener) < 0)
+  if (vgic_sim_send_fd (sock, listener) < 0)
     {
       fprintf (stderr, "vgic-sim-run: passing the listener: %s\n", g_strerror (errno));
       _exit (127);
@@ -133,9 +94,9 @@ main (int argc, char **argv)
       run_child (sv[1], argv);
     }
   close (sv[1]);
-  listener = recv_fd (sv[0]);
+  listener = vgic_sim_recv_fd (sv[0]);
   close (sv[0]);
-  if (listener == -2)
+  if (listener == -2)	/* a byte without an fd: the child is already supervised */
     goto wait_child;
   pidfd = pidfd_open (pid, 0);
   server = listener >= 0 && pidfd >= 0 ? vgic_sim_server_new (listener, &error) : NULL;

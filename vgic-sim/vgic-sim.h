@@ -182,5 +182,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicSimState, vgic_sim_state_free)
  */
 gboolean vgic_sim_supervise_self (GError **error);
 
+/**
+ * vgic_sim_send_fd() - send @fd over the unix socket @sock (SCM_RIGHTS,
+ * with one data byte)
+ * Return: 0, or -1 with errno set.
+ */
+int vgic_sim_send_fd (int sock, int fd);
+
+/**
+ * vgic_sim_recv_fd() - receive what vgic_sim_send_fd() sent (close-on-exec)
+ * Return: the fd; -1 with errno set when nothing came; -2 when a byte came
+ * without an fd.
+ */
+int vgic_sim_recv_fd (int sock);
+
 #define VGIC_SIM_ERROR (vgic_sim_error_quark ())
 GQuark vgic_sim_error_quark (void);

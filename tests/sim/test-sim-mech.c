@@ -46,43 +46,11 @@ test_width_u64_sysreg_u32_dist (void)
       g_assert_cmphex (buf[i], ==, 0xa5);
 }
 
-static int
-send_fd (int sock, int fd)
-{
-  char byte = 'x', ctl[CMSG_SPACE (sizeof (int))] = { 0 };
-  struct iovec iov = { &byte, 1 };
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                        .msg_controllen = sizeof ctl };
-  struct cmsghdr *c = CMSG_FIRSTHDR (&msg);
-
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (c), &fd, sizeof fd);
-  return sendmsg (sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int
-recv_fd (int sock)
-{
-  char byte, ctl[CMSG_SPACE (sizeof (int))];
-  struct iovec iov = { &byte, 1 };
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                        .msg_controllen = sizeof ctl };
-  struct cmsghdr *c;
-  int fd;
-
-  if (recvmsg (sock, &msg, 0) != 1 || !(c = CMSG_FIRSTHDR (&msg)))
-    return -1;
-  memcpy (&fd, CMSG_DATA (c), sizeof fd);
-  return fd;
-}
-
 /* In the child: only async-signal-safe-ish plain calls, exit codes report. */
 static G_NORETURN void
 child_main (int sock, guint32 mpidr1)
 {
-  int fd = recv_fd (sock);
+  int fd = vgic_sim_recv_fd (sock);
   guint32 v = 0;
   struct kvm_device_attr a = { .group = GRP_REDIST,
                                .attr = vgic_attr (mpidr1, GICR_ISPENDR0),
@@ -118,7 +86,7 @@ test_fd_over_scm_rights (void)
     }
   close (sv[1]);
   /* A dup, so the child's fd is not simply inherited but really passed. */
-  g_assert_cmpint (send_fd (sv[0], vgic_sim_get_fd (sim)), ==, 0);
+  g_assert_cmpint (vgic_sim_send_fd (sv[0], vgic_sim_get_fd (sim)), ==, 0);
   g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
   close (sv[0]);
   g_assert_true (WIFEXITED (status));

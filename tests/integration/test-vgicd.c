@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -624,20 +625,46 @@ child_become_nobody (gpointer data)
     _exit (127);
 }
 
+/* Copy @src to @dir/@name, readable and executable by everyone. */
+static char *
+copy_for_everyone (const char *src, const char *dir, const char *name)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *data = NULL;
+  char *dst = g_build_filename (dir, name, NULL);
+  gsize len;
+
+  g_assert_true (g_file_get_contents (src, &data, &len, &error));
+  g_assert_true (g_file_set_contents (dst, data, (gssize) len, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (chmod (dst, 0755), ==, 0);
+  return dst;
+}
+
 static void
 test_peer_not_allowed (void)
 {
   g_autoptr (VgicdHarness) h = harness ("auto");
   struct passwd *nobody = getpwnam ("nobody");
-  const char *argv[] = { g_getenv ("VGICD_PEER"), h->address, NULL };
   g_autofree char *out = NULL;
   g_autoptr (GError) error = NULL;
   g_autofree char *code = NULL;
+  g_autofree char *peer = NULL, *lib = NULL, *env_lib = NULL;
+  const char *argv[3], *envp[2];
   int status;
 
   g_assert_nonnull (nobody);
-  g_assert_nonnull (argv[0]);
-  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT,
+  g_assert_nonnull (g_getenv ("VGICD_PEER"));
+  g_assert_nonnull (g_getenv ("VGICD_LIBVGICD"));
+  /* The peer runs as nobody, who may not reach the build tree (a checkout
+   * in a private folder): it runs from the harness's folder, which vgicd's
+   * socket is in and everyone may enter. */
+  peer = copy_for_everyone (g_getenv ("VGICD_PEER"), h->dir, "vgicd-peer");
+  lib = copy_for_everyone (g_getenv ("VGICD_LIBVGICD"), h->dir, "libvgicd.so.0");
+  env_lib = g_strdup_printf ("LD_LIBRARY_PATH=%s", h->dir);
+  argv[0] = peer, argv[1] = h->address, argv[2] = NULL;
+  envp[0] = env_lib, envp[1] = NULL;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, (char **) envp, G_SPAWN_DEFAULT,
                                child_become_nobody, nobody, &out, NULL, &status, &error));
   g_assert_no_error (error);
   g_test_message ("peer said: %s", out);

@@ -220,6 +220,15 @@ qp_libvgicd_aarch64() {
 	echo "libvgicd $(PKG_CONFIG_LIBDIR=$QP_PKG_CONFIG_LIBDIR aarch64-linux-gnu-pkg-config --modversion libvgicd) for aarch64 in $QP_LIBVGICD"
 }
 
+# What Debian stable's dpkg-buildflags adds for arm64 to what QEMU's own
+# build already sets (-O2, -fstack-protector-strong, _FORTIFY_SOURCE):
+# pointer authentication and BTI, and stack clash protection.  The stock
+# qemu-system-aarch64 the end-to-end tier compares against carries them
+# (its ELF notes say "AArch64 feature: BTI, PAC"), and on a kernel that
+# enables pointer authentication for userland every non-leaf function pays
+# for it, so the patched QEMU is built the same way.
+QP_DEB_CFLAGS="-mbranch-protection=standard -fstack-clash-protection"
+
 # qp_configure SRC BUILD [OPTION...] - configure a minimal, KVM-only,
 # cross-built qemu-system-aarch64 (KVM-VGIC-FACTS.md §6) in BUILD, unless
 # BUILD was configured with the same options (ninja then re-runs meson by
@@ -231,7 +240,8 @@ qp_configure() {
 		--enable-kvm --disable-tcg --without-default-features
 		--without-default-devices --with-devices-aarch64=vgicd-minimal
 		--enable-fdt=system --disable-docs --disable-download
-		--disable-install-blobs --python="$QP_PY" "$@")
+		--disable-install-blobs --python="$QP_PY"
+		--extra-cflags="$QP_DEB_CFLAGS" "$@")
 	if [ -f "$build/build.ninja" ] && [ -f "$build/vgicd-configure" ] &&
 		[ "$(cat "$build/vgicd-configure")" = "${args[*]}" ]; then
 		echo "$build: already configured"

@@ -57,26 +57,56 @@
 /* The clear-all value written before a set register (rule R5). */
 #define CLEAR_ALL 0xffffffffu
 
-static GArray *
-plan_new (guint reserve)
+/*
+ * A plan being laid out.  A save or a restore of a large VM lays out about
+ * ten thousand entries inside the downtime, so each is written in place
+ * into an array sized for the plan's bound, rather than appended by a
+ * library call apiece; plan_end() trims the array to what was laid out.
+ */
+typedef struct
 {
-  return g_array_sized_new (FALSE, TRUE, sizeof (struct kvm_vgic_batch_entry),
-                            reserve);
+  GArray *array;
+  guint len;
+} Plan;
+
+static Plan
+plan_begin (guint reserve)
+{
+  Plan p = { .len = 0 };
+
+  reserve = MAX (reserve, 1);
+  p.array = g_array_sized_new (FALSE, FALSE, sizeof (struct kvm_vgic_batch_entry), reserve);
+  g_array_set_size (p.array, reserve);
+  return p;
+}
+
+static GArray *
+plan_end (Plan *p)
+{
+  g_array_set_size (p->array, p->len);
+  return g_steal_pointer (&p->array);
 }
 
 static void
-add (GArray *plan, uint32_t group, uint64_t attr, uint64_t value)
+plan_clear (Plan *p)
 {
-  struct kvm_vgic_batch_entry e = {
-    .group = group, .error = 0, .attr = attr, .value = value,
-  };
+  g_clear_pointer (&p->array, g_array_unref);
+}
 
-  g_array_append_val (plan, e);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Plan, plan_clear)
+
+static inline void
+add (Plan *plan, uint32_t group, uint64_t attr, uint64_t value)
+{
+  if (G_UNLIKELY (plan->len == plan->array->len))
+    g_array_set_size (plan->array, 2 * plan->array->len);
+  g_array_index (plan->array, struct kvm_vgic_batch_entry, plan->len++) =
+    (struct kvm_vgic_batch_entry) { .group = group, .error = 0, .attr = attr, .value = value };
 }
 
 /* One access whose value comes from @state (NULL for a read: value 0). */
 static gboolean
-add_from (GArray *plan, const VgicValues *state, uint32_t group, uint64_t attr,
+add_from (Plan *plan, const VgicValues *state, uint32_t group, uint64_t attr,
           GError **error)
 {
   uint64_t value = 0;
@@ -97,7 +127,7 @@ add_from (GArray *plan, const VgicValues *state, uint32_t group, uint64_t attr,
 
 /* The TYPER checks both kvm_arm_gicv3_get and _put start with. */
 static void
-add_typer_reads (GArray *plan, const VgicShape *shape)
+add_typer_reads (Plan *plan, const VgicShape *shape)
 {
   add (plan, GRP_DIST, DIST (GICD_TYPER), 0);
   add (plan, GRP_REDIST, REDIST (shape, 0, GICR_TYPER), 0);
@@ -105,7 +135,7 @@ add_typer_reads (GArray *plan, const VgicShape *shape)
 }
 
 static gboolean
-add_lpi_bases (GArray *plan, const VgicShape *shape, const VgicValues *state,
+add_lpi_bases (Plan *plan, const VgicShape *shape, const VgicValues *state,
                GError **error)
 {
   static const uint32_t regs[] = {
@@ -121,7 +151,7 @@ add_lpi_bases (GArray *plan, const VgicShape *shape, const VgicValues *state,
 
 /* AP0R[n-1..0] then AP1R[n-1..0], highest first as QEMU's fall-through. */
 static gboolean
-add_aprs (GArray *plan, const VgicShape *shape, uint32_t cpu, guint n,
+add_aprs (Plan *plan, const VgicShape *shape, uint32_t cpu, guint n,
           const VgicValues *state, GError **error)
 {
   for (guint i = n; i-- > 0;)
@@ -173,7 +203,8 @@ qemu_irouter_lo (uint32_t irq)
 GArray *
 vgic_plan_save_first (const VgicShape *shape)
 {
-  GArray *plan = plan_new (vgic_plan_save_count (shape, TRUE, 4));
+  g_auto (Plan) p = plan_begin (vgic_plan_save_count (shape, TRUE, 4));
+  Plan *plan = &p;
   uint32_t n = shape->nr_irqs;
 
   add_typer_reads (plan, shape);
@@ -224,14 +255,15 @@ vgic_plan_save_first (const VgicShape *shape)
       add (plan, GRP_SYSREG, SYSREG (shape, cpu, icc_regs[i]), 0);
   /* (QEMU reads the APRs of each vCPU here: round 2.) */
 
-  return plan;
+  return plan_end (plan);
 }
 
 GArray *
 vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
                        GError **error)
 {
-  g_autoptr (GArray) plan = plan_new (shape->nr_vcpus * 12);
+  g_auto (Plan) p = plan_begin (shape->nr_vcpus * 12);
+  Plan *plan = &p;
   gboolean plpis;
 
   if (!plpis_of (shape, first, &plpis, error))
@@ -246,19 +278,20 @@ vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
           !add_aprs (plan, shape, cpu, vgic_icc_ctlr_apr_count (ctlr), NULL, error))
         return NULL;
     }
-  return g_steal_pointer (&plan);
+  return plan_end (plan);
 }
 
 GArray *
 vgic_plan_save_guess (const VgicShape *shape, gboolean plpis, guint apr)
 {
-  GArray *plan = plan_new (shape->nr_vcpus * (4 + 2 * apr));
+  g_auto (Plan) p = plan_begin (shape->nr_vcpus * (4 + 2 * apr));
+  Plan *plan = &p;
 
   if (plpis)
     add_lpi_bases (plan, shape, NULL, NULL);
   for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
     add_aprs (plan, shape, cpu, apr, NULL, NULL);
-  return plan;
+  return plan_end (plan);
 }
 
 gboolean
@@ -340,16 +373,16 @@ vgic_plan_check_saved (const VgicShape *shape, const VgicValues *state,
 GArray *
 vgic_plan_restore_check (const VgicShape *shape)
 {
-  GArray *plan = plan_new (3);
+  g_auto (Plan) p = plan_begin (3);
 
-  add_typer_reads (plan, shape);
-  return plan;
+  add_typer_reads (&p, shape);
+  return plan_end (&p);
 }
 
 /* Write the SPI words of a bitmap register, with a clear-all first if
  * @clr_base (rule R5).  Word 0 (private IRQs) is skipped as in QEMU. */
 static gboolean
-add_dist_bitmap (GArray *plan, const VgicShape *shape, const VgicValues *state,
+add_dist_bitmap (Plan *plan, const VgicShape *shape, const VgicValues *state,
                  uint32_t set_base, uint32_t clr_base, GError **error)
 {
   for (uint32_t irq = GIC_INTERNAL; irq < shape->nr_irqs; irq += 32)
@@ -443,7 +476,8 @@ static GArray *
 restore_write (const VgicShape *shape, const VgicValues *state, gboolean plpis,
                GError **error)
 {
-  g_autoptr (GArray) plan = plan_new (vgic_plan_restore_count (shape, TRUE, 4));
+  g_auto (Plan) p = plan_begin (vgic_plan_restore_count (shape, TRUE, 4));
+  Plan *plan = &p;
   uint32_t n = shape->nr_irqs;
 
   if (!add_from (plan, state, GRP_DIST, DIST (GICD_CTLR), error))
@@ -514,7 +548,7 @@ restore_write (const VgicShape *shape, const VgicValues *state, gboolean plpis,
           !add_aprs (plan, shape, cpu, vgic_icc_ctlr_apr_count (ctlr), state, error))
         return NULL;
     }
-  return g_steal_pointer (&plan);
+  return plan_end (plan);
 }
 
 /* ------------------------------------------------------------------ */

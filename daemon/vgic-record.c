@@ -572,8 +572,10 @@ static VgicValues *
 parse_entries (const Layout *l, const VgicShape *shape, const GArray *first, GError **error)
 {
   static const char prefix[] = "the state record's register set is wrong: ";
+  /* Every field is written below: not zeroed first (a restore decodes
+   * inside the downtime). */
   g_autofree struct kvm_vgic_batch_entry *entries =
-    g_new0 (struct kvm_vgic_batch_entry, MAX (l->nr_entries, 1));
+    g_new (struct kvm_vgic_batch_entry, MAX (l->nr_entries, 1));
   g_autoptr (VgicValues) values = NULL;
   g_autoptr (GArray) expected = NULL;
 
@@ -582,6 +584,7 @@ parse_entries (const Layout *l, const VgicShape *shape, const GArray *first, GEr
       const guint8 *p = l->entries + (gsize) ENTRY_LEN * i;
 
       entries[i].group = get_le32 (p);
+      entries[i].error = 0;
       entries[i].attr = get_le64 (p + 4);
       entries[i].value = get_le64 (p + 12);
       /* Refused here, by index, because vgic_reg_describe() cannot name a

@@ -13,6 +13,7 @@
 #   e2e_b=4        vCPU count of the compatibility checks (b); 0: none
 #   e2e_c=64,128   vCPU counts of the timed GIC save/load (c)
 #   e2e_reps=3     runs of each (c) save and load (the host takes the median)
+#   e2e_c_vmdesc=on  off: (c) runs both QEMUs with suppress-vmdesc=on
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 /bin/busybox --install -s /bin
 
@@ -22,13 +23,16 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 
-A=4 B=4 C=64,128 REPS=3
+A=4 B=4 C=64,128 REPS=3 C_VMDESC=on
+# Extra -machine options of start(); (c) sets them when e2e_c_vmdesc=off.
+MOPT=
 for p in $(cat /proc/cmdline); do
 	case $p in
 	e2e_a=*) A=${p#*=} ;;
 	e2e_b=*) B=${p#*=} ;;
 	e2e_c=*) C=${p#*=} ;;
 	e2e_reps=*) REPS=${p#*=} ;;
+	e2e_c_vmdesc=*) C_VMDESC=${p#*=} ;;
 	esac
 done
 
@@ -99,7 +103,7 @@ start() {
 	[ "$bin" = "$PQ" ] && ev="$ev -trace kvm_arm_gicv3_vgicd_*"
 	rm -f "$Q/$n".*
 	# shellcheck disable=SC2086
-	$bin -accel kvm -M virt,gic-version=3 -cpu host -smp "$smp" \
+	$bin -accel kvm -M "virt,gic-version=3$MOPT" -cpu host -smp "$smp" \
 		-nodefaults -no-user-config -display none \
 		-serial "file:$Q/$n.serial" -qmp "unix:$Q/$n.qmp,server=on,wait=off" \
 		-msg timestamp=on -D "$Q/$n.trace" $ev "$@" \
@@ -367,8 +371,11 @@ fi
 # ---------------------------------------------------------------------------
 # (c) GIC section save and load times, paused VMs that never ran: stock
 # QEMU, and the patched QEMU through vgicd.  The host reads the times from
-# the trace logs.
+# the trace logs.  With e2e_c_vmdesc=off (a diagnostic) both sides run
+# with suppress-vmdesc=on: QEMU then builds no JSON description of the
+# stream, which is part of every device section's save.
 # ---------------------------------------------------------------------------
+[ "$C_VMDESC" = off ] && MOPT=,suppress-vmdesc=on
 for n in $(echo "$C" | tr , ' '); do
 	for side in stock patched; do
 		if [ $side = stock ]; then bin=$SQ prop=; else bin=$PQ prop="-global $VGICD_PROP"; fi

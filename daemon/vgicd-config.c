@@ -26,7 +26,7 @@ static const char *const mode_names[] = {
 
 /* The keys vgicd reads; anything else in [vgicd] is most likely a typo. */
 static const char *const known_keys[] = {
-  "Mode", "Socket", "AllowUsers", "Probe", NULL,
+  "Mode", "Socket", "SocketGroup", "AllowUsers", "Probe", NULL,
 };
 
 /* vgicd_mode_to_string() - "auto", "single" or "off" */
@@ -65,6 +65,7 @@ config_defaults (const char *path)
   config->path = g_strdup (path);
   config->mode = VGICD_MODE_AUTO;
   config->socket_path = g_strdup (VGICD_DEFAULT_SOCKET);
+  config->socket_group = g_strdup (VGICD_DEFAULT_SOCKET_GROUP);
   config->allow_users = g_strsplit ("root;libvirt-qemu", ";", -1);
   config->probe = TRUE;
   return config;
@@ -100,7 +101,7 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
     if (!g_strv_contains (known_keys, keys[i]))
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
                         "MESSAGE", "%s: unknown key [" GROUP "] %s ignored "
-                        "(known: Mode, Socket, AllowUsers, Probe)",
+                        "(known: Mode, Socket, SocketGroup, AllowUsers, Probe)",
                         path, keys[i]);
 
   if (g_key_file_has_key (file, GROUP, "Mode", NULL))
@@ -135,6 +136,25 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
         }
       g_free (config->socket_path);
       config->socket_path = g_steal_pointer (&socket);
+    }
+
+  if (g_key_file_has_key (file, GROUP, "SocketGroup", NULL))
+    {
+      g_autofree char *group = g_key_file_get_string (file, GROUP, "SocketGroup", &local);
+
+      if (!group)
+        return config_error (error, local, path, "SocketGroup");
+      g_strstrip (group);
+      if (!*group)
+        {
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                       "%s: [" GROUP "] SocketGroup= is empty; give a group name",
+                       path);
+          return FALSE;
+        }
+      g_free (config->socket_group);
+      config->socket_group = g_steal_pointer (&group);
+      config->socket_group_set = TRUE;
     }
 
   if (g_key_file_has_key (file, GROUP, "AllowUsers", NULL))
@@ -213,6 +233,7 @@ vgicd_config_free (VgicdConfig *config)
     return;
   g_free (config->path);
   g_free (config->socket_path);
+  g_free (config->socket_group);
   g_strfreev (config->allow_users);
   g_free (config);
 }

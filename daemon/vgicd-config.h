@@ -9,6 +9,7 @@
 
 #define VGICD_DEFAULT_CONFIG "/etc/vgicd/vgicd.conf"
 #define VGICD_DEFAULT_SOCKET "/run/vgicd/vgicd.sock"
+#define VGICD_DEFAULT_SOCKET_GROUP "kvm"
 
 typedef enum {
   VGICD_MODE_AUTO,	/* batch when the kernel has it, else one by one */
@@ -23,14 +24,16 @@ typedef struct {
   char *path;		/* the file it was read from (it may not exist) */
   VgicdMode mode;	/* [vgicd] Mode=auto|single|off */
   char *socket_path;	/* [vgicd] Socket= (when not socket-activated) */
+  char *socket_group;	/* [vgicd] SocketGroup= of that socket (mode 0660) */
+  gboolean socket_group_set;	/* SocketGroup= was in the file */
   char **allow_users;	/* [vgicd] AllowUsers= user names, ;-separated */
   gboolean probe;	/* [vgicd] Probe=true: start-up /dev/kvm probe */
 } VgicdConfig;
 
 /**
  * vgicd_config_load() - read @path; a missing file gives the defaults
- * (Mode=auto, Socket=/run/vgicd/vgicd.sock, AllowUsers=root;libvirt-qemu,
- * Probe=true).  A file that exists but does not parse, or holds an unknown
+ * (Mode=auto, Socket=/run/vgicd/vgicd.sock, SocketGroup=kvm,
+ * AllowUsers=root;libvirt-qemu, Probe=true).  A file that exists but does not parse, or holds an unknown
  * mode, is an error that names the file, the key and the accepted values.
  */
 VgicdConfig *vgicd_config_load (const char *path, GError **error);

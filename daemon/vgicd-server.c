@@ -16,6 +16,7 @@
  * bounded planning and encoding).
  */
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -215,8 +216,48 @@ on_allow_mechanism (GDBusAuthObserver *observer, const char *mechanism, gpointer
   return g_strcmp0 (mechanism, "EXTERNAL") == 0;
 }
 
+/*
+ * The socket vgicd binds itself gets what vgicd.socket gives systemd's:
+ * mode 0660, group SocketGroup= (kvm), owned by vgicd's user (root).  A group that does not
+ * exist is an error when the file names it; when it is the default (a host
+ * without a kvm group, where only root can use /dev/kvm anyway), only root
+ * may connect, and the log says so.
+ */
+static gboolean
+restrict_socket (const char *path, const char *group, gboolean group_set, GError **error)
+{
+  struct group gr, *found = NULL;
+  char buf[4096];
+  int r = getgrnam_r (group, &gr, buf, sizeof buf, &found);
+
+  if (!found && group_set)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                   "SocketGroup=%s: %s", group,
+                   r ? g_strerror (r) : "no such group");
+      return FALSE;
+    }
+  if (!found)
+    {
+      g_message ("group %s does not exist: only root may connect to %s (mode 0600); "
+                 "set SocketGroup= in vgicd.conf to let QEMUs of another user in",
+                 group, path);
+      if (chmod (path, 0600) < 0)
+        goto fail;
+      return TRUE;
+    }
+  if (chown (path, (uid_t) -1, found->gr_gid) < 0 || chmod (path, 0660) < 0)
+    goto fail;
+  return TRUE;
+
+fail:
+  g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED, "cannot set the owner and mode of %s: %s",
+               path, g_strerror (errno));
+  return FALSE;
+}
+
 static GSocket *
-bind_socket (const char *path, GError **error)
+bind_socket (const char *path, const char *group, gboolean group_set, GError **error)
 {
   g_autoptr (GSocket) sock = NULL;
   g_autoptr (GSocketAddress) addr = NULL;
@@ -237,14 +278,18 @@ bind_socket (const char *path, GError **error)
   if (!sock)
     return NULL;
   addr = g_unix_socket_address_new (path);
-  if (!g_socket_bind (sock, addr, TRUE, error) || !g_socket_listen (sock, error))
+  /* Owner and mode are set before listen(): until then nobody connects. */
+  if (!g_socket_bind (sock, addr, TRUE, error))
     {
       g_prefix_error (error, "cannot listen on %s: ", path);
       return NULL;
     }
-  /* Access control is the allow-list; the mode lets the users on it (and
-   * libvirt's QEMU user in the socket's group) connect at all. */
-  chmod (path, 0666);
+  if (!restrict_socket (path, group, group_set, error) || !g_socket_listen (sock, error))
+    {
+      g_prefix_error (error, "cannot listen on %s: ", path);
+      unlink (path);
+      return NULL;
+    }
   return g_steal_pointer (&sock);
 }
 
@@ -276,7 +321,8 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
     }
   else
     {
-      sock = bind_socket (socket_path, error);
+      sock = bind_socket (socket_path, daemon->config->socket_group,
+                          daemon->config->socket_group_set, error);
       server->bound_path = g_strdup (socket_path);
       server->description = g_strdup (socket_path);
     }

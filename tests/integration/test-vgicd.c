@@ -6,11 +6,13 @@
  */
 #include <errno.h>
 #include <gio/gunixfdlist.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -614,14 +616,14 @@ test_fault_during_restore (void)
 }
 
 /* A peer whose uid is not on the allow-list is refused with a reason.  The
- * peer is a separate program run as "nobody" (this process has threads, so
- * a forked child must exec before it uses GDBus). */
+ * peer is a separate program run as another user, "nobody" (this process
+ * has threads, so a forked child must exec before it uses GDBus). */
 static void
 child_become_nobody (gpointer data)
 {
   struct passwd *pw = data;
 
-  if (setgid (pw->pw_gid) < 0 || setuid (pw->pw_uid) < 0)
+  if (setgroups (0, NULL) < 0 || setgid (pw->pw_gid) < 0 || setuid (pw->pw_uid) < 0)
     _exit (127);
 }
 
@@ -641,38 +643,117 @@ copy_for_everyone (const char *src, const char *dir, const char *name)
   return dst;
 }
 
-static void
-test_peer_not_allowed (void)
+/* Run vgicd-peer as @pw against @h; its one line of output. */
+static char *
+run_peer_as (VgicdHarness *h, struct passwd *pw)
 {
-  g_autoptr (VgicdHarness) h = harness ("auto");
-  struct passwd *nobody = getpwnam ("nobody");
-  g_autofree char *out = NULL;
   g_autoptr (GError) error = NULL;
-  g_autofree char *code = NULL;
   g_autofree char *peer = NULL, *lib = NULL, *env_lib = NULL;
   const char *argv[3], *envp[2];
+  char *out = NULL;
   int status;
 
-  g_assert_nonnull (nobody);
   g_assert_nonnull (g_getenv ("VGICD_PEER"));
   g_assert_nonnull (g_getenv ("VGICD_LIBVGICD"));
-  /* The peer runs as nobody, who may not reach the build tree (a checkout
-   * in a private folder): it runs from the harness's folder, which vgicd's
-   * socket is in and everyone may enter. */
+  /* The peer runs as another user, who may not reach the build tree (a
+   * checkout in a private folder): it runs from the harness's folder,
+   * which vgicd's socket is in and everyone may enter. */
   peer = copy_for_everyone (g_getenv ("VGICD_PEER"), h->dir, "vgicd-peer");
   lib = copy_for_everyone (g_getenv ("VGICD_LIBVGICD"), h->dir, "libvgicd.so.0");
   env_lib = g_strdup_printf ("LD_LIBRARY_PATH=%s", h->dir);
   argv[0] = peer, argv[1] = h->address, argv[2] = NULL;
   envp[0] = env_lib, envp[1] = NULL;
   g_assert_true (g_spawn_sync (NULL, (char **) argv, (char **) envp, G_SPAWN_DEFAULT,
-                               child_become_nobody, nobody, &out, NULL, &status, &error));
+                               child_become_nobody, pw, &out, NULL, &status, &error));
   g_assert_no_error (error);
-  g_test_message ("peer said: %s", out);
+  g_test_message ("peer (%s) said: %s", pw->pw_name, out);
+  g_assert_false (g_spawn_check_wait_status (status, NULL));
+  return out;
+}
+
+/* A harness whose socket is in @pw's primary group, so that @pw gets as
+ * far as vgicd's own check. */
+static VgicdHarness *
+harness_group_of (struct passwd *pw)
+{
+  struct group *gr = getgrgid (pw->pw_gid);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *conf = NULL;
+  VgicdHarness *h;
+
+  g_assert_nonnull (gr);
+  conf = g_strdup_printf ("Mode=auto\nAllowUsers=root\nSocketGroup=%s\n", gr->gr_name);
+  h = vgicd_harness_start (vgicd_bin, policy, conf, &error);
+  g_assert_no_error (error);
+  return h;
+}
+
+static void
+test_peer_not_allowed (void)
+{
+  struct passwd *nobody = getpwnam ("nobody");
+  g_autoptr (VgicdHarness) h = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *code = NULL;
+
+  g_assert_nonnull (nobody);
+  h = harness_group_of (nobody);
+  out = run_peer_as (h, nobody);
   code = g_strdup_printf ("error %d ", VGICD_CLIENT_ERROR_DENIED);
   g_assert_true (g_str_has_prefix (out, code));
   g_assert_nonnull (strstr (out, "may not use vgicd"));
   g_assert_nonnull (strstr (out, "AllowUsers"));
-  g_assert_false (g_spawn_check_wait_status (status, NULL));
+}
+
+/* The socket vgicd binds itself is what vgicd.socket makes: 0660 in group
+ * SocketGroup= (kvm by default), so a user outside the group cannot even
+ * connect; with no kvm group on the host it is root's alone (0600), and
+ * the log says so.  A SocketGroup= that does not exist stops vgicd. */
+static void
+test_socket_group (void)
+{
+  struct passwd *nobody = getpwnam ("nobody");
+  struct group *kvm = getgrnam ("kvm");
+  struct passwd outsider;
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  g_autoptr (VgicdHarness) in_group = NULL, bad = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log = NULL, *out = NULL, *code = NULL;
+  struct stat st;
+
+  g_assert_cmpint (stat (h->socket_path, &st), ==, 0);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  if (kvm)
+    {
+      g_assert_cmpint (st.st_mode & 07777, ==, 0660);
+      g_assert_cmpint (st.st_gid, ==, kvm->gr_gid);
+    }
+  else
+    {
+      g_assert_cmpint (st.st_mode & 07777, ==, 0600);
+      g_assert_nonnull (strstr (log, "group kvm does not exist"));
+    }
+
+  g_assert_nonnull (nobody);
+  in_group = harness_group_of (nobody);
+  g_assert_cmpint (stat (in_group->socket_path, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 07777, ==, 0660);
+  g_assert_cmpint (st.st_gid, ==, nobody->pw_gid);
+  /* nobody in another group: refused by the socket's mode, before vgicd
+   * sees a byte. */
+  outsider = *nobody;
+  outsider.pw_gid = nobody->pw_gid - 1;
+  out = run_peer_as (in_group, &outsider);
+  code = g_strdup_printf ("error %d ", VGICD_CLIENT_ERROR_UNREACHABLE);
+  g_assert_true (g_str_has_prefix (out, code));
+  g_assert_nonnull (strstr (out, g_strerror (EACCES)));
+
+  bad = vgicd_harness_start (vgicd_bin, policy,
+                             "Mode=auto\nSocketGroup=no-such-group-vgicd\n", &error);
+  g_assert_null (bad);
+  g_assert_nonnull (error);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, "SocketGroup=no-such-group-vgicd: no such group"));
 }
 
 /* The kernel has no batch group: vgicd's plans run one by one, same result. */
@@ -934,6 +1015,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/guards-refuse-destination", test_guards_refuse_destination);
   g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);
   g_test_add_func ("/vgicd/peer-not-allowed", test_peer_not_allowed);
+  g_test_add_func ("/vgicd/socket-group", test_socket_group);
   g_test_add_func ("/vgicd/vgicd-gone", test_vgicd_gone);
   g_test_add_func ("/vgicd/concurrent-sessions", test_concurrent_sessions);
   g_test_add_func ("/vgicd/killed-mid-save", test_killed_mid_save);

@@ -50,6 +50,8 @@ test_missing_file_gives_defaults (void)
   g_assert_cmpstr (c->path, ==, path);
   g_assert_cmpint (c->mode, ==, VGICD_MODE_AUTO);
   g_assert_cmpstr (c->socket_path, ==, VGICD_DEFAULT_SOCKET);
+  g_assert_cmpstr (c->socket_group, ==, "kvm");
+  g_assert_false (c->socket_group_set);
   g_assert_cmpuint (g_strv_length (c->allow_users), ==, 2);
   g_assert_cmpstr (c->allow_users[0], ==, "root");
   g_assert_cmpstr (c->allow_users[1], ==, "libvirt-qemu");
@@ -60,7 +62,7 @@ static void
 test_all_keys (void)
 {
   g_autofree char *path = write_config ("all.conf",
-    "# comment\n[vgicd]\nMode=off\nSocket=/tmp/x.sock\n"
+    "# comment\n[vgicd]\nMode=off\nSocket=/tmp/x.sock\nSocketGroup= qemu \n"
     "AllowUsers=alice; bob\nProbe=false\n");
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicdConfig) c = vgicd_config_load (path, &error);
@@ -68,6 +70,8 @@ test_all_keys (void)
   g_assert_no_error (error);
   g_assert_cmpint (c->mode, ==, VGICD_MODE_OFF);
   g_assert_cmpstr (c->socket_path, ==, "/tmp/x.sock");
+  g_assert_cmpstr (c->socket_group, ==, "qemu");
+  g_assert_true (c->socket_group_set);
   g_assert_cmpuint (g_strv_length (c->allow_users), ==, 2);
   g_assert_cmpstr (c->allow_users[1], ==, "bob");
   g_assert_false (c->probe);
@@ -83,6 +87,8 @@ test_shipped_file (void)
   g_assert_no_error (error);
   g_assert_cmpint (c->mode, ==, VGICD_MODE_AUTO);
   g_assert_cmpstr (c->socket_path, ==, VGICD_DEFAULT_SOCKET);
+  g_assert_cmpstr (c->socket_group, ==, "kvm");
+  g_assert_false (c->socket_group_set);
   g_assert_true (c->probe);
 }
 
@@ -110,6 +116,8 @@ test_bad_probe_and_syntax (void)
   g_autofree char *p1 = write_config ("probe.conf", "[vgicd]\nProbe=maybe\n");
   g_autofree char *p2 = write_config ("syntax.conf", "[vgicd\nMode=auto\n");
   g_autofree char *p3 = write_config ("relsock.conf", "[vgicd]\nSocket=x.sock\n");
+  g_autofree char *p4 = write_config ("nogroup.conf", "[vgicd]\nSocketGroup= \n");
+  g_autoptr (GError) e4 = NULL;
   g_autoptr (GError) e1 = NULL;
   g_autoptr (GError) e2 = NULL;
   g_autoptr (GError) e3 = NULL;
@@ -124,6 +132,9 @@ test_bad_probe_and_syntax (void)
 
   g_assert_null (vgicd_config_load (p3, &e3));
   g_assert_nonnull (strstr (e3->message, "Socket"));
+
+  g_assert_null (vgicd_config_load (p4, &e4));
+  g_assert_nonnull (strstr (e4->message, "SocketGroup= is empty"));
 }
 
 static void

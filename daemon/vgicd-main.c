@@ -122,6 +122,21 @@ on_sighup (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* Everything main() set up; each field may still be unset.  Start-up
+ * errors leave through here too, so a sanitizer run stays clean. */
+static void
+vgicd_clear (Vgicd *v)
+{
+  g_clear_pointer (&v->server, vgicd_server_free);
+  g_clear_pointer (&v->manager, vgicd_manager_free);
+  g_clear_pointer (&v->loop, g_main_loop_unref);
+  g_clear_pointer (&v->daemon.sessions, g_ptr_array_unref);
+  g_clear_pointer (&v->daemon.config, vgicd_config_free);
+  g_clear_pointer (&v->daemon.kernel_batch_source, g_free);
+  g_clear_pointer (&v->config_path, g_free);
+  g_clear_pointer (&v->socket_override, g_free);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -156,11 +171,13 @@ main (int argc, char **argv)
   if (!g_option_context_parse (ctx, &argc, &argv, &error))
     {
       g_printerr ("vgicd: %s\n", error->message);
+      vgicd_clear (&v);
       return 2;
     }
   if (version)
     {
       g_print ("vgicd %s\n", PACKAGE_VERSION);
+      vgicd_clear (&v);
       return 0;
     }
   if (!v.config_path)
@@ -170,6 +187,7 @@ main (int argc, char **argv)
   if (!v.daemon.config)
     {
       g_printerr ("vgicd: %s\n", error->message);
+      vgicd_clear (&v);
       return 1;
     }
   v.daemon.mode = v.daemon.config->mode;
@@ -201,6 +219,7 @@ main (int argc, char **argv)
   if (!v.server)
     {
       g_printerr ("vgicd: %s\n", error->message);
+      vgicd_clear (&v);
       return 1;
     }
   apply_allow_list (&v);
@@ -234,13 +253,6 @@ main (int argc, char **argv)
   notify_status (&v);
   g_main_loop_run (v.loop);
 
-  vgicd_server_free (v.server);
-  vgicd_manager_free (v.manager);
-  g_main_loop_unref (v.loop);
-  g_ptr_array_unref (v.daemon.sessions);
-  vgicd_config_free (v.daemon.config);
-  g_free (v.daemon.kernel_batch_source);
-  g_free (v.config_path);
-  g_free (v.socket_override);
+  vgicd_clear (&v);
   return 0;
 }

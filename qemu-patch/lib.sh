@@ -226,8 +226,11 @@ qp_libvgicd_aarch64() {
 # qemu-system-aarch64 the end-to-end tier compares against carries them
 # (its ELF notes say "AArch64 feature: BTI, PAC"), and on a kernel that
 # enables pointer authentication for userland every non-leaf function pays
-# for it, so the patched QEMU is built the same way.
-QP_DEB_CFLAGS="-mbranch-protection=standard -fstack-clash-protection"
+# for it, so the patched QEMU is built the same way.  The flags are kept
+# once, as c_args of the project's aarch64 cross file, which builds
+# libvgicd and vgicd; here they are read from it.
+QP_DEB_CFLAGS=$(sed -n "s/^c_args = \[\(.*\)\]\$/\1/p" "$QP_ROOT/cross/aarch64-linux-gnu.ini" | tr -d "',")
+[ -n "$QP_DEB_CFLAGS" ] || { echo "lib.sh: no c_args in cross/aarch64-linux-gnu.ini" >&2; exit 1; }
 
 # qp_configure SRC BUILD [OPTION...] - configure a minimal, KVM-only,
 # cross-built qemu-system-aarch64 (KVM-VGIC-FACTS.md §6) in BUILD, unless

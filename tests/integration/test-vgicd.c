@@ -615,11 +615,12 @@ test_fault_during_restore (void)
   g_assert_true (g_bytes_equal (record, again));
 }
 
-/* A peer whose uid is not on the allow-list is refused with a reason.  The
- * peer is a separate program run as another user, "nobody" (this process
- * has threads, so a forked child must exec before it uses GDBus). */
+/* The access tests' peer is a separate program run as another user (this
+ * process has threads, so a forked child must exec before it uses GDBus):
+ * in the child, become @data (a struct passwd), with no supplementary
+ * groups left from root. */
 static void
-child_become_nobody (gpointer data)
+child_become (gpointer data)
 {
   struct passwd *pw = data;
 
@@ -664,7 +665,7 @@ run_peer_as (VgicdHarness *h, struct passwd *pw)
   argv[0] = peer, argv[1] = h->address, argv[2] = NULL;
   envp[0] = env_lib, envp[1] = NULL;
   g_assert_true (g_spawn_sync (NULL, (char **) argv, (char **) envp, G_SPAWN_DEFAULT,
-                               child_become_nobody, pw, &out, NULL, &status, &error));
+                               child_become, pw, &out, NULL, &status, &error));
   g_assert_no_error (error);
   g_test_message ("peer (%s) said: %s", pw->pw_name, out);
   g_assert_false (g_spawn_check_wait_status (status, NULL));
@@ -688,6 +689,7 @@ harness_group_of (struct passwd *pw)
   return h;
 }
 
+/* A peer whose uid is not on the allow-list is refused with a reason. */
 static void
 test_peer_not_allowed (void)
 {

@@ -58,7 +58,7 @@ while [ $# -gt 0 ]; do
 	--c-vmdesc)
 		case $2 in on | off) C_VMDESC=$2 ;; *) echo "run-qemu-e2e.sh: --c-vmdesc takes on or off" >&2; exit 2 ;; esac
 		shift 2 ;;
-	-h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
 	*) echo "run-qemu-e2e.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done

@@ -17,12 +17,12 @@ Exit status 0 when everything passed (and, with --enforce-target, the
 patched times at 128 vCPUs are at most 1/20 of the stock ones).
 """
 import argparse
-import statistics
 import base64
 import gzip
 import json
 import os
 import re
+import statistics
 import sys
 
 FAILS = []

@@ -231,11 +231,6 @@ explain_register_set (const VgicShape *shape, const VgicValues *values,
                "%sinternal error: the save plan and its check disagree", prefix);
 }
 
-/* The fast path of vgic_record_encode(): @entries are exactly a save as
- * vgicd runs it (round 1, then round 2, in plan order).  Then the record is
- * those entries less the repeated reads, and no index of all the values is
- * needed.  NULL (no error) when @entries are anything else, or when a
- * repeated read disagrees: the general path then decides and explains. */
 /* @entries less the repeated reads (only DIST offsets below 64 KiB repeat,
  * the same rule as plan_keys()), or NULL when a repeat disagrees with the
  * first read or a 32-bit register has high bits.  @plan, when given, must

@@ -142,7 +142,7 @@ set_mode (const char *bus_address, const char *mode)
 
 /* The destination's whole register file must equal the source's, but for
  * what QEMU 10.0's access list does not carry (the routes of SPIs above
- * nr_irqs / 2, see daemon/vgic-plan.c), which keep the destination's. */
+ * nr_irqs / 2, see vgic/vgic-plan.c), which keep the destination's. */
 static gboolean
 same_register_file (VgicSim *src, VgicSim *dst, guint nr_irqs)
 {

@@ -14,4 +14,4 @@ else
 fi
 ninja -C "$VGICD_BUILD/gcc" >/dev/null
 echo
-exec "$VGICD_BUILD/gcc/tools/vgicd-demo" "$@"
+exec "$VGICD_BUILD/gcc/demo/vgicd-demo" "$@"

@@ -52,10 +52,10 @@ BUILD=${1:-$VGICD_BUILD/gcc}
 if [ ! -f "$BUILD/build.ninja" ]; then
 	meson setup "$BUILD" "$VGICD_ROOT" -Dlibvirt=enabled >/dev/null
 fi
-ninja -C "$BUILD" libvirt-hooks/vgicd-qemu-hook daemon/vgicd daemon/vgicctl >/dev/null
+ninja -C "$BUILD" libvirt-hooks/vgicd-qemu-hook daemon/vgicd vgicctl/vgicctl >/dev/null
 HOOK=$BUILD/libvirt-hooks/vgicd-qemu-hook
 VGICD=$BUILD/daemon/vgicd
-VGICCTL=$BUILD/daemon/vgicctl
+VGICCTL=$BUILD/vgicctl/vgicctl
 "$VGICCTL" enable --help | grep -q allow-tcg || {
 	echo "run-libvirtd.sh: $VGICCTL was built without libvirt" >&2
 	exit 1

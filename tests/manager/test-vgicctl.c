@@ -2,7 +2,7 @@
 /*
  * test-vgicctl.c - the operator API end to end, with real processes: a
  * private dbus-daemon configured like the system bus with the project's
- * policy file (tools/system-bus.conf.in), the manager in a stand-in for vgicd (or
+ * policy file (tests/support/system-bus.conf.in), the manager in a stand-in for vgicd (or
  * vgicd itself), and the real vgicctl binary, run as root and as an
  * unprivileged user.
  *
@@ -142,7 +142,7 @@ assert_contains (const char *haystack, const char *needle)
     g_error ("expected \"%s\" in:\n%s", needle, haystack);
 }
 
-/* start_bus() - a dbus-daemon with tools/system-bus.conf.in; @extra goes in as is */
+/* start_bus() - a dbus-daemon with tests/support/system-bus.conf.in; @extra goes in as is */
 static GSubprocess *
 start_bus (const char *name, const char *extra, char **address)
 {

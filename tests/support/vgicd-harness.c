@@ -13,7 +13,7 @@
 
 #include "vgicd-harness.h"
 
-/* The system bus configuration: tools/system-bus.conf.in, which mirrors
+/* The system bus configuration: tests/support/system-bus.conf.in, which mirrors
  * Debian's system.conf and includes the project's policy file. */
 static char *
 bus_config (const char *dir, const char *policy, GError **error)

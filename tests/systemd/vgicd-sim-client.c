@@ -140,7 +140,7 @@ main (int argc, char **argv)
 
   /* The register file as a whole: what the destination holds now is what
    * the source held, but for what QEMU 10.0's access list does not carry
-   * (the routes of SPIs above nr_irqs / 2, see daemon/vgic-plan.c). */
+   * (the routes of SPIs above nr_irqs / 2, see vgic/vgic-plan.c). */
   want = vgic_sim_state_get (src);
   got = vgic_sim_state_get (dst);
   for (int irq = opt_irqs / 2 + 1; irq < opt_irqs; irq++)

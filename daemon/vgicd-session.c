@@ -42,7 +42,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "vgicd/channel.h"
+#include "vgicd/protocol.h"
 #include "vgic-plan.h"
 #include "vgic-record.h"
 #include "vgic-regs.h"

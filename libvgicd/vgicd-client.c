@@ -21,7 +21,7 @@
  * Each D-Bus call to vgicd is a round trip through both processes' D-Bus
  * threads, which under emulation costs more than the kernel's work.  So
  * Save, LoadWindow and Next go through the step channel when vgicd gives
- * one (include/vgicd/channel.h): one packet each way, on this thread.  And
+ * one (include/vgicd/protocol.h): one packet each way, on this thread.  And
  * the record, the largest thing either side sends, goes through the window.
  */
 #define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
@@ -38,7 +38,7 @@
 
 #include "libvgicd.h"
 #include "vgic-exec.h"
-#include "vgicd/channel.h"
+#include "vgicd/protocol.h"
 
 #define HELPER_PATH "/org/vgicd/Helper1"
 #define HELPER_IFACE "org.vgicd.Helper1"

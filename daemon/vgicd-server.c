@@ -28,6 +28,7 @@
 #include "vgicd-dbus.h"
 #include "vgicd-server.h"
 #include "vgicd-session.h"
+#include "vgicd/protocol.h"
 
 
 struct _VgicdServer {
@@ -115,7 +116,7 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
   if (p->session)
     {
       g_dbus_method_invocation_return_dbus_error (
-        inv, "org.vgicd.Error.AlreadyAttached",
+        inv, VGICD_DBUS_ERROR_ALREADY_ATTACHED,
         "this connection already has a session; open a new connection for another VM");
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
@@ -187,7 +188,7 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
   p->closed_id = g_signal_connect (connection, "closed", G_CALLBACK (on_closed), p);
   g_ptr_array_add (server->peers, p);
   if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (p->helper), connection,
-                                         "/org/vgicd/Helper1", &error))
+                                         VGICD_HELPER_PATH, &error))
     {
       g_warning ("cannot serve a peer: %s", error->message);
       g_ptr_array_remove (server->peers, p);

@@ -29,7 +29,7 @@
 #include "vgic-direct.h"
 #include "vgicd-harness.h"
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
 #define MAX_RUNS 31
 
@@ -85,11 +85,11 @@ qemu_get (const VgicShape *shape, int fd, guint *ioctls)
 {
   g_autoptr (GError) error = NULL;
   VgicExecReport r;
-  g_autoptr (GArray) reads = vgic_direct_save (shape, fd, VGIC_EXEC_SINGLE, &r, &error);
+  g_autoptr (VgicList) reads = vgic_direct_save (shape, fd, VGIC_EXEC_SINGLE, &r, &error);
   VgicValues *values = NULL;
 
   if (reads)
-    values = vgic_values_from_reads ((Entry *) (void *) reads->data, reads->len, &error);
+    values = vgic_values_from_reads (reads->entries, reads->len, &error);
   if (!values)
     die ("QEMU-equivalent get", error);
   *ioctls = r.ioctls;
@@ -162,12 +162,12 @@ same_register_file (VgicSim *src, VgicSim *dst, guint nr_irqs)
 static gboolean
 same_state (const VgicShape *shape, VgicSim *dst, GBytes *want)
 {
-  g_autoptr (GArray) reads = vgic_direct_save (shape, vgic_sim_get_fd (dst), VGIC_EXEC_BATCH,
+  g_autoptr (VgicList) reads = vgic_direct_save (shape, vgic_sim_get_fd (dst), VGIC_EXEC_BATCH,
                                                NULL, NULL);
   g_autoptr (GBytes) got = NULL;
 
   if (reads)
-    got = vgic_record_encode (shape, (Entry *) (void *) reads->data, reads->len, NULL);
+    got = vgic_record_encode (shape, reads->entries, reads->len, NULL);
   return got && g_bytes_equal (got, want);
 }
 

@@ -8,17 +8,9 @@
 #include <time.h>
 
 #include "vgic-exec.h"
+#include "vgicd/vgic-entry.h"
 
 #define VGIC_EXEC_ERROR (g_quark_from_static_string ("vgic-exec-error"))
-
-static gboolean
-group_allowed (uint32_t group)
-{
-  return group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS ||
-         group == KVM_DEV_ARM_VGIC_GRP_REDIST_REGS ||
-         group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS ||
-         group == KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO;
-}
 
 static uint64_t
 now_ns (void)
@@ -50,15 +42,14 @@ vgic_exec_check (const struct kvm_vgic_batch_entry *entries, uint32_t n,
     {
       const struct kvm_vgic_batch_entry *e = &entries[i];
 
-      if (!group_allowed (e->group))
+      if (!vgic_entry_group_is_data (e->group))
         {
           g_set_error (error, VGIC_EXEC_ERROR, 1,
                        "entry %u: group %u is not a vGIC register group; "
                        "refusing to run the list", i, e->group);
           return FALSE;
         }
-      if (dir == VGIC_EXEC_WRITE && e->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS &&
-          e->value > G_MAXUINT32)
+      if (dir == VGIC_EXEC_WRITE && !vgic_entry_value_fits (e->group, e->value))
         {
           g_set_error (error, VGIC_EXEC_ERROR, 2,
                        "entry %u: value 0x%" G_GINT64_MODIFIER "x does not fit "
@@ -85,7 +76,7 @@ run_single (int fd, struct kvm_vgic_batch_entry *entries, uint32_t n,
       struct kvm_vgic_batch_entry *e = &entries[i];
       uint32_t v32 = (uint32_t) e->value;
       uint64_t v64 = e->value;
-      gboolean wide = e->group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS;
+      gboolean wide = vgic_entry_group_is_wide (e->group);
       struct kvm_device_attr attr = {
         .group = e->group,
         .attr = e->attr,

@@ -30,7 +30,7 @@ decode (VgicSimShm *m, gboolean write, const struct kvm_vgic_batch_entry *e,
 {
   guint32 mpidr = vgic_attr_mpidr (e->attr);
 
-  if (!vgic_group_is_data (e->group))
+  if (!vgic_entry_group_is_data (e->group))
     return -EINVAL;
   if (write && e->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && (e->value >> 32))
     return -EINVAL;

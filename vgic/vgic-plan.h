@@ -3,14 +3,17 @@
  * vgic-plan.h - the planner: which vGIC accesses make up a save and a
  * restore, and in what order.
  *
- * A plan is a GArray of struct kvm_vgic_batch_entry, ready to hand to the
- * kernel's batch group as it is (or to run one access at a time).  Each
- * function returns one round: all reads, or all writes.
+ * A plan is a VgicList, ready to hand to the kernel's batch group as it is
+ * (or to run one access at a time).  Each function returns one round: all
+ * reads, or all writes.
  *
  *   save:    vgic_plan_save_first()   (reads)
  *            vgic_plan_save_second()  (reads; depends on the first's values)
  *   restore: vgic_plan_restore_check() (reads: the TYPER checks)
  *            vgic_plan_restore_write() (writes, from a validated record)
+ *
+ * The planner says what a save and a restore are; whether a state may be
+ * written to a VM is vgic-validate.h's to say.
  *
  * The accesses are exactly those of QEMU 10.0's kvm_arm_gicv3_get/put
  * (hw/intc/arm_gicv3_kvm.c), so that a VM saved by vgicd and one saved by
@@ -20,6 +23,7 @@
 
 #include <glib.h>
 
+#include "vgic-list.h"
 #include "vgic-shape.h"
 #include "vgic-values.h"
 
@@ -27,9 +31,9 @@
  * vgic_plan_save_first() - round 1 of a save: every read whose presence does
  * not depend on a value (GICD_TYPER, GICR_TYPER of vCPU 0, the redistributor,
  * distributor and ICC state including every ICC_CTLR_EL1)
- * Return: a new array of reads.
+ * Return: a new list of reads.
  */
-GArray *vgic_plan_save_first (const VgicShape *shape);
+VgicList *vgic_plan_save_first (const VgicShape *shape);
 
 /**
  * vgic_plan_save_second() - round 2 of a save: PROPBASER/PENDBASER of every
@@ -39,10 +43,10 @@ GArray *vgic_plan_save_first (const VgicShape *shape);
  * @first: the values round 1 read
  * @error: set when a value the round depends on is missing
  *
- * Return: a new array of reads (possibly empty), or NULL with @error set.
+ * Return: a new list of reads (possibly empty), or NULL with @error set.
  */
-GArray *vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
-                               GError **error);
+VgicList *vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
+                                 GError **error);
 
 /**
  * vgic_plan_save_inputs() - the values round 2 depends on (GICR_TYPER of
@@ -56,8 +60,7 @@ GArray *vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
  *
  * Return: the values, for vgic_plan_save_second(), or NULL with @error set.
  */
-VgicValues *vgic_plan_save_inputs (const VgicShape *shape,
-                                   const struct kvm_vgic_batch_entry *reads,
+VgicValues *vgic_plan_save_inputs (const VgicShape *shape, const VgicEntry *reads,
                                    gsize n, GError **error);
 
 /**
@@ -69,9 +72,9 @@ VgicValues *vgic_plan_save_inputs (const VgicShape *shape,
  * VM's configuration, so the last save's shape is a good guess).  The reads
  * of round 1 then say whether it held: compare with vgic_plan_save_second().
  *
- * Return: a new array of reads.
+ * Return: a new list of reads.
  */
-GArray *vgic_plan_save_guess (const VgicShape *shape, gboolean plpis, guint apr);
+VgicList *vgic_plan_save_guess (const VgicShape *shape, gboolean plpis, guint apr);
 
 /**
  * vgic_plan_save_shape() - what round 1's values say round 2 reads:
@@ -82,70 +85,53 @@ gboolean vgic_plan_save_shape (const VgicShape *shape, const VgicValues *first,
                                gboolean *plpis, guint *apr, GError **error);
 
 /**
+ * vgic_plan_read_may_repeat() - can a save read the register of @e more than
+ * once?  Only QEMU's overlapping GICD_IROUTER words repeat (the "hi" word of
+ * IRQ n is the "lo" word of IRQ n + 1), and they are DIST offsets below
+ * 64 KiB; every other attr names one register of one vCPU once.
+ */
+gboolean vgic_plan_read_may_repeat (const VgicEntry *e);
+
+/**
+ * vgic_plan_save_registers() - the registers a save of @shape reads, each
+ * once, in plan order: round 1, then round 2 as @values asks, a repeated
+ * read kept where it is first made; values left 0
+ * @values: round 1's values (at least vgic_plan_save_inputs()'s)
+ * @first: vgic_plan_save_first (@shape) when the caller has it, else NULL
+ *
+ * This is the register list of a state record, in the record's order.
+ *
+ * Return: a new list, or NULL with @error set when @values lacks a value
+ * round 2 depends on.
+ */
+VgicList *vgic_plan_save_registers (const VgicShape *shape, const VgicValues *values,
+                                    const VgicList *first, GError **error);
+
+/**
  * vgic_plan_restore_check() - the read round of a restore: GICD_TYPER and
  * GICR_TYPER (lo, hi) of vCPU 0, as QEMU's put reads them
  */
-GArray *vgic_plan_restore_check (const VgicShape *shape);
+VgicList *vgic_plan_restore_check (const VgicShape *shape);
 
 /**
  * vgic_plan_restore_write() - the write round of a restore
  * @shape: the VM
- * @state: the saved values (a record that vgic_plan_check_saved() accepted)
- * @check: the values vgic_plan_restore_check() read from the destination
- * @error: set when the destination cannot take this state (fewer IRQs than
- *	the VM, or LPI support on one side only); nothing has been written then
+ * @state: the saved values, of a record vgic_validate_record() accepted,
+ *	for a destination vgic_validate_destination() accepted
+ * @error: set when @state lacks a register (a record that was not validated)
  *
- * Return: a new array of writes, or NULL with @error set.
+ * Return: a new list of writes, in kvm_arm_gicv3_put's order, or NULL with
+ * @error set.
  */
-GArray *vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
-                                 const VgicValues *check, GError **error);
-
-/**
- * VgicGuard - a condition on one value read from the destination before a
- * restore writes anything: min <= (value & mask) <= max.
- */
-typedef struct {
-  guint64 mask, min, max;
-} VgicGuard;
-
-/**
- * vgic_plan_restore_guards() - vgic_plan_restore_check()'s reads, with the
- * conditions vgic_plan_restore_write() would check on their values
- * @shape: the VM
- * @state: the saved values (a validated record)
- * @guards: (out): a new array of VgicGuard, one per read
- *
- * A peer that can check them runs these reads and, only when every
- * condition holds, the writes of vgic_plan_restore_guarded(): a restore in
- * one round.  When one does not hold, pass what was read to
- * vgic_plan_restore_write(), which names the mismatch.
- *
- * Return: a new array of reads.
- */
-GArray *vgic_plan_restore_guards (const VgicShape *shape, const VgicValues *state,
-                                  GArray **guards);
-
-/**
- * vgic_plan_restore_guarded() - the writes of a restore into a destination
- * that passed vgic_plan_restore_guards()
- * Return: a new array of writes, or NULL with @error set.
- */
-GArray *vgic_plan_restore_guarded (const VgicShape *shape, const VgicValues *state,
+VgicList *vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
                                    GError **error);
-
-/**
- * vgic_plan_check_saved() - check that @state holds exactly the registers a
- * save of @shape reads: none missing, none unexpected (duplicates were
- * already refused by vgic_values_new())
- */
-gboolean vgic_plan_check_saved (const VgicShape *shape, const VgicValues *state,
-                                GError **error);
 
 /**
  * vgic_plan_save_count() / vgic_plan_restore_count() - accesses in a whole
  * save or restore for a uniform VM (@plpis: GICR_TYPER.PLPIS, @apr: AP
- * registers per group), from the closed forms of KVM-VGIC-FACTS.md §3.
- * The planner does not use these; the tests and the demo compare with them.
+ * registers per group), from the closed forms of docs/kernel-interface.md.
+ * The planner does not use these to plan; the tests and the demo compare
+ * with them, and they bound what a list or a record can hold.
  */
 guint vgic_plan_save_count (const VgicShape *shape, gboolean plpis, guint apr);
 guint vgic_plan_restore_count (const VgicShape *shape, gboolean plpis, guint apr);

@@ -14,17 +14,18 @@
  * depends on host byte order, alignment or struct padding.
  *
  * Decoding is the security boundary: the bytes come from another host via
- * QEMU, and vgicd turns them into kernel writes.  So the decoder checks in an
+ * QEMU, and vgicd turns them into kernel writes.  So the parser checks in an
  * order where every step can trust the ones before it:
  *
  *   1. magic, version, header length, flags, reserved  (fixed-size reads)
  *   2. the counts against hard limits, then the exact length they imply
  *      (no allocation has happened yet, none proportional to a count can)
  *   3. the checksum (from here on the bytes are what the source wrote)
- *   4. the shape on its own (vgic_shape_check), and against the VM for a load
- *   5. every entry's group, then the register set against a save plan of the
- *      shape, then the entries' order
+ *   4. every entry's group (a register in a group vgicd does not know cannot
+ *      even be named)
  *
+ * and then hands what the record says to vgic_validate_record(): the shape,
+ * against the VM for a load, and the register set against a save plan.
  * Every rejection names what is wrong, because the operator reading a failed
  * migration's log has nothing else to go on.
  */
@@ -35,6 +36,8 @@
 #include "crc32c.h"
 #include "vgic-plan.h"
 #include "vgic-regs.h"
+#include "vgic-validate.h"
+#include "vgicd/vgic-entry.h"
 
 /* "VGICDREC": says "this is a vgicd state record" to a human with hexdump,
  * and is unlikely to be the start of anything else QEMU could carry. */
@@ -147,120 +150,42 @@ max_entries (guint32 nr_irqs, guint32 nr_vcpus)
 /* Encode                                                             */
 /* ------------------------------------------------------------------ */
 
-/* The registers a save of @shape reads, in plan order (round 1, then round
- * 2 as @values asks), each once, where it is first read; values left 0.
- *
- * QEMU's overlapping IROUTER words are read twice; the second read adds
- * nothing to the state, so the record does not carry it.  Only DIST_REGS
- * offsets can repeat (the other groups' attrs include a distinct MPIDR per
- * vCPU), and a DIST attr is a bare offset below 64 KiB, so a bitmap of
- * offsets finds the repeats without hashing 7,000 keys. */
-static GArray *
-plan_keys (const VgicShape *shape, const VgicValues *values, const GArray *first,
-           GError **error)
-{
-  g_autoptr (GArray) all = NULL;
-  g_autoptr (GArray) second = vgic_plan_save_second (shape, values, error);
-  g_autofree guint64 *seen = NULL;
-  guint out = 0;
-
-  if (!second)
-    return NULL;
-  if (first)
-    {
-      all = g_array_sized_new (FALSE, FALSE, sizeof (struct kvm_vgic_batch_entry),
-                               first->len + second->len);
-      g_array_append_vals (all, first->data, first->len);
-    }
-  else
-    all = vgic_plan_save_first (shape);
-  g_array_append_vals (all, second->data, second->len);
-  seen = g_new0 (guint64, 0x10000 / 64);
-  for (guint i = 0; i < all->len; i++)
-    {
-      struct kvm_vgic_batch_entry *base =
-        (struct kvm_vgic_batch_entry *) (void *) all->data;
-      const struct kvm_vgic_batch_entry *e = &base[i];
-
-      if (e->group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS && e->attr < 0x10000)
-        {
-          guint64 bit = 1ULL << (e->attr % 64);
-
-          if (seen[e->attr / 64] & bit)
-            continue;
-          seen[e->attr / 64] |= bit;
-        }
-      base[out++] = *e;
-    }
-  g_array_set_size (all, out);
-  return g_steal_pointer (&all);
-}
-
 /* Fill @keys' values from @values.  FALSE if one is missing. */
 static gboolean
-fill_from (GArray *keys, const VgicValues *values)
+fill_from (VgicList *keys, const VgicValues *values)
 {
   for (guint i = 0; i < keys->len; i++)
     {
-      struct kvm_vgic_batch_entry *e =
-        &g_array_index (keys, struct kvm_vgic_batch_entry, i);
       uint64_t value;
 
-      if (!vgic_values_lookup (values, e->group, e->attr, &value))
+      if (!vgic_values_lookup (values, keys->entries[i].group, keys->entries[i].attr, &value))
         return FALSE;
-      e->value = value;
+      keys->entries[i].value = value;
     }
   return TRUE;
 }
 
-/* Name the difference between @values and a save of @shape.  Only called
- * once a fast check has failed, so that the good path builds the plan once
- * rather than also through vgic_plan_check_saved(). */
-static void
-explain_register_set (const VgicShape *shape, const VgicValues *values,
-                      const char *prefix, GError **error)
-{
-  if (!vgic_plan_check_saved (shape, values, error))
-    {
-      g_prefix_error (error, "%s", prefix);
-      return;
-    }
-  /* The plan found a difference that the planner's own check does not:
-   * the two disagree, which is a vgicd bug, not a bad record. */
-  g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
-               "%sinternal error: the save plan and its check disagree", prefix);
-}
-
-/* @entries less the repeated reads (only DIST offsets below 64 KiB repeat,
- * the same rule as plan_keys()), or NULL when a repeat disagrees with the
- * first read or a 32-bit register has high bits.  @plan, when given, must
- * match @entries' groups and attrs at every index (else NULL too). */
-static GArray *
-dedup_reads (const struct kvm_vgic_batch_entry *entries, gsize n,
-             const struct kvm_vgic_batch_entry *plan, GError **error)
+/* @entries less the repeated reads (vgic_plan_read_may_repeat()), or NULL
+ * when a repeat disagrees with the first read or a 32-bit register has
+ * high bits.  @plan, when given, must match @entries' groups and attrs at
+ * every index (else NULL too). */
+static VgicList *
+dedup_reads (const VgicEntry *entries, gsize n, const VgicList *plan, GError **error)
 {
   g_autofree guint32 *first_at = g_new0 (guint32, 0x10000 / 4);
-  g_autoptr (GArray) out = g_array_sized_new (FALSE, FALSE, sizeof (*entries), (guint) n);
-  struct kvm_vgic_batch_entry *o;
+  g_autoptr (VgicList) out = vgic_list_new ((guint) n);
+  VgicEntry *o = out->entries;
   guint len = 0;
 
-  g_array_set_size (out, (guint) n);
-  o = (struct kvm_vgic_batch_entry *) (void *) out->data;
   for (gsize i = 0; i < n; i++)
     {
-      const struct kvm_vgic_batch_entry *e = &entries[i];
+      const VgicEntry *e = &entries[i];
 
-      if (plan && (plan[i].group != e->group || plan[i].attr != e->attr))
+      if (plan && (plan->entries[i].group != e->group || plan->entries[i].attr != e->attr))
         return NULL;
-      if (e->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && e->value > G_MAXUINT32)
-        {
-          g_autofree char *what = vgic_reg_describe (e->group, e->attr);
-          g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
-                       "%s is a 32-bit register but carries 0x%" G_GINT64_MODIFIER "x",
-                       what, (guint64) e->value);
-          return NULL;
-        }
-      if (e->group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS && e->attr < 0x10000)
+      if (!vgic_validate_width (e, error))
+        return NULL;
+      if (vgic_plan_read_may_repeat (e))
         {
           guint32 *slot = &first_at[e->attr / 4];
 
@@ -281,7 +206,7 @@ dedup_reads (const struct kvm_vgic_batch_entry *entries, gsize n,
         }
       o[len++] = *e;
     }
-  g_array_set_size (out, len);
+  out->len = len;
   return g_steal_pointer (&out);
 }
 
@@ -290,13 +215,12 @@ dedup_reads (const struct kvm_vgic_batch_entry *entries, gsize n,
  * those entries less the repeated reads, and no index of all the values is
  * needed.  NULL (no error) when @entries are anything else, or when a
  * repeated read disagrees: the general path then decides and explains. */
-static GArray *
-ordered_as_run (const VgicShape *shape, const struct kvm_vgic_batch_entry *entries,
-                gsize n)
+static VgicList *
+ordered_as_run (const VgicShape *shape, const VgicEntry *entries, gsize n)
 {
   g_autoptr (VgicValues) inputs = vgic_plan_save_inputs (shape, entries, n, NULL);
-  g_autoptr (GArray) plan = NULL;
-  g_autoptr (GArray) second = NULL;
+  g_autoptr (VgicList) plan = NULL;
+  g_autoptr (VgicList) second = NULL;
 
   if (!inputs)
     return NULL;
@@ -304,19 +228,18 @@ ordered_as_run (const VgicShape *shape, const struct kvm_vgic_batch_entry *entri
   second = vgic_plan_save_second (shape, inputs, NULL);
   if (!second || plan->len + second->len != n)
     return NULL;
-  g_array_append_vals (plan, second->data, second->len);
-  return dedup_reads (entries, n, (const void *) plan->data, NULL);
+  vgic_list_append (plan, second->entries, second->len);
+  return dedup_reads (entries, n, plan, NULL);
 }
 
-static GBytes *serialise (const VgicShape *shape, const GArray *ordered);
+static GBytes *serialise (const VgicShape *shape, const VgicList *ordered);
 
 GBytes *
-vgic_record_encode_run (const VgicShape *shape,
-                        const struct kvm_vgic_batch_entry *entries, gsize n,
+vgic_record_encode_run (const VgicShape *shape, const VgicEntry *entries, gsize n,
                         GError **error)
 {
   static const char prefix[] = "cannot encode the state record: ";
-  g_autoptr (GArray) ordered = NULL;
+  g_autoptr (VgicList) ordered = NULL;
 
   if (!vgic_shape_check (shape, error))
     return NULL;
@@ -330,13 +253,12 @@ vgic_record_encode_run (const VgicShape *shape,
 }
 
 GBytes *
-vgic_record_encode (const VgicShape *shape,
-                    const struct kvm_vgic_batch_entry *entries, gsize n,
+vgic_record_encode (const VgicShape *shape, const VgicEntry *entries, gsize n,
                     GError **error)
 {
   static const char prefix[] = "cannot encode the state record: ";
   g_autoptr (VgicValues) values = NULL;
-  g_autoptr (GArray) ordered = NULL;
+  g_autoptr (VgicList) ordered = NULL;
 
   /* vgicd must never emit a record its own decoder (or an older one) would
    * refuse: check exactly what the decoder will check. */
@@ -344,7 +266,7 @@ vgic_record_encode (const VgicShape *shape,
     return NULL;
   ordered = ordered_as_run (shape, entries, n);
   if (ordered)
-    goto serialise;
+    return serialise (shape, ordered);
   values = vgic_values_from_reads (entries, n, error);
   if (!values)
     {
@@ -355,20 +277,24 @@ vgic_record_encode (const VgicShape *shape,
    * state, which makes records comparable and decode → encode an identity.
    * Every planned register found, and no more values than registers (both
    * sides hold each key once), is exactly the save's register set. */
-  ordered = plan_keys (shape, values, NULL, NULL);
+  ordered = vgic_plan_save_registers (shape, values, NULL, NULL);
   if (!ordered || !fill_from (ordered, values) ||
       ordered->len != vgic_values_size (values))
     {
-      explain_register_set (shape, values, prefix, error);
+      if (!vgic_validate_saved (shape, values, error))
+        g_prefix_error (error, "%s", prefix);
+      else
+        /* The plan found a difference that its own check does not: a
+         * vgicd bug, not a bad save. */
+        g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                     "%sinternal error: the save plan and its check disagree", prefix);
       return NULL;
     }
-
-serialise:
   return serialise (shape, ordered);
 }
 
 static GBytes *
-serialise (const VgicShape *shape, const GArray *ordered)
+serialise (const VgicShape *shape, const VgicList *ordered)
 {
   guint8 *buf, *p;
   gsize size;
@@ -388,8 +314,7 @@ serialise (const VgicShape *shape, const GArray *ordered)
     put_le32 (p, shape->mpidrs[i]);
   for (guint i = 0; i < ordered->len; i++, p += ENTRY_LEN)
     {
-      const struct kvm_vgic_batch_entry *e =
-        &g_array_index (ordered, struct kvm_vgic_batch_entry, i);
+      const VgicEntry *e = &ordered->entries[i];
 
       put_le32 (p, e->group);
       put_le64 (p + 4, e->attr);
@@ -410,6 +335,7 @@ vgic_record_free (VgicRecord *record)
   if (!record)
     return;
   vgic_shape_free (record->shape);
+  vgic_list_unref (record->entries);
   vgic_values_free (record->values);
   g_free (record);
 }
@@ -543,36 +469,29 @@ check_layout (const guint8 *data, gsize len, Layout *out, GError **error)
   return TRUE;
 }
 
-/* Step 4: the shape the record was saved from, checked on its own. */
+/* The shape the record says it was saved from (vgic_validate_record()
+ * judges it). */
 static VgicShape *
-parse_shape (const Layout *l, GError **error)
+parse_shape (const Layout *l)
 {
-  g_autoptr (VgicShape) shape = g_new0 (VgicShape, 1);
+  VgicShape *shape = g_new0 (VgicShape, 1);
 
   shape->nr_irqs = l->nr_irqs;
   shape->nr_vcpus = l->nr_vcpus;
   shape->mpidrs = g_new (uint32_t, l->nr_vcpus);
   for (guint32 i = 0; i < l->nr_vcpus; i++)
     shape->mpidrs[i] = get_le32 (l->mpidrs + (gsize) MPIDR_LEN * i);
-  if (!vgic_shape_check (shape, error))
-    {
-      g_prefix_error (error, "the state record's VM shape is impossible: ");
-      return NULL;
-    }
-  return g_steal_pointer (&shape);
+  return shape;
 }
 
-/* Step 5: the entries must be exactly a save of @shape, in plan order. */
-static VgicValues *
-parse_entries (const Layout *l, const VgicShape *shape, const GArray *first, GError **error)
+/* Step 4: the entries, each in a group vgicd knows. */
+static VgicList *
+parse_entries (const Layout *l, GError **error)
 {
-  static const char prefix[] = "the state record's register set is wrong: ";
   /* Every field is written below: not zeroed first (a restore decodes
    * inside the downtime). */
-  g_autofree struct kvm_vgic_batch_entry *entries =
-    g_new (struct kvm_vgic_batch_entry, MAX (l->nr_entries, 1));
-  g_autoptr (VgicValues) values = NULL;
-  g_autoptr (GArray) expected = NULL;
+  g_autoptr (VgicList) list = vgic_list_new (l->nr_entries);
+  VgicEntry *entries = list->entries;
 
   for (guint32 i = 0; i < l->nr_entries; i++)
     {
@@ -584,75 +503,19 @@ parse_entries (const Layout *l, const VgicShape *shape, const GArray *first, GEr
       entries[i].value = get_le64 (p + 12);
       /* Refused here, by index, because vgic_reg_describe() cannot name a
        * register in a group it does not know. */
-      if (!vgic_group_is_data (entries[i].group))
+      if (!vgic_entry_group_is_data (entries[i].group))
         {
           bad_record (error, "entry %u has unknown group %u (not DIST, "
                       "REDIST, CPU_SYSREGS or LEVEL_INFO)", i, entries[i].group);
           return NULL;
         }
     }
-
-  /* Duplicates and high bits in 32-bit registers: named by
-   * vgic_values_new().  Strict, not _from_reads(): the encoder stores each
-   * register once, so a repeated one in a record is corruption. */
-  values = vgic_values_new (entries, l->nr_entries, error);
-  if (!values)
-    {
-      g_prefix_error (error, "%s", prefix);
-      return NULL;
-    }
-
-  /* The good path: the entries are the plan's registers, in its order.
-   * Both lists hold each key once, so the same sequence is the same set. */
-  expected = plan_keys (shape, values, first, NULL);
-  if (expected && expected->len == l->nr_entries)
-    {
-      guint32 i;
-
-      for (i = 0; i < l->nr_entries; i++)
-        {
-          const struct kvm_vgic_batch_entry *w =
-            &g_array_index (expected, struct kvm_vgic_batch_entry, i);
-
-          if (w->group != entries[i].group || w->attr != entries[i].attr)
-            break;
-        }
-      if (i == l->nr_entries)
-        return g_steal_pointer (&values);
-    }
-
-  /* Something differs.  A missing or unexpected register is named by the
-   * planner's check; if the set is right, the order is wrong. */
-  if (!expected || !vgic_plan_check_saved (shape, values, error))
-    {
-      if (expected)
-        g_prefix_error (error, "%s", prefix);
-      else
-        explain_register_set (shape, values, prefix, error);
-      return NULL;
-    }
-  for (guint32 i = 0; i < l->nr_entries && i < expected->len; i++)
-    {
-      const struct kvm_vgic_batch_entry *w =
-        &g_array_index (expected, struct kvm_vgic_batch_entry, i);
-
-      if (w->group != entries[i].group || w->attr != entries[i].attr)
-        {
-          g_autofree char *got = vgic_reg_describe (entries[i].group, entries[i].attr);
-          g_autofree char *want = vgic_reg_describe (w->group, w->attr);
-
-          bad_record (error, "entry %u is %s, but a save reads %s there: "
-                      "entries are out of plan order", i, got, want);
-          return NULL;
-        }
-    }
-  explain_register_set (shape, values, prefix, error);
-  return NULL;
+  list->len = l->nr_entries;
+  return g_steal_pointer (&list);
 }
 
-static VgicRecord *
-decode (const guint8 *data, gsize len, const VgicShape *vm, const GArray *first,
-        GError **error)
+VgicRecord *
+vgic_record_parse (const guint8 *data, gsize len, GError **error)
 {
   g_autoptr (VgicRecord) record = NULL;
   Layout layout = { 0 };
@@ -663,15 +526,9 @@ decode (const guint8 *data, gsize len, const VgicShape *vm, const GArray *first,
     return NULL;
   record = g_new0 (VgicRecord, 1);
   record->version = layout.version;
-  record->shape = parse_shape (&layout, error);
-  if (!record->shape)
-    return NULL;
-  /* Before the register set: a record for another VM is a mismatch, and
-   * should be reported as one rather than as some register's absence. */
-  if (vm && !vgic_shape_match (vm, record->shape, error))
-    return NULL;
-  record->values = parse_entries (&layout, record->shape, first, error);
-  if (!record->values)
+  record->shape = parse_shape (&layout);
+  record->entries = parse_entries (&layout, error);
+  if (!record->entries)
     return NULL;
   return g_steal_pointer (&record);
 }
@@ -679,23 +536,15 @@ decode (const guint8 *data, gsize len, const VgicShape *vm, const GArray *first,
 VgicRecord *
 vgic_record_decode (const guint8 *data, gsize len, GError **error)
 {
-  return decode (data, len, NULL, NULL, error);
+  return vgic_record_load (data, len, NULL, error);
 }
 
 VgicRecord *
-vgic_record_load (const guint8 *data, gsize len, const VgicShape *vm,
-                  GError **error)
+vgic_record_load (const guint8 *data, gsize len, const VgicShape *vm, GError **error)
 {
-  g_return_val_if_fail (vm != NULL, NULL);
+  g_autoptr (VgicRecord) record = vgic_record_parse (data, len, error);
 
-  return decode (data, len, vm, NULL, error);
-}
-
-VgicRecord *
-vgic_record_load_planned (const guint8 *data, gsize len, const VgicShape *vm,
-                          const GArray *first, GError **error)
-{
-  g_return_val_if_fail (vm != NULL && first != NULL, NULL);
-
-  return decode (data, len, vm, first, error);
+  if (!record || !vgic_validate_record (record, vm, NULL, error))
+    return NULL;
+  return g_steal_pointer (&record);
 }

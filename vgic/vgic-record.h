@@ -10,6 +10,7 @@
 
 #include <glib.h>
 
+#include "vgic-list.h"
 #include "vgic-shape.h"
 #include "vgic-values.h"
 
@@ -19,7 +20,9 @@
 typedef struct {
   guint16 version;	/* format version the record was written in */
   VgicShape *shape;	/* the VM the record was saved from */
-  VgicValues *values;	/* every (group, attr, value) the save read */
+  VgicList *entries;	/* every (group, attr, value), in the record's order */
+  VgicValues *values;	/* the same, indexed: set once vgic_validate_record()
+			 * has accepted the record (NULL before) */
 } VgicRecord;
 
 void vgic_record_free (VgicRecord *record);
@@ -44,8 +47,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicRecord, vgic_record_free)
  *
  * Return: the record, or NULL with @error set.
  */
-GBytes *vgic_record_encode (const VgicShape *shape,
-                            const struct kvm_vgic_batch_entry *entries, gsize n,
+GBytes *vgic_record_encode (const VgicShape *shape, const VgicEntry *entries, gsize n,
                             GError **error);
 
 /**
@@ -63,52 +65,44 @@ GBytes *vgic_record_encode (const VgicShape *shape,
  *
  * Return: the same bytes as vgic_record_encode(), or NULL with @error set.
  */
-GBytes *vgic_record_encode_run (const VgicShape *shape,
-                                const struct kvm_vgic_batch_entry *entries, gsize n,
+GBytes *vgic_record_encode_run (const VgicShape *shape, const VgicEntry *entries, gsize n,
                                 GError **error);
 
 /**
- * vgic_record_decode() - parse and check a record on its own terms
+ * vgic_record_parse() - read a record's bytes, without judging what they say
  * @data: the bytes
  * @len: their number
  * @error: set, naming what is wrong, for a wrong magic, a version from the
  *	future or unknown flags (VGICD_ERROR_UNSUPPORTED); truncation, trailing
- *	bytes, an absurd count, a failed checksum, an unknown group or entries
- *	out of plan order (VGICD_ERROR_BAD_RECORD); an impossible shape
- *	(VGICD_ERROR_INVALID_SHAPE); a register missing, duplicated, unexpected
- *	or a 32-bit one with high bits (VGICD_ERROR_REGISTER_SET)
+ *	bytes, an absurd count, a failed checksum or an unknown group
+ *	(VGICD_ERROR_BAD_RECORD)
  *
  * Nothing is allocated in proportion to a count before the count has been
- * checked against the limits and the length.
+ * checked against the limits and the length.  The record's @values stay
+ * NULL: pass it to vgic_validate_record() before using what it holds.
  *
  * Return: the record, or NULL with @error set.
+ */
+VgicRecord *vgic_record_parse (const guint8 *data, gsize len, GError **error);
+
+/**
+ * vgic_record_decode() - parse a record and check it on its own terms
+ * (vgic_validate_record() with no VM): for vgicctl dump and the tests
+ * @error: as for vgic_record_parse(); an impossible shape
+ *	(VGICD_ERROR_INVALID_SHAPE); a register missing, duplicated, unexpected
+ *	or a 32-bit one with high bits (VGICD_ERROR_REGISTER_SET); entries out
+ *	of plan order (VGICD_ERROR_BAD_RECORD)
  */
 VgicRecord *vgic_record_decode (const guint8 *data, gsize len, GError **error);
 
 /**
- * vgic_record_load() - decode a record and check that it fits @vm (vCPU
- * count, every MPIDR in order, nr_irqs), before any plan is made from it
- * @data: the bytes
- * @len: their number
- * @vm: the shape of the attached (destination) VM
+ * vgic_record_load() - parse a record and check that it fits @vm (vCPU
+ * count, every MPIDR in order, nr_irqs) as well, before any plan is made
+ * from it; with @vm NULL, vgic_record_decode()
  * @error: as for vgic_record_decode(), or VGICD_ERROR_SHAPE_MISMATCH
- *
- * The shape is compared right after the checksum, before the register set
- * is looked at, so a record for another VM is reported as such.
- *
- * Return: the record, or NULL with @error set.
  */
 VgicRecord *vgic_record_load (const guint8 *data, gsize len, const VgicShape *vm,
                               GError **error);
-
-/**
- * vgic_record_load_planned() - vgic_record_load() with round 1 of @vm's save
- *	already planned
- * @first: vgic_plan_save_first (@vm), which the caller keeps (vgicd's session
- *	plans it once); the record's register set is checked against it
- */
-VgicRecord *vgic_record_load_planned (const guint8 *data, gsize len, const VgicShape *vm,
-                                      const GArray *first, GError **error);
 
 /**
  * vgic_record_encoded_size() - bytes of a record for @shape with @n entries

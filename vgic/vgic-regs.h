@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "vgicd/kvm-vgic-batch.h"
+#include "vgicd/vgic-entry.h"	/* which groups carry state, their widths */
 
 /* Distributor */
 #define GICD_CTLR		0x0000
@@ -170,17 +171,3 @@ const char *vgic_group_name (uint32_t group);
  * Return: a newly allocated string.
  */
 char *vgic_reg_describe (uint32_t group, uint64_t attr);
-
-/**
- * vgic_group_is_data() - TRUE for the four groups that carry vGIC state and
- * may appear in a plan, a window or a record: DIST_REGS, REDIST_REGS,
- * CPU_SYSREGS, LEVEL_INFO.  Never CTRL, ADDR, NR_IRQS or ITS_REGS.
- */
-static inline gboolean
-vgic_group_is_data (uint32_t group)
-{
-  return group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS ||
-         group == KVM_DEV_ARM_VGIC_GRP_REDIST_REGS ||
-         group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS ||
-         group == KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO;
-}

@@ -17,8 +17,9 @@
 #include "vgic-values.h"
 #include "vgic-regs.h"
 #include "vgic-shape.h"
+#include "vgic-validate.h"
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
 struct _VgicValues {
   GArray *entries;	/* Entry, each (group, attr) once, in insertion order */
@@ -76,14 +77,8 @@ values_new (const Entry *entries, gsize n, gboolean merge, GError **error)
       const Entry *e = &entries[i];
       guint32 *slot;
 
-      if (e->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && e->value > G_MAXUINT32)
-        {
-          g_autofree char *what = vgic_reg_describe (e->group, e->attr);
-          g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
-                       "%s is a 32-bit register but carries 0x%" G_GINT64_MODIFIER "x",
-                       what, (guint64) e->value);
-          return NULL;
-        }
+      if (!vgic_validate_width (e, error))
+        return NULL;
       /* The entries are not yet all in the array: a probe only looks at
        * slots already filled, which point below @out. */
       slot = find_slot (values, e->group, e->attr);

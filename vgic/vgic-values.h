@@ -8,7 +8,7 @@
 #include <glib.h>
 #include <stdint.h>
 
-#include "vgicd/kvm-vgic-batch.h"
+#include "vgic-list.h"
 
 typedef struct _VgicValues VgicValues;
 
@@ -21,7 +21,7 @@ typedef struct _VgicValues VgicValues;
  *
  * Return: the set, or NULL with @error set.
  */
-VgicValues *vgic_values_new (const struct kvm_vgic_batch_entry *entries,
+VgicValues *vgic_values_new (const VgicEntry *entries,
                              gsize n, GError **error);
 /**
  * vgic_values_from_reads() - index what a save read, where one register may
@@ -38,7 +38,7 @@ VgicValues *vgic_values_new (const struct kvm_vgic_batch_entry *entries,
  *
  * Return: the set, or NULL with @error set.
  */
-VgicValues *vgic_values_from_reads (const struct kvm_vgic_batch_entry *entries,
+VgicValues *vgic_values_from_reads (const VgicEntry *entries,
                                     gsize n, GError **error);
 void vgic_values_free (VgicValues *values);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicValues, vgic_values_free)
@@ -60,6 +60,6 @@ gboolean vgic_values_get (const VgicValues *values, uint32_t group,
 /* Number of values; the i-th in the order they were given (the first of
  * repeated reads); the i-th in (group, attr) order (sorted on first use). */
 gsize vgic_values_size (const VgicValues *values);
-const struct kvm_vgic_batch_entry *vgic_values_at (const VgicValues *values, gsize i);
-const struct kvm_vgic_batch_entry *vgic_values_index (const VgicValues *values,
+const VgicEntry *vgic_values_at (const VgicValues *values, gsize i);
+const VgicEntry *vgic_values_index (const VgicValues *values,
                                                       gsize i);

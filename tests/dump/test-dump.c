@@ -22,7 +22,7 @@
 #define GRP_SYSREG KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS
 #define GRP_LEVEL KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
 /* Non-default affinities: vCPU 0 is not 0.0.0.0, so a dump that used the
  * wrong mpidr for a vCPU, or vCPU 0's for the distributor, shows "?". */
@@ -128,11 +128,11 @@ known_settings (gsize *n, gboolean plpis)
 }
 
 static void
-apply (GArray *reads, Setting *settings, gsize n)
+apply (VgicList *reads, Setting *settings, gsize n)
 {
   for (guint i = 0; i < reads->len; i++)
     {
-      Entry *e = &g_array_index (reads, Entry, i);
+      Entry *e = &reads->entries[i];
 
       for (gsize j = 0; j < n; j++)
         if (e->group == settings[j].group && e->attr == settings[j].attr)
@@ -144,10 +144,10 @@ apply (GArray *reads, Setting *settings, gsize n)
 }
 
 static VgicRecord *
-encode_decode (const VgicShape *shape, GArray *reads)
+encode_decode (const VgicShape *shape, VgicList *reads)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (GBytes) bytes = vgic_record_encode (shape, (const Entry *) (void *) reads->data,
+  g_autoptr (GBytes) bytes = vgic_record_encode (shape, reads->entries,
                                                  reads->len, &error);
   gsize len;
   const guint8 *data;
@@ -168,8 +168,8 @@ known_record (gboolean plpis)
   const uint32_t mpidrs[] = { M0, M1 };
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicShape) shape = vgic_shape_new (NR_IRQS, 2, mpidrs, &error);
-  g_autoptr (GArray) reads = NULL;
-  g_autoptr (GArray) second = NULL;
+  g_autoptr (VgicList) reads = NULL;
+  g_autoptr (VgicList) second = NULL;
   g_autoptr (VgicValues) first = NULL;
   g_autofree Setting *settings = NULL;
   gsize n;
@@ -178,7 +178,7 @@ known_record (gboolean plpis)
   settings = known_settings (&n, plpis);
   reads = vgic_plan_save_first (shape);
   apply (reads, settings, n);
-  first = vgic_values_from_reads ((const Entry *) (void *) reads->data, reads->len, &error);
+  first = vgic_values_from_reads (reads->entries, reads->len, &error);
   g_assert_no_error (error);
   second = vgic_plan_save_second (shape, first, &error);
   g_assert_no_error (error);
@@ -187,7 +187,7 @@ known_record (gboolean plpis)
   for (gsize j = 0; j < n; j++)
     if (settings[j].hits == 0)
       g_error ("setting %" G_GSIZE_FORMAT " matches no register of the save", j);
-  g_array_append_vals (reads, second->data, second->len);
+  vgic_list_append (reads, second->entries, second->len);
   return encode_decode (shape, reads);
 }
 
@@ -624,7 +624,7 @@ static void
 test_missing_registers (void)
 {
   g_autoptr (VgicRecord) full = known_record (TRUE);
-  g_autoptr (GArray) kept = g_array_new (FALSE, FALSE, sizeof (Entry));
+  g_autoptr (VgicList) kept = vgic_list_new (0);
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicRecord) partial = g_new0 (VgicRecord, 1);
   g_autofree char *text = NULL;
@@ -637,12 +637,12 @@ test_missing_registers (void)
           (e->group == GRP_SYSREG && e->attr == vgic_attr (M0, ICC_PMR_EL1)) ||
           (e->group == GRP_DIST && e->attr == vgic_attr (0, KVM_IROUTER (34))))
         continue;
-      g_array_append_val (kept, *e);
+      vgic_list_append (kept, &(*e), 1);
     }
   g_assert_cmpuint (kept->len, ==, vgic_values_size (full->values) - 3);
   partial->version = 1;
   partial->shape = vgic_shape_copy (full->shape);
-  partial->values = vgic_values_new ((const Entry *) (void *) kept->data, kept->len, &error);
+  partial->values = vgic_values_new (kept->entries, kept->len, &error);
   g_assert_no_error (error);
 
   text = vgic_dump_record (partial, VGIC_DUMP_NONE);
@@ -665,7 +665,7 @@ test_random_record (void)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicShape) shape = vgic_shape_new (1024, 4, NULL, &error);
-  g_autoptr (GArray) reads = NULL;
+  g_autoptr (VgicList) reads = NULL;
   g_autoptr (VgicRecord) record = NULL;
   g_autofree char *text = NULL;
   g_autoptr (GHashTable) spis = NULL;

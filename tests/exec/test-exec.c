@@ -10,9 +10,9 @@
 #include "vgic-exec.h"
 #include "vgic-plan.h"
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
-#define ENTRIES(a) ((Entry *) (void *) (a)->data)
+#define ENTRIES(a) ((a)->entries)
 
 static VgicShape *
 shape_of (VgicSim *sim, guint vcpus, guint irqs)
@@ -45,18 +45,18 @@ test_refuses_before_any_ioctl (void)
 {
   g_autoptr (VgicSim) sim = sim_new (2, 64, TRUE, 5);
   g_autoptr (VgicShape) shape = shape_of (sim, 2, 64);
-  g_autoptr (GArray) plan = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) plan = vgic_plan_save_first (shape);
   g_autoptr (GError) error = NULL;
   VgicSimCounters c;
 
   vgic_sim_counters_reset (sim);
-  g_array_index (plan, Entry, 5).group = KVM_DEV_ARM_VGIC_GRP_CTRL;
+  plan->entries[5].group = KVM_DEV_ARM_VGIC_GRP_CTRL;
   g_assert_false (vgic_exec_check (ENTRIES (plan), plan->len, VGIC_EXEC_READ, &error));
   g_assert_nonnull (strstr (error->message, "entry 5: group 4"));
   g_clear_error (&error);
 
-  g_array_index (plan, Entry, 5).group = GRP_DIST;
-  g_array_index (plan, Entry, 7).value = 0x100000000ULL;
+  plan->entries[5].group = GRP_DIST;
+  plan->entries[7].value = 0x100000000ULL;
   g_assert_true (vgic_exec_check (ENTRIES (plan), plan->len, VGIC_EXEC_READ, NULL));
   g_assert_false (vgic_exec_check (ENTRIES (plan), plan->len, VGIC_EXEC_WRITE, &error));
   g_assert_nonnull (strstr (error->message, "entry 7"));
@@ -72,8 +72,8 @@ test_batch_chunks_equal_single (void)
 {
   g_autoptr (VgicSim) sim = sim_new (160, 288, TRUE, 5);
   g_autoptr (VgicShape) shape = shape_of (sim, 160, 288);
-  g_autoptr (GArray) batch = vgic_plan_save_first (shape);
-  g_autoptr (GArray) single = g_array_copy (batch);
+  g_autoptr (VgicList) batch = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) single = vgic_list_new_from (batch->entries, batch->len);
   VgicExecReport r;
   VgicSimCounters c;
   guint chunks = (batch->len + KVM_VGIC_BATCH_MAX_ENTRIES - 1) / KVM_VGIC_BATCH_MAX_ENTRIES;
@@ -95,10 +95,10 @@ test_batch_chunks_equal_single (void)
   g_assert_cmpuint (r.ioctls, ==, single->len);
   for (guint i = 0; i < batch->len; i++)
     {
-      g_assert_cmphex (g_array_index (batch, Entry, i).value, ==,
-                       g_array_index (single, Entry, i).value);
-      if (g_array_index (batch, Entry, i).group != GRP_SYSREG)
-        g_assert_cmphex (g_array_index (batch, Entry, i).value >> 32, ==, 0);
+      g_assert_cmphex (batch->entries[i].value, ==,
+                       single->entries[i].value);
+      if (batch->entries[i].group != GRP_SYSREG)
+        g_assert_cmphex (batch->entries[i].value >> 32, ==, 0);
     }
 }
 
@@ -110,7 +110,7 @@ test_failure_at_k (gconstpointer data)
   VgicExecVia via = GPOINTER_TO_INT (data);
   g_autoptr (VgicSim) sim = sim_new (4, 128, TRUE, 6);
   g_autoptr (VgicShape) shape = shape_of (sim, 4, 128);
-  g_autoptr (GArray) plan = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) plan = vgic_plan_save_first (shape);
   const guint k = 37;
   VgicExecReport r;
 
@@ -123,7 +123,7 @@ test_failure_at_k (gconstpointer data)
   g_assert_cmpuint (r.done, ==, k);
   g_assert_cmpuint (r.error_index, ==, k);
   g_assert_cmpint (r.error, ==, -EINVAL);
-  g_assert_cmpint (g_array_index (plan, Entry, k).error, ==, -EINVAL);
+  g_assert_cmpint (plan->entries[k].error, ==, -EINVAL);
   g_assert_cmpuint (r.ioctls, ==, via == VGIC_EXEC_BATCH ? 1 : k + 1);
 
   /* The device stays usable. */
@@ -137,7 +137,7 @@ test_running_vcpu_is_busy (gconstpointer data)
   VgicExecVia via = GPOINTER_TO_INT (data);
   g_autoptr (VgicSim) sim = sim_new (4, 64, FALSE, 5);
   g_autoptr (VgicShape) shape = shape_of (sim, 4, 64);
-  g_autoptr (GArray) plan = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) plan = vgic_plan_save_first (shape);
   VgicExecReport r;
 
   vgic_sim_set_vcpu_running (sim, 3, TRUE);
@@ -152,7 +152,7 @@ test_bad_pointer (void)
 {
   g_autoptr (VgicSim) sim = sim_new (1, 64, FALSE, 5);
   g_autoptr (VgicShape) shape = shape_of (sim, 1, 64);
-  g_autoptr (GArray) plan = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) plan = vgic_plan_save_first (shape);
   VgicExecReport r;
 
   vgic_sim_fault_next (sim);

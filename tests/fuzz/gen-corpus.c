@@ -20,7 +20,7 @@
 #define HDR 32
 #define ENTRY 20
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
 static GByteArray *
 valid (guint nr_irqs, guint nr_vcpus, const uint32_t *mpidrs, gboolean plpis,
@@ -28,14 +28,14 @@ valid (guint nr_irqs, guint nr_vcpus, const uint32_t *mpidrs, gboolean plpis,
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicShape) shape = vgic_shape_new (nr_irqs, nr_vcpus, mpidrs, &error);
-  g_autoptr (GArray) reads = NULL;
+  g_autoptr (VgicList) reads = NULL;
   g_autoptr (GBytes) bytes = NULL;
   gsize len;
   const guint8 *p;
 
   g_assert_no_error (error);
   reads = fake_save (shape, plpis, pri_bits, nr_vcpus * 131 + nr_irqs, NULL);
-  bytes = vgic_record_encode (shape, (const Entry *) (void *) reads->data, reads->len, &error);
+  bytes = vgic_record_encode (shape, reads->entries, reads->len, &error);
   g_assert_no_error (error);
   p = g_bytes_get_data (bytes, &len);
   return g_byte_array_append (g_byte_array_new (), p, (guint) len);

@@ -24,7 +24,7 @@
 #include "vgic-sim.h"
 #include "vgicd-harness.h"
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
 static const char *vgicd_bin;
 static const char *policy;
@@ -72,7 +72,7 @@ visible_state_n (VgicSim *sim, const Shape *s, guint *accesses)
 {
   g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
   g_autoptr (VgicShape) shape = NULL;
-  g_autoptr (GArray) all = NULL;
+  g_autoptr (VgicList) all = NULL;
   g_autoptr (GError) error = NULL;
   GBytes *bytes;
 
@@ -82,7 +82,7 @@ visible_state_n (VgicSim *sim, const Shape *s, guint *accesses)
   g_assert_no_error (error);
   all = vgic_direct_save (shape, vgic_sim_get_fd (sim), VGIC_EXEC_SINGLE, NULL, &error);
   g_assert_no_error (error);
-  bytes = vgic_record_encode (shape, (Entry *) (void *) all->data, all->len, &error);
+  bytes = vgic_record_encode (shape, all->entries, all->len, &error);
   g_assert_no_error (error);
   if (accesses)
     *accesses = all->len;

@@ -51,7 +51,7 @@ main (void)
 #include "vgic-record.h"
 #include "vgic-regs.h"
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
 /* Guest-physical layout, as QEMU's virt machine (the redistributors are
  * moved up so that 512 of them fit in one legacy region). */
@@ -268,7 +268,7 @@ vm_new (int kvm, guint n, guint32 nr_irqs, GError **error)
 static GBytes *
 qemu_save (Vm *vm, guint *accesses, GError **error)
 {
-  g_autoptr (GArray) all = vgic_direct_save (vm->shape, vm->gic, VGIC_EXEC_SINGLE, NULL,
+  g_autoptr (VgicList) all = vgic_direct_save (vm->shape, vm->gic, VGIC_EXEC_SINGLE, NULL,
                                              error);
 
   if (!all)
@@ -278,7 +278,7 @@ qemu_save (Vm *vm, guint *accesses, GError **error)
     }
   if (accesses)
     *accesses = all->len;
-  return vgic_record_encode (vm->shape, (Entry *) (void *) all->data, all->len, error);
+  return vgic_record_encode (vm->shape, all->entries, all->len, error);
 }
 
 /* qemu_restore_values() - the TYPER reads, then every write one per ioctl,
@@ -388,7 +388,7 @@ typedef struct {
   const char *what;
 } Spot;
 
-static GArray *
+static VgicList *
 spot_list (const Vm *vm)
 {
   GArray *spots = g_array_new (FALSE, FALSE, sizeof (Spot));
@@ -419,7 +419,7 @@ spot_list (const Vm *vm)
 static gboolean
 spot_write (Vm *vm, GError **error)
 {
-  g_autoptr (GArray) spots = spot_list (vm);
+  g_autoptr (VgicList) spots = spot_list (vm);
 
   for (guint i = 0; i < spots->len; i++)
     {
@@ -457,7 +457,7 @@ static void
 spot_check (Vm *vm, GBytes *record, const char *what)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (GArray) spots = spot_list (vm);
+  g_autoptr (VgicList) spots = spot_list (vm);
   g_autoptr (VgicRecord) rec = vgic_record_load (g_bytes_get_data (record, NULL),
                                                  g_bytes_get_size (record), vm->shape, &error);
 
@@ -489,7 +489,7 @@ randomize (Vm *vm, guint32 seed, GError **error)
   g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
   g_autoptr (GBytes) now = qemu_save (vm, NULL, error);
   g_autoptr (VgicRecord) rec = NULL;
-  g_autoptr (GArray) mutated = NULL;
+  g_autoptr (VgicList) mutated = NULL;
   g_autoptr (VgicValues) values = NULL;
 
   if (!now)
@@ -498,14 +498,14 @@ randomize (Vm *vm, guint32 seed, GError **error)
                           error);
   if (!rec)
     return FALSE;
-  mutated = g_array_new (FALSE, FALSE, sizeof (Entry));
+  mutated = vgic_list_new (0);
   for (gsize i = 0; i < vgic_values_size (rec->values); i++)
     {
       Entry e = *vgic_values_index (rec->values, i);
       e.value = mutate (vm, rand, &e);
-      g_array_append_val (mutated, e);
+      vgic_list_append (mutated, &(e), 1);
     }
-  values = vgic_values_new ((Entry *) (void *) mutated->data, mutated->len, error);
+  values = vgic_values_new (mutated->entries, mutated->len, error);
   return values && qemu_restore_values (vm, values, NULL, error) && spot_write (vm, error);
 }
 

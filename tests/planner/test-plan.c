@@ -7,13 +7,14 @@
 #include "fake-save.h"
 #include "vgic-plan.h"
 #include "vgic-regs.h"
+#include "vgic-validate.h"
 
 #define GRP_DIST KVM_DEV_ARM_VGIC_GRP_DIST_REGS
 #define GRP_REDIST KVM_DEV_ARM_VGIC_GRP_REDIST_REGS
 #define GRP_SYSREG KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS
 #define GRP_LEVEL KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
 static const guint grid_vcpus[] = { 1, 2, 4, 64, 160, 512 };
 static const guint grid_irqs[] = { 64, 288, 992 };
@@ -26,7 +27,7 @@ apr_for_pribits (guint pri_bits)
 }
 
 typedef struct {
-  GArray *reads;	/* round 1, then round 2 */
+  VgicList *reads;	/* round 1, then round 2 */
   guint n_first;	/* reads of round 1 */
   VgicValues *state;
 } Saved;
@@ -34,7 +35,7 @@ typedef struct {
 static void
 saved_clear (Saved *s)
 {
-  g_clear_pointer (&s->reads, g_array_unref);
+  g_clear_pointer (&s->reads, vgic_list_unref);
   g_clear_pointer (&s->state, vgic_values_free);
 }
 
@@ -52,7 +53,7 @@ make_save (const VgicShape *shape, gboolean plpis, guint pri_bits, guint32 seed,
   g_autoptr (GError) error = NULL;
 
   out->reads = fake_save (shape, plpis, pri_bits, seed, &out->n_first);
-  out->state = vgic_values_from_reads ((Entry *) (void *) out->reads->data,
+  out->state = vgic_values_from_reads (out->reads->entries,
                                        out->reads->len, &error);
   g_assert_no_error (error);
 }
@@ -71,30 +72,32 @@ grid_shape (guint vcpus, guint irqs)
 static VgicValues *
 make_check (const VgicShape *shape, gboolean plpis, guint itlines)
 {
-  g_autoptr (GArray) check = vgic_plan_restore_check (shape);
+  g_autoptr (VgicList) check = vgic_plan_restore_check (shape);
   g_autoptr (GError) error = NULL;
   VgicValues *values;
 
   for (guint i = 0; i < check->len; i++)
     {
-      Entry *e = &g_array_index (check, Entry, i);
+      Entry *e = &check->entries[i];
       if (e->group == GRP_DIST)
         e->value = itlines;
       else if (vgic_attr_low (e->attr) == GICR_TYPER)
         e->value = plpis ? GICR_TYPER_PLPIS : 0;
     }
-  values = vgic_values_new ((Entry *) (void *) check->data, check->len, &error);
+  values = vgic_values_new (check->entries, check->len, &error);
   g_assert_no_error (error);
   return values;
 }
 
-static GArray *
+static VgicList *
 make_restore (const VgicShape *shape, const Saved *saved, gboolean plpis)
 {
   g_autoptr (VgicValues) check = make_check (shape, plpis, 31);
   g_autoptr (GError) error = NULL;
-  GArray *write = vgic_plan_restore_write (shape, saved->state, check, &error);
+  VgicList *write;
 
+  g_assert_true (vgic_validate_destination (shape, saved->state, check, &error));
+  write = vgic_plan_restore_write (shape, saved->state, &error);
   g_assert_no_error (error);
   return write;
 }
@@ -112,8 +115,8 @@ test_counts_grid (void)
         for (guint c = 0; c < G_N_ELEMENTS (grid_pribits); c++)
           {
             g_autoptr (VgicShape) shape = grid_shape (grid_vcpus[a], grid_irqs[b]);
-            g_autoptr (GArray) check = vgic_plan_restore_check (shape);
-            g_autoptr (GArray) write = NULL;
+            g_autoptr (VgicList) check = vgic_plan_restore_check (shape);
+            g_autoptr (VgicList) write = NULL;
             Saved saved = { 0 };
             guint apr = apr_for_pribits (grid_pribits[c]);
 
@@ -150,7 +153,7 @@ test_counts_facts_table (void)
       g_autoptr (VgicShape) shape = grid_shape (table[i].vcpus, table[i].irqs);
       guint pri_bits = table[i].apr == 4 ? 7 : 5;
       Saved saved = { 0 };
-      g_autoptr (GArray) write = NULL;
+      g_autoptr (VgicList) write = NULL;
 
       make_save (shape, TRUE, pri_bits, i, &saved);
       write = make_restore (shape, &saved, TRUE);
@@ -198,7 +201,7 @@ test_save_rounds (void)
   make_save (shape, TRUE, 6, 7, &saved);
   for (guint i = 0; i < saved.n_first; i++)
     {
-      const Entry *e = &g_array_index (saved.reads, Entry, i);
+      const Entry *e = &saved.reads->entries[i];
 
       /* Round 1 never depends on a value... */
       g_assert_false (is_apr (e));
@@ -214,7 +217,7 @@ test_save_rounds (void)
   g_assert_cmpuint (typers, ==, 3);
   for (guint i = saved.n_first; i < saved.reads->len; i++)
     {
-      const Entry *e = &g_array_index (saved.reads, Entry, i);
+      const Entry *e = &saved.reads->entries[i];
       g_assert_true (is_apr (e) || is_base (e));
     }
   saved_clear (&saved);
@@ -225,8 +228,8 @@ static void
 test_save_apr_per_vcpu (void)
 {
   g_autoptr (VgicShape) shape = grid_shape (3, 64);
-  g_autoptr (GArray) first = vgic_plan_save_first (shape);
-  g_autoptr (GArray) second = NULL;
+  g_autoptr (VgicList) first = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) second = NULL;
   g_autoptr (VgicValues) values = NULL;
   g_autoptr (GError) error = NULL;
   static const guint bits[] = { 5, 6, 7 };
@@ -234,19 +237,19 @@ test_save_apr_per_vcpu (void)
 
   for (guint i = 0; i < first->len; i++)
     {
-      Entry *e = &g_array_index (first, Entry, i);
+      Entry *e = &first->entries[i];
       if (e->group == GRP_SYSREG && vgic_attr_low (e->attr) == ICC_CTLR_EL1)
         for (guint c = 0; c < 3; c++)
           if (vgic_attr_mpidr (e->attr) == shape->mpidrs[c])
             e->value = (uint64_t) (bits[c] - 1) << ICC_CTLR_EL1_PRIBITS_SHIFT;
     }
-  values = vgic_values_from_reads ((Entry *) (void *) first->data, first->len, &error);
+  values = vgic_values_from_reads (first->entries, first->len, &error);
   g_assert_no_error (error);
   second = vgic_plan_save_second (shape, values, &error);
   g_assert_no_error (error);
   for (guint i = 0; i < second->len; i++)
     {
-      const Entry *e = &g_array_index (second, Entry, i);
+      const Entry *e = &second->entries[i];
       for (guint c = 0; c < 3; c++)
         if (vgic_attr_mpidr (e->attr) == shape->mpidrs[c])
           per_cpu[c]++;
@@ -264,7 +267,7 @@ test_save_second_needs_first (void)
   Entry only_gicd = { .group = GRP_DIST, .attr = vgic_attr (0, GICD_TYPER) };
   g_autoptr (VgicValues) values = vgic_values_new (&only_gicd, 1, NULL);
   g_autoptr (GError) error = NULL;
-  g_autoptr (GArray) second = vgic_plan_save_second (shape, values, &error);
+  g_autoptr (VgicList) second = vgic_plan_save_second (shape, values, &error);
 
   g_assert_null (second);
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
@@ -277,11 +280,11 @@ test_save_second_needs_first (void)
 
 /* Position of the first/last access matching (group, attr) in @plan. */
 static int
-find_first (GArray *plan, uint32_t group, uint64_t attr)
+find_first (VgicList *plan, uint32_t group, uint64_t attr)
 {
   for (guint i = 0; i < plan->len; i++)
     {
-      const Entry *e = &g_array_index (plan, Entry, i);
+      const Entry *e = &plan->entries[i];
       if (e->group == group && e->attr == attr)
         return (int) i;
     }
@@ -291,7 +294,7 @@ find_first (GArray *plan, uint32_t group, uint64_t attr)
 typedef struct {
   VgicShape *shape;
   Saved saved;
-  GArray *write;
+  VgicList *write;
 } RestoreFixture;
 
 static void
@@ -308,7 +311,7 @@ static void
 restore_teardown (RestoreFixture *f, gconstpointer data)
 {
   saved_clear (&f->saved);
-  g_array_unref (f->write);
+  vgic_list_unref (f->write);
   vgic_shape_free (f->shape);
 }
 
@@ -320,7 +323,7 @@ test_rule_bases_before_gicr_ctlr (RestoreFixture *f, gconstpointer data)
 
   for (guint i = 0; i < f->write->len; i++)
     {
-      const Entry *e = &g_array_index (f->write, Entry, i);
+      const Entry *e = &f->write->entries[i];
       if (is_base (e))
         last_base = (int) i, bases++;
       if (e->group == GRP_REDIST && vgic_attr_low (e->attr) == GICR_CTLR)
@@ -370,7 +373,7 @@ test_rule_irouter_before_pending_active (RestoreFixture *f, gconstpointer data)
 
   for (guint i = 0; i < f->write->len; i++)
     {
-      const Entry *e = &g_array_index (f->write, Entry, i);
+      const Entry *e = &f->write->entries[i];
       uint32_t low = vgic_attr_low (e->attr);
 
       if (e->group != GRP_DIST)
@@ -400,7 +403,7 @@ test_rule_icc_ctlr_before_aprs (RestoreFixture *f, gconstpointer data)
       g_assert_cmpint (ctlr, >=, 0);
       for (guint i = 0; i < f->write->len; i++)
         {
-          const Entry *e = &g_array_index (f->write, Entry, i);
+          const Entry *e = &f->write->entries[i];
           if (is_apr (e) && vgic_attr_mpidr (e->attr) == m)
             {
               g_assert_cmpint ((int) i, >, ctlr);
@@ -431,7 +434,7 @@ test_rule_clear_then_set (RestoreFixture *f, gconstpointer data)
 
   for (guint i = 0; i < f->write->len; i++)
     {
-      const Entry *e = &g_array_index (f->write, Entry, i);
+      const Entry *e = &f->write->entries[i];
       uint32_t low = vgic_attr_low (e->attr);
 
       for (guint p = 0; p < 3; p++)
@@ -473,12 +476,12 @@ test_restore_writes_saved_values (RestoreFixture *f, gconstpointer data)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicValues) written = NULL;
-  g_autoptr (GArray) sets = g_array_new (FALSE, FALSE, sizeof (Entry));
+  g_autoptr (VgicList) sets = vgic_list_new (0);
   guint typers = 0;
 
   for (guint i = 0; i < f->write->len; i++)
     {
-      const Entry *e = &g_array_index (f->write, Entry, i);
+      const Entry *e = &f->write->entries[i];
       uint32_t low = vgic_attr_low (e->attr);
       gboolean clear = (e->group == GRP_DIST &&
                         ((low >= GICD_ICENABLER && low < GICD_ICENABLER + 0x80) ||
@@ -488,9 +491,9 @@ test_restore_writes_saved_values (RestoreFixture *f, gconstpointer data)
                         (low == GICR_ICENABLER0 || low == GICR_ICPENDR0 ||
                          low == GICR_ICACTIVER0));
       if (!clear)
-        g_array_append_val (sets, *e);
+        vgic_list_append (sets, &(*e), 1);
     }
-  written = vgic_values_from_reads ((Entry *) (void *) sets->data, sets->len, &error);
+  written = vgic_values_from_reads (sets->entries, sets->len, &error);
   g_assert_no_error (error);	/* a register written twice gets one value */
   /* 2S IROUTER writes land on S + 1 distinct words. */
   g_assert_cmpuint (sets->len - vgic_values_size (written), ==, f->shape->nr_irqs - 32 - 1);
@@ -524,12 +527,10 @@ test_restore_refuses_small_destination (void)
   g_autoptr (VgicShape) shape = grid_shape (2, 288);
   g_autoptr (VgicValues) check = make_check (shape, TRUE, 4);	/* 160 IRQs */
   g_autoptr (GError) error = NULL;
-  g_autoptr (GArray) write = NULL;
   Saved saved = { 0 };
 
   make_save (shape, TRUE, 5, 1, &saved);
-  write = vgic_plan_restore_write (shape, saved.state, check, &error);
-  g_assert_null (write);
+  g_assert_false (vgic_validate_destination (shape, saved.state, check, &error));
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_KERNEL);
   g_assert_nonnull (strstr (error->message, "supports 160 IRQs but the VM has 288"));
   saved_clear (&saved);
@@ -544,12 +545,10 @@ test_restore_refuses_lpi_mismatch (void)
     {
       g_autoptr (VgicValues) check = make_check (shape, !src, 31);
       g_autoptr (GError) error = NULL;
-      g_autoptr (GArray) write = NULL;
       Saved saved = { 0 };
 
       make_save (shape, src, 5, 1, &saved);
-      write = vgic_plan_restore_write (shape, saved.state, check, &error);
-      g_assert_null (write);
+      g_assert_false (vgic_validate_destination (shape, saved.state, check, &error));
       g_assert_error (error, VGICD_ERROR, VGICD_ERROR_SHAPE_MISMATCH);
       g_assert_nonnull (strstr (error->message, "ITS"));
       saved_clear (&saved);
@@ -566,34 +565,34 @@ test_check_saved (void)
   g_autoptr (VgicShape) shape = grid_shape (4, 64);
   g_autoptr (GError) error = NULL;
   Saved saved = { 0 };
-  g_autoptr (GArray) all = NULL;
+  g_autoptr (VgicList) all = NULL;
   g_autoptr (VgicValues) fewer = NULL, extra = NULL;
   Entry stray = { .group = GRP_REDIST, .attr = vgic_attr (shape->mpidrs[1], GICR_NSACR) };
 
   make_save (shape, TRUE, 7, 3, &saved);
-  g_assert_true (vgic_plan_check_saved (shape, saved.state, &error));
+  g_assert_true (vgic_validate_saved (shape, saved.state, &error));
   g_assert_no_error (error);
 
-  all = g_array_copy (saved.reads);
+  all = vgic_list_new_from (saved.reads->entries, saved.reads->len);
 
   /* Drop one register: missing, and named. */
-  fewer = vgic_values_from_reads ((Entry *) (void *) all->data + 1, all->len - 1, NULL);
-  g_assert_false (vgic_plan_check_saved (shape, fewer, &error));
+  fewer = vgic_values_from_reads (all->entries + 1, all->len - 1, NULL);
+  g_assert_false (vgic_validate_saved (shape, fewer, &error));
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
   g_assert_nonnull (strstr (error->message, "missing register: GICD_TYPER"));
   g_clear_error (&error);
 
   /* Add one the save never reads: unexpected, and named. */
-  g_array_append_val (all, stray);
-  extra = vgic_values_from_reads ((Entry *) (void *) all->data, all->len, NULL);
-  g_assert_false (vgic_plan_check_saved (shape, extra, &error));
+  vgic_list_append (all, &(stray), 1);
+  extra = vgic_values_from_reads (all->entries, all->len, NULL);
+  g_assert_false (vgic_validate_saved (shape, extra, &error));
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
   g_assert_nonnull (strstr (error->message, "unexpected register: GICR_NSACR of vCPU 0.0.0.1"));
   g_clear_error (&error);
 
   /* Twice the same register: a record (strict indexing) refuses it. */
-  g_array_append_val (all, g_array_index (all, Entry, 5));
-  g_assert_null (vgic_values_new ((Entry *) (void *) all->data, all->len, &error));
+  vgic_list_append (all, &(all->entries[5]), 1);
+  g_assert_null (vgic_values_new (all->entries, all->len, &error));
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
   g_assert_nonnull (strstr (error->message, "duplicate register"));
   saved_clear (&saved);

@@ -29,17 +29,17 @@ typedef struct kvm_vgic_batch_entry Entry;
 /* ------------------------------------------------------------------ */
 
 /* Both rounds of a save of @shape, with made-up values. */
-static GArray *
+static VgicList *
 make_save (const VgicShape *shape, gboolean plpis, guint pri_bits, guint32 seed)
 {
   return fake_save (shape, plpis, pri_bits, seed, NULL);
 }
 
 static GBytes *
-encode_save (const VgicShape *shape, GArray *reads)
+encode_save (const VgicShape *shape, VgicList *reads)
 {
   g_autoptr (GError) error = NULL;
-  GBytes *bytes = vgic_record_encode (shape, (const Entry *) (void *) reads->data,
+  GBytes *bytes = vgic_record_encode (shape, reads->entries,
                                       reads->len, &error);
 
   g_assert_no_error (error);
@@ -52,7 +52,7 @@ static GBytes *
 small_record (VgicShape **shape_out)
 {
   g_autoptr (VgicShape) shape = vgic_shape_new (64, 2, NULL, NULL);
-  g_autoptr (GArray) reads = make_save (shape, TRUE, 6, 7);
+  g_autoptr (VgicList) reads = make_save (shape, TRUE, 6, 7);
   GBytes *bytes = encode_save (shape, reads);
 
   if (shape_out)
@@ -239,7 +239,7 @@ test_round_trip (gconstpointer data)
   g_autoptr (GError) error = NULL;
   g_autofree guint32 *mpidrs = g_new (guint32, rt->nr_vcpus);
   g_autoptr (VgicShape) shape = NULL;
-  g_autoptr (GArray) reads = NULL;
+  g_autoptr (VgicList) reads = NULL;
   g_autoptr (GBytes) bytes = NULL, again = NULL;
   g_autoptr (VgicRecord) r = NULL;
   g_auto (TRec) t = { 0 };
@@ -268,7 +268,7 @@ test_round_trip (gconstpointer data)
   g_assert_cmpmem (r->shape->mpidrs, rt->nr_vcpus * 4, mpidrs, rt->nr_vcpus * 4);
   for (guint i = 0; i < reads->len; i++)
     {
-      const Entry *e = &g_array_index (reads, Entry, i);
+      const Entry *e = &reads->entries[i];
       uint64_t v = 0;
 
       g_assert_true (vgic_values_lookup (r->values, e->group, e->attr, &v));
@@ -290,7 +290,7 @@ test_round_trip (gconstpointer data)
 
     for (guint i = 0; i < reads->len; i++)
       {
-        const Entry *e = &g_array_index (reads, Entry, i);
+        const Entry *e = &reads->entries[i];
         const Entry *got;
         GBytes *key = g_bytes_new (e, sizeof *e);
 
@@ -322,7 +322,7 @@ test_large_timing (void)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicShape) shape = vgic_shape_new (992, 160, NULL, NULL);
-  g_autoptr (GArray) reads = make_save (shape, TRUE, 5, 1);
+  g_autoptr (VgicList) reads = make_save (shape, TRUE, 5, 1);
   g_autoptr (GBytes) bytes = NULL;
   g_autoptr (VgicRecord) r = NULL;
   gint64 t0, t1, t2;
@@ -358,13 +358,13 @@ static void
 test_encode_refuses (void)
 {
   g_autoptr (VgicShape) shape = vgic_shape_new (64, 2, NULL, NULL);
-  g_autoptr (GArray) reads = make_save (shape, FALSE, 5, 3);
+  g_autoptr (VgicList) reads = make_save (shape, FALSE, 5, 3);
   g_autoptr (GError) error = NULL;
   g_autoptr (GBytes) bytes = NULL;
   Entry *e;
 
   /* One register short. */
-  bytes = vgic_record_encode (shape, (const Entry *) (void *) reads->data,
+  bytes = vgic_record_encode (shape, reads->entries,
                               reads->len - 1, &error);
   g_assert_null (bytes);
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
@@ -372,10 +372,10 @@ test_encode_refuses (void)
   g_clear_error (&error);
 
   /* A 32-bit register with high bits. */
-  e = &g_array_index (reads, Entry, 3);
+  e = &reads->entries[3];
   g_assert_cmpuint (e->group, !=, GRP_SYSREG);
   e->value |= 1ULL << 40;
-  bytes = vgic_record_encode (shape, (const Entry *) (void *) reads->data,
+  bytes = vgic_record_encode (shape, reads->entries,
                               reads->len, &error);
   g_assert_null (bytes);
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
@@ -387,9 +387,9 @@ test_encode_refuses (void)
    * a vCPU the VM does not have. */
   {
     Entry extra = { .group = GRP_SYSREG, .attr = vgic_attr (0x00ffff00, ICC_PMR_EL1) };
-    g_array_append_val (reads, extra);
+    vgic_list_append (reads, &extra, 1);
   }
-  bytes = vgic_record_encode (shape, (const Entry *) (void *) reads->data,
+  bytes = vgic_record_encode (shape, reads->entries,
                               reads->len, &error);
   g_assert_null (bytes);
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
@@ -746,7 +746,7 @@ static GBytes *
 record_of (guint nr_irqs, guint nr_vcpus, VgicShape **shape_out)
 {
   g_autoptr (VgicShape) shape = vgic_shape_new (nr_irqs, nr_vcpus, NULL, NULL);
-  g_autoptr (GArray) reads = make_save (shape, TRUE, 5, 11);
+  g_autoptr (VgicList) reads = make_save (shape, TRUE, 5, 11);
   GBytes *b = encode_save (shape, reads);
 
   *shape_out = g_steal_pointer (&shape);

@@ -103,12 +103,12 @@ sim_batch (int fd, gboolean write, struct kvm_vgic_batch_entry *e, guint32 n,
 }
 
 int
-sim_run_single (int fd, gboolean write, GArray *plan)
+sim_run_single (int fd, gboolean write, VgicList *plan)
 {
   for (guint i = 0; i < plan->len; i++)
     {
       struct kvm_vgic_batch_entry *e =
-        &g_array_index (plan, struct kvm_vgic_batch_entry, i);
+        &plan->entries[i];
       int ret;
 
       if (e->group == GRP_SYSREG)
@@ -135,13 +135,13 @@ sim_run_single (int fd, gboolean write, GArray *plan)
 }
 
 int
-sim_run_batch (int fd, gboolean write, GArray *plan)
+sim_run_batch (int fd, gboolean write, VgicList *plan)
 {
   for (guint i = 0; i < plan->len; i += KVM_VGIC_BATCH_MAX_ENTRIES)
     {
       guint32 n = MIN (plan->len - i, KVM_VGIC_BATCH_MAX_ENTRIES), done;
       int ret = sim_batch (fd, write,
-                           &g_array_index (plan, struct kvm_vgic_batch_entry, i),
+                           &plan->entries[i],
                            n, &done);
 
       if (ret)

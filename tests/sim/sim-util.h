@@ -8,6 +8,7 @@
 #include <glib.h>
 #include <stdint.h>
 
+#include "vgic-list.h"
 #include "vgic-regs.h"
 #include "vgic-sim.h"
 
@@ -40,8 +41,8 @@ int sim_batch (int fd, gboolean write, struct kvm_vgic_batch_entry *e,
 
 /* Run a plan (GArray of kvm_vgic_batch_entry, values in/out) one access at
  * a time with the group's width, or in batches of at most the kernel cap. */
-int sim_run_single (int fd, gboolean write, GArray *plan);
-int sim_run_batch (int fd, gboolean write, GArray *plan);
+int sim_run_single (int fd, gboolean write, VgicList *plan);
+int sim_run_batch (int fd, gboolean write, VgicList *plan);
 
 /* Call first in main(): supervise this process, then g_test_init(). */
 void sim_test_init (int *argc, char ***argv);

@@ -8,6 +8,7 @@
  */
 #include "sim-util.h"
 #include "vgic-plan.h"
+#include "vgic-validate.h"
 
 typedef struct {
   guint32 vcpus, irqs;
@@ -37,13 +38,13 @@ shape_of (VgicSim *sim, const Shape *s)
 }
 
 static void
-assert_same_values (GArray *a, GArray *b)
+assert_same_values (VgicList *a, VgicList *b)
 {
   g_assert_cmpuint (a->len, ==, b->len);
   for (guint i = 0; i < a->len; i++)
     {
-      const struct kvm_vgic_batch_entry *x = &g_array_index (a, struct kvm_vgic_batch_entry, i);
-      const struct kvm_vgic_batch_entry *y = &g_array_index (b, struct kvm_vgic_batch_entry, i);
+      const struct kvm_vgic_batch_entry *x = &a->entries[i];
+      const struct kvm_vgic_batch_entry *y = &b->entries[i];
 
       if (x->value != y->value || x->group != y->group || x->attr != y->attr)
         {
@@ -58,23 +59,23 @@ assert_same_values (GArray *a, GArray *b)
 }
 
 /* A whole save (both rounds) of @sim; batch or one by one. */
-static GArray *
+static VgicList *
 save (VgicSim *sim, const VgicShape *shape, gboolean batch)
 {
   int fd = vgic_sim_get_fd (sim);
   g_autoptr (GError) error = NULL;
-  GArray *all = vgic_plan_save_first (shape);
-  g_autoptr (GArray) second = NULL;
+  VgicList *all = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) second = NULL;
   g_autoptr (VgicValues) first = NULL;
 
   g_assert_cmpint (batch ? sim_run_batch (fd, FALSE, all) : sim_run_single (fd, FALSE, all), ==, 0);
-  first = vgic_values_from_reads ((const void *) all->data, all->len, &error);
+  first = vgic_values_from_reads (all->entries, all->len, &error);
   g_assert_no_error (error);
   second = vgic_plan_save_second (shape, first, &error);
   g_assert_no_error (error);
   g_assert_cmpint (batch ? sim_run_batch (fd, FALSE, second) : sim_run_single (fd, FALSE, second),
                    ==, 0);
-  g_array_append_vals (all, second->data, second->len);
+  vgic_list_append (all, second->entries, second->len);
   return all;
 }
 
@@ -84,7 +85,7 @@ test_batch_equals_single (gconstpointer data)
   const Shape *s = data;
   g_autoptr (VgicSim) sim = sim_new (s->vcpus, s->irqs, s->its, s->pri_bits);
   g_autoptr (VgicShape) shape = shape_of (sim, s);
-  g_autoptr (GArray) one = NULL, many = NULL;
+  g_autoptr (VgicList) one = NULL, many = NULL;
   VgicSimCounters c;
 
   vgic_sim_randomize (sim, s->vcpus * 1000 + s->irqs);
@@ -108,21 +109,22 @@ restore_and_compare (const Shape *s, gboolean batch)
   g_autoptr (VgicSim) src = sim_new (s->vcpus, s->irqs, s->its, s->pri_bits);
   g_autoptr (VgicSim) dst = sim_new (s->vcpus, s->irqs, s->its, s->pri_bits);
   g_autoptr (VgicShape) shape = shape_of (src, s);
-  g_autoptr (GArray) saved = NULL, check = NULL, writes = NULL, resaved = NULL;
+  g_autoptr (VgicList) saved = NULL, check = NULL, writes = NULL, resaved = NULL;
   g_autoptr (VgicValues) state = NULL, check_values = NULL;
   g_autoptr (GError) error = NULL;
   int fd = vgic_sim_get_fd (dst);
 
   vgic_sim_randomize (src, 7 + s->irqs);
   saved = save (src, shape, TRUE);
-  state = vgic_values_from_reads ((const void *) saved->data, saved->len, &error);
+  state = vgic_values_from_reads (saved->entries, saved->len, &error);
   g_assert_no_error (error);
 
   check = vgic_plan_restore_check (shape);
   g_assert_cmpint (sim_run_batch (fd, FALSE, check), ==, 0);
-  check_values = vgic_values_new ((const void *) check->data, check->len, &error);
+  check_values = vgic_values_new (check->entries, check->len, &error);
   g_assert_no_error (error);
-  writes = vgic_plan_restore_write (shape, state, check_values, &error);
+  g_assert_true (vgic_validate_destination (shape, state, check_values, &error));
+  writes = vgic_plan_restore_write (shape, state, &error);
   g_assert_no_error (error);
   g_assert_cmpint (batch ? sim_run_batch (fd, TRUE, writes) : sim_run_single (fd, TRUE, writes),
                    ==, 0);

@@ -3,7 +3,7 @@
 #include "fake-save.h"
 #include "vgic-regs.h"
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
 /* splitmix64 finaliser: a deterministic PRNG step. */
 static uint64_t
@@ -16,11 +16,11 @@ mix64 (uint64_t x)
 }
 
 void
-fake_save_fill (GArray *reads, guint32 seed, gboolean plpis, guint pri_bits)
+fake_save_fill (VgicList *reads, guint32 seed, gboolean plpis, guint pri_bits)
 {
   for (guint i = 0; i < reads->len; i++)
     {
-      Entry *e = &g_array_index (reads, Entry, i);
+      Entry *e = &reads->entries[i];
       uint32_t low = vgic_attr_low (e->attr);
 
       e->value = mix64 (mix64 (seed ^ ((uint64_t) e->group << 60)) ^ e->attr);
@@ -36,23 +36,23 @@ fake_save_fill (GArray *reads, guint32 seed, gboolean plpis, guint pri_bits)
     }
 }
 
-GArray *
+VgicList *
 fake_save (const VgicShape *shape, gboolean plpis, guint pri_bits, guint32 seed,
            guint *n_first)
 {
   g_autoptr (GError) error = NULL;
-  GArray *reads = vgic_plan_save_first (shape);
+  VgicList *reads = vgic_plan_save_first (shape);
   g_autoptr (VgicValues) first = NULL;
-  g_autoptr (GArray) second = NULL;
+  g_autoptr (VgicList) second = NULL;
 
   fake_save_fill (reads, seed, plpis, pri_bits);
-  first = vgic_values_from_reads ((const Entry *) (void *) reads->data, reads->len, &error);
+  first = vgic_values_from_reads (reads->entries, reads->len, &error);
   g_assert_no_error (error);
   second = vgic_plan_save_second (shape, first, &error);
   g_assert_no_error (error);
   fake_save_fill (second, seed, plpis, pri_bits);
   if (n_first)
     *n_first = reads->len;
-  g_array_append_vals (reads, second->data, second->len);
+  vgic_list_append (reads, second->entries, second->len);
   return reads;
 }

@@ -15,12 +15,12 @@
  * branches on: GICR_TYPER.PLPIS = @plpis, every ICC_CTLR_EL1.PRIbits =
  * @pri_bits - 1, and GICD_TYPER room for 1024 IRQs
  */
-void fake_save_fill (GArray *reads, guint32 seed, gboolean plpis, guint pri_bits);
+void fake_save_fill (VgicList *reads, guint32 seed, gboolean plpis, guint pri_bits);
 
 /**
  * fake_save() - both rounds of a save of @shape, as vgicd runs them
  * @n_first: if not NULL, gets the number of round-1 reads (they come first)
  * Return: every read, round 1 then round 2.
  */
-GArray *fake_save (const VgicShape *shape, gboolean plpis, guint pri_bits,
+VgicList *fake_save (const VgicShape *shape, gboolean plpis, guint pri_bits,
                    guint32 seed, guint *n_first);

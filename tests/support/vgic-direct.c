@@ -3,14 +3,14 @@
 #include "vgic-direct.h"
 #include "vgic-regs.h"
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
 /* Run one round; sum its figures into @total; name a failing register. */
 static gboolean
-run_round (int fd, GArray *plan, VgicExecDir dir, VgicExecVia via,
+run_round (int fd, VgicList *plan, VgicExecDir dir, VgicExecVia via,
            VgicExecReport *total, GError **error)
 {
-  Entry *e = (Entry *) (void *) plan->data;
+  Entry *e = plan->entries;
   VgicExecReport r;
   gboolean ok = vgic_exec_run (fd, e, plan->len, dir, via, &r);
 
@@ -29,26 +29,25 @@ run_round (int fd, GArray *plan, VgicExecDir dir, VgicExecVia via,
   return ok;
 }
 
-GArray *
+VgicList *
 vgic_direct_save (const VgicShape *shape, int fd, VgicExecVia via,
                   VgicExecReport *report, GError **error)
 {
-  g_autoptr (GArray) all = vgic_plan_save_first (shape);
-  g_autoptr (GArray) second = NULL;
+  g_autoptr (VgicList) all = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) second = NULL;
   g_autoptr (VgicValues) inputs = NULL;
   VgicExecReport total = { 0 };
   gboolean ok;
 
   ok = run_round (fd, all, VGIC_EXEC_READ, via, &total, error) &&
-       (inputs = vgic_plan_save_inputs (shape, (Entry *) (void *) all->data, all->len,
-                                        error)) &&
+       (inputs = vgic_plan_save_inputs (shape, all->entries, all->len, error)) &&
        (second = vgic_plan_save_second (shape, inputs, error)) &&
        run_round (fd, second, VGIC_EXEC_READ, via, &total, error);
   if (report)
     *report = total;
   if (!ok)
     return NULL;
-  g_array_append_vals (all, second->data, second->len);
+  vgic_list_append (all, second->entries, second->len);
   return g_steal_pointer (&all);
 }
 
@@ -56,15 +55,16 @@ gboolean
 vgic_direct_restore (const VgicShape *shape, int fd, const VgicValues *state,
                      VgicExecVia via, VgicExecReport *report, GError **error)
 {
-  g_autoptr (GArray) check = vgic_plan_restore_check (shape);
-  g_autoptr (GArray) writes = NULL;
+  g_autoptr (VgicList) check = vgic_plan_restore_check (shape);
+  g_autoptr (VgicList) writes = NULL;
   g_autoptr (VgicValues) checked = NULL;
   VgicExecReport total = { 0 };
   gboolean ok;
 
   ok = run_round (fd, check, VGIC_EXEC_READ, via, &total, error) &&
-       (checked = vgic_values_new ((Entry *) (void *) check->data, check->len, error)) &&
-       (writes = vgic_plan_restore_write (shape, state, checked, error)) &&
+       (checked = vgic_values_new (check->entries, check->len, error)) &&
+       vgic_validate_destination (shape, state, checked, error) &&
+       (writes = vgic_plan_restore_write (shape, state, error)) &&
        run_round (fd, writes, VGIC_EXEC_WRITE, via, &total, error);
   if (report)
     *report = total;

@@ -9,6 +9,7 @@
 
 #include "vgic-exec.h"
 #include "vgic-plan.h"
+#include "vgic-validate.h"
 
 /**
  * vgic_direct_save() - both save rounds on @fd
@@ -21,12 +22,13 @@
  * Return: every read, round 1 then round 2, with its value (ready for
  * vgic_record_encode()), or NULL with @error set.
  */
-GArray *vgic_direct_save (const VgicShape *shape, int fd, VgicExecVia via,
+VgicList *vgic_direct_save (const VgicShape *shape, int fd, VgicExecVia via,
                           VgicExecReport *report, GError **error);
 
 /**
  * vgic_direct_restore() - the TYPER reads, then every write, on @fd, in
- * kvm_arm_gicv3_put's order
+ * kvm_arm_gicv3_put's order, once the destination passed
+ * vgic_validate_destination() (as QEMU checks it before it writes)
  * @state: the saved values (a decoded record's)
  */
 gboolean vgic_direct_restore (const VgicShape *shape, int fd, const VgicValues *state,

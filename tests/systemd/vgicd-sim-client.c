@@ -20,7 +20,7 @@
 #include "vgic-record.h"
 #include "vgic-sim.h"
 
-typedef struct kvm_vgic_batch_entry Entry;
+typedef VgicEntry Entry;
 
 static char *opt_name = NULL;
 static char *opt_uuid = NULL;

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-session-private.h - what the parts of a session share, and nothing
+ * outside daemon/vgicd-session*.c, vgicd-steps.c and vgicd-log.c sees:
+ *
+ *   vgicd-session.c       life cycle: Attach's arguments, the window, the
+ *                         registration with the daemon, ListSessions' view
+ *   vgicd-steps.c         the state machine: Save, Load, LoadWindow, Next
+ *   vgicd-session-dbus.c  org.vgicd.Session1 on the peer's connection
+ *   vgicd-channel.c       the step channel (the same calls, one packet each)
+ *   vgicd-log.c           the journal records of a session
+ *
+ * Both transports call the state machine through the four vgicd_steps_*()
+ * entry points below; it never sees a D-Bus message or a packet.
+ */
+#pragma once
+
+#include "vgic-plan.h"
+#include "vgic-record.h"
+#include "vgicd-channel.h"
+#include "vgicd-dbus.h"
+#include "vgicd-session.h"
+#include "vgicd-window.h"
+
+typedef enum {
+  OP_NONE,
+  OP_SAVE_FIRST,	/* round 1 and the guessed round 2 */
+  OP_SAVE_SECOND,	/* round 2, when the guess was wrong */
+  OP_LOAD_CHECK,	/* the TYPER reads (a peer without guards) */
+  OP_LOAD_WRITE,	/* the writes, after the guards if the peer has them */
+} Op;
+
+/* The figures of a session's last save or load, for ListSessions. */
+typedef struct {
+  guint64 ns;		/* executor time, summed over steps */
+  guint ioctls;
+  const char *via;
+  guint64 count;
+} OpStats;
+
+struct _VgicdSession {
+  VgicdDaemon *daemon;
+  GDBusConnection *connection;
+  VgicdDbusSession1 *skeleton;
+  char *path;
+  uid_t uid;
+  pid_t pid;
+
+  char *name;
+  char *uuid;
+  VgicShape *shape;
+  gboolean kernel_batch;
+  gboolean peer_guards;		/* the peer checks guards before writes */
+  gboolean peer_record_window;	/* the peer takes a saved record from the window */
+  gboolean peer_channel;	/* the peer calls through a step channel */
+  VgicdChannel *channel;	/* vgicd's end of it, or NULL */
+  int peer_channel_fd;		/* the peer's end, until Attach passes it on */
+  VgicdWindow *window;
+  gint64 attached_usec;
+
+  /* The operation in progress (vgicd-steps.c). */
+  Op op;
+  VgicList *step;	/* what was laid into the window, kept private */
+  gboolean step_write;
+  const char *step_via;
+  VgicList *guess;	/* save: the guessed round 2 after round 1 */
+  VgicList *last_second;	/* round 2 as this VM's last save or load found it */
+  VgicList *first_plan;	/* round 1 of a save: the shape's, planned at attach */
+  VgicList *reads;	/* save: everything read so far */
+  VgicRecord *record;	/* load: the validated record */
+  gsize record_len;
+  gint64 op_start;
+  guint op_ioctls;
+  guint64 op_ns;
+  gboolean op_fallback;
+  gint64 op_busy;	/* µs vgicd spent on the operation, handlers before this one */
+  gint64 handler_start;	/* when the handler running now started */
+
+  OpStats save, load;
+};
+
+/* ------------------------------------------------------------------ */
+/* vgicd-steps.c: the state machine                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Each returns the step that answers the call (a floating a{sv}, keys in
+ * include/vgicd/protocol.h), whichever transport the call came by.
+ */
+GVariant *vgicd_steps_save (VgicdSession *s);
+GVariant *vgicd_steps_load (VgicdSession *s, const guint8 *record, gsize len);
+GVariant *vgicd_steps_load_window (VgicdSession *s, guint32 size);
+GVariant *vgicd_steps_next (VgicdSession *s, GVariant *report);
+
+/* vgicd_steps_reset() - drop the operation in progress, if any */
+void vgicd_steps_reset (VgicdSession *s);
+
+/* vgicd_steps_operation() - "save" or "load" while one is in progress, else NULL */
+const char *vgicd_steps_operation (VgicdSession *s);
+
+/* ------------------------------------------------------------------ */
+/* vgicd-session-dbus.c: org.vgicd.Session1                           */
+/* ------------------------------------------------------------------ */
+
+/* vgicd_session_dbus_export() - serve Session1 at s->path on s->connection */
+gboolean vgicd_session_dbus_export (VgicdSession *s, GError **error);
+void vgicd_session_dbus_unexport (VgicdSession *s);
+
+/* ------------------------------------------------------------------ */
+/* vgicd-log.c: the journal                                           */
+/* ------------------------------------------------------------------ */
+
+/**
+ * vgicd_session_log_op() - one structured record of an operation's outcome:
+ * the VM, the operation and its figures as VGICD_* fields, and @message
+ * ("VM name: message") for a person
+ */
+void vgicd_session_log_op (VgicdSession *s, GLogLevelFlags level, const char *operation,
+                           const char *message);
+
+/**
+ * vgicd_session_log() - a record about the VM that is not an outcome (a
+ * fallback, a second round): VGICD_VM, and @field = @value when @field is
+ * not NULL
+ */
+void vgicd_session_log (VgicdSession *s, GLogLevelFlags level, const char *field,
+                        const char *value, const char *format, ...) G_GNUC_PRINTF (5, 6);

@@ -1,0 +1,611 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-steps.c - the session's state machine: what Save, Load, LoadWindow
+ * and Next do, whichever transport they came by (D-Bus or the step channel).
+ *
+ * Theory of operation
+ *
+ * vgicd cannot touch the vGIC: the kernel refuses device ioctls from any
+ * process but the VM's owner.  So a session plans, and the peer (libvgicd,
+ * inside QEMU) executes.  Each step lays an access list into the shared
+ * window and answers "read" or "write"; the peer copies the list out of the
+ * window, checks it, runs it, copies the results back and calls Next with a
+ * report.  vgicd then copies the results out of the window in turn, and
+ * checks that the peer changed nothing but values and errors.
+ *
+ *   save:  [round 1 reads + guessed round 2] → done(record)
+ *          ([round 2 reads] in between when the guess was wrong)
+ *   load:  validate the whole record against the VM
+ *          → [guarded writes: TYPER reads, checked by the peer, then writes]
+ *          → done
+ *          (a peer without guards: [TYPER reads] → [writes] → done)
+ *
+ * Every call to vgicd costs a round trip through two processes, which is
+ * most of what vgicd adds to the kernel's time.  So a save reads round 2
+ * (the LPI bases and the APRs, whose presence depends on round 1's values)
+ * in the same list as round 1, assuming the shape the last save found (it
+ * is a property of the host and of the VM's ITS); the values of round 1
+ * then confirm the guess, or a second round reads what it missed, logged
+ * and counted.  And a restore hands the peer the checks QEMU makes on the
+ * destination (GICD_TYPER, GICR_TYPER) as guards: the peer reads them,
+ * compares them with the ranges vgicd gave, and writes nothing unless all
+ * hold.
+ *
+ * A load validates the record (shape, register set, checksum, version)
+ * before it lays out a single write, so a record that does not fit changes
+ * nothing.  A failure part-way through the writes is reported with the
+ * register, how many writes were applied, and that the destination is now
+ * partly written: the migration must fail.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "vgic-regs.h"
+#include "vgic-validate.h"
+#include "vgicd-session-private.h"
+#include "vgicd/protocol.h"
+
+/* ------------------------------------------------------------------ */
+/* Answers                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Milliseconds vgicd has spent on the operation so far. */
+static double
+busy_ms (VgicdSession *s)
+{
+  return (s->op_busy + g_get_monotonic_time () - s->handler_start) / 1e3;
+}
+
+static GVariant *
+step_simple (const char *action, const char *key, GVariant *value)
+{
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", VGICD_STEP_ACTION, g_variant_new_string (action));
+  if (key)
+    g_variant_builder_add (&b, "{sv}", key, value);
+  return g_variant_builder_end (&b);
+}
+
+void
+vgicd_steps_reset (VgicdSession *s)
+{
+  s->op = OP_NONE;
+  g_clear_pointer (&s->guess, vgic_list_unref);
+  g_clear_pointer (&s->step, vgic_list_unref);
+  g_clear_pointer (&s->reads, vgic_list_unref);
+  g_clear_pointer (&s->record, vgic_record_free);
+}
+
+static const char *
+op_name (Op op)
+{
+  return op == OP_SAVE_FIRST || op == OP_SAVE_SECOND ? "save" : "load";
+}
+
+const char *
+vgicd_steps_operation (VgicdSession *s)
+{
+  return s->op == OP_NONE ? NULL : op_name (s->op);
+}
+
+/* The operation is over: tell the operator API. */
+static void
+op_end (VgicdSession *s)
+{
+  vgicd_steps_reset (s);
+  s->op_start = 0;
+  vgicd_daemon_changed (s->daemon);
+}
+
+/* Give up on the operation in progress: count it, log it, say so. */
+static GVariant *
+step_fail_why (VgicdSession *s, const char *operation, const char *reason,
+               const char *message)
+{
+  GVariantBuilder b;
+
+  s->daemon->totals.failures++;
+  vgicd_session_log_op (s, G_LOG_LEVEL_WARNING, operation, message);
+  op_end (s);
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", VGICD_STEP_ACTION, g_variant_new_string (VGICD_ACTION_FAIL));
+  g_variant_builder_add (&b, "{sv}", VGICD_STEP_REASON, g_variant_new_string (reason));
+  g_variant_builder_add (&b, "{sv}", VGICD_STEP_MESSAGE, g_variant_new_string (message));
+  return g_variant_builder_end (&b);
+}
+
+static GVariant *
+step_fail (VgicdSession *s, const char *operation, const char *message)
+{
+  return step_fail_why (s, operation, VGICD_REASON_INTERNAL, message);
+}
+
+/* A load refused before the first write: the record, or the destination,
+ * does not fit the VM.  The one wording every such refusal has. */
+static GVariant *
+load_refused (VgicdSession *s, const GError *error)
+{
+  g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %s",
+                                          error->message);
+
+  return step_fail_why (s, "load", VGICD_REASON_REFUSED, msg);
+}
+
+/* Which path a step takes: the mode, and what the executor found. */
+static const char *
+choose_via (VgicdSession *s)
+{
+  if (s->daemon->mode == VGICD_MODE_SINGLE)
+    return VGICD_VIA_SINGLE;
+  if (!s->kernel_batch)
+    {
+      if (!s->op_fallback)
+        {
+          /* No silent fallback: logged and counted once per operation. */
+          s->op_fallback = TRUE;
+          s->daemon->totals.fallbacks++;
+          vgicd_session_log (s, G_LOG_LEVEL_MESSAGE, "VGICD_FALLBACK", VGICD_VIA_SINGLE,
+                             "VM %s: the kernel has no vGIC batch group; "
+                             "running one register per ioctl", s->name);
+        }
+      return VGICD_VIA_SINGLE;
+    }
+  return VGICD_VIA_BATCH;
+}
+
+/* Lay @plan (guards first, if it has any) into the window and answer the
+ * step that runs it. */
+static GVariant *
+step_run (VgicdSession *s, VgicList *plan, gboolean write)
+{
+  GVariantBuilder b;
+
+  /* The window holds the largest round of this shape by construction. */
+  g_assert (plan->len <= s->window->capacity);
+  memcpy (s->window->entries, plan->entries, plan->len * sizeof (VgicEntry));
+  g_clear_pointer (&s->step, vgic_list_unref);
+  s->step = vgic_list_ref (plan);
+  s->step_write = write;
+  s->step_via = choose_via (s);
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", VGICD_STEP_ACTION,
+                         g_variant_new_string (write ? VGICD_ACTION_WRITE : VGICD_ACTION_READ));
+  g_variant_builder_add (&b, "{sv}", VGICD_STEP_COUNT,
+                         g_variant_new_uint32 (plan->len - plan->n_guards));
+  g_variant_builder_add (&b, "{sv}", VGICD_STEP_VIA, g_variant_new_string (s->step_via));
+  /* A restore's writes are its last step: when they all succeed, the
+   * answer to Next is done, and the peer need not wait for it. */
+  if (write && s->op == OP_LOAD_WRITE)
+    g_variant_builder_add (&b, "{sv}", VGICD_STEP_LAST, g_variant_new_boolean (TRUE));
+  if (plan->n_guards)
+    {
+      GVariantBuilder r;
+
+      g_variant_builder_init (&r, G_VARIANT_TYPE ("a(ttt)"));
+      for (guint i = 0; i < plan->n_guards; i++)
+        {
+          const VgicGuard *g = &plan->guards[i];
+          g_variant_builder_add (&r, "(ttt)", g->mask, g->min, g->max);
+        }
+      g_variant_builder_add (&b, "{sv}", VGICD_STEP_GUARD, g_variant_new_uint32 (plan->n_guards));
+      g_variant_builder_add (&b, "{sv}", VGICD_STEP_GUARD_RANGES, g_variant_builder_end (&r));
+    }
+  return g_variant_builder_end (&b);
+}
+
+/* Take the results of a read step (or of a write step's guards) out of the
+ * window, checking that the peer changed nothing but values and errors.
+ * Write steps leave nothing to take: see vgicd_steps_next(). */
+static VgicList *
+step_collect (VgicdSession *s, guint n, GError **error)
+{
+  g_autoptr (VgicList) out = NULL;
+
+  g_assert (n <= s->step->len);
+  /* Copied first: the peer can still write to the window. */
+  out = vgic_list_new_from (s->window->entries, n);
+  if (!vgic_validate_results (s->step, out->entries, n, error))
+    return NULL;
+  return g_steal_pointer (&out);
+}
+
+/* ------------------------------------------------------------------ */
+/* Save                                                               */
+/* ------------------------------------------------------------------ */
+
+static GVariant *
+save_done (VgicdSession *s)
+{
+  g_autoptr (GError) error = NULL;
+  /* s->reads are round 1 and round 2 exactly as planned: each step's
+   * results were checked against what was laid out (step_collect()). */
+  g_autoptr (GBytes) record = vgic_record_encode_run (s->shape, s->reads->entries,
+                                                      s->reads->len, &error);
+  g_autofree char *msg = NULL;
+  GVariant *value;
+  const char *key;
+  gsize size;
+
+  if (!record)
+    return step_fail (s, "save", error->message);
+  size = g_bytes_get_size (record);
+  s->save.ns = s->op_ns;
+  s->save.ioctls = s->op_ioctls;
+  s->save.via = s->step_via;
+  s->save.count++;
+  s->daemon->totals.saves++;
+  s->daemon->totals.bytes_saved += size;
+  /* The record goes back through the window when the peer takes it from
+   * there: it is the largest thing a save moves, and a D-Bus message would
+   * copy it several times on each side. */
+  if (s->peer_record_window && size <= s->window->size)
+    {
+      memcpy (s->window->entries, g_bytes_get_data (record, NULL), size);
+      key = VGICD_STEP_RECORD_SIZE;
+      value = g_variant_new_uint32 ((guint32) size);
+    }
+  else
+    {
+      key = VGICD_STEP_RECORD;
+      value = g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING, record, TRUE);
+    }
+  msg = g_strdup_printf ("saved %u registers in %u ioctls (%s), %.3f ms in the kernel, "
+                         "%.3f ms in vgicd, record %" G_GSIZE_FORMAT " bytes",
+                         s->reads->len, s->op_ioctls, s->step_via, s->op_ns / 1e6,
+                         busy_ms (s), size);
+  vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "save", msg);
+  op_end (s);
+  return step_simple (VGICD_ACTION_DONE, key, value);
+}
+
+/* Remember the shape a save or a restore found: the next save guesses it. */
+static void
+learn_shape (VgicdSession *s, gboolean plpis, guint apr)
+{
+  s->daemon->guess_plpis = plpis;
+  s->daemon->guess_apr = apr;
+}
+
+/* Round 1 (and maybe the guessed round 2) was read: finish the save, or
+ * read the round 2 the guess missed. */
+static GVariant *
+save_first_read (VgicdSession *s, VgicList *results, gboolean guess_ran)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicValues) first = vgic_plan_save_inputs (s->shape, results->entries,
+                                                        s->first_plan->len, &error);
+  g_autoptr (VgicList) second = NULL;
+  const char *from;
+  gboolean plpis;
+  guint apr;
+
+  if (first)
+    second = vgic_plan_save_second (s->shape, first, &error);
+  if (!second || !vgic_plan_save_shape (s->shape, first, &plpis, &apr, &error))
+    return step_fail (s, "save", error->message);
+  learn_shape (s, plpis, apr);
+  from = guess_ran && s->guess == s->last_second ? "its last save's" : "the guess";
+  g_clear_pointer (&s->last_second, vgic_list_unref);
+  s->last_second = vgic_list_ref (second);
+
+  if (guess_ran && vgic_list_same_accesses (second, s->guess))
+    {
+      s->reads = vgic_list_ref (results);
+      return save_done (s);
+    }
+
+  /* The guess was wrong (or failed in the kernel): read round 2 as it
+   * should be.  Logged and counted, as every slower path is. */
+  s->daemon->totals.second_rounds++;
+  vgicd_session_log (s, G_LOG_LEVEL_MESSAGE, "VGICD_OPERATION", "save",
+                     "VM %s: this VM's LPI and APR registers (LPIs %s, %u APRs "
+                     "per group on vCPU 0) differ from %s; reading them in a second round",
+                     s->name, plpis ? "yes" : "no", apr, from);
+  vgic_list_truncate (results, s->first_plan->len);
+  s->reads = vgic_list_ref (results);
+  s->op = OP_SAVE_SECOND;
+  return step_run (s, second, FALSE);
+}
+
+static void
+begin_op (VgicdSession *s)
+{
+  vgicd_steps_reset (s);
+  s->op_start = g_get_monotonic_time ();
+  s->op_ioctls = 0;
+  s->op_ns = 0;
+  s->op_busy = 0;
+  s->op_fallback = FALSE;
+  s->step_via = NULL;
+}
+
+static GVariant *
+start_save (VgicdSession *s)
+{
+  g_autoptr (VgicList) plan = NULL;
+
+  begin_op (s);
+  if (s->daemon->mode == VGICD_MODE_OFF)
+    {
+      s->daemon->totals.declined++;
+      vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "save", "save declined: mode is off");
+      op_end (s);
+      return step_simple (VGICD_ACTION_DECLINED, NULL, NULL);
+    }
+  /* Round 1, then round 2 as this VM's last save (or load) found it, or
+   * as the host's last save did. */
+  plan = vgic_list_new (s->window->capacity);
+  vgic_list_append (plan, s->first_plan->entries, s->first_plan->len);
+  if (s->last_second)
+    s->guess = vgic_list_ref (s->last_second);
+  else
+    s->guess = vgic_plan_save_guess (s->shape, s->daemon->guess_plpis,
+                                     CLAMP (s->daemon->guess_apr, 1, 4));
+  vgic_list_append (plan, s->guess->entries, s->guess->len);
+  s->op = OP_SAVE_FIRST;
+  return step_run (s, plan, FALSE);
+}
+
+/* ------------------------------------------------------------------ */
+/* Load                                                               */
+/* ------------------------------------------------------------------ */
+
+static GVariant *
+load_done (VgicdSession *s)
+{
+  g_autofree char *msg = NULL;
+
+  s->load.ns = s->op_ns;
+  s->load.ioctls = s->op_ioctls;
+  s->load.via = s->step_via;
+  s->load.count++;
+  s->daemon->totals.loads++;
+  s->daemon->totals.bytes_loaded += s->record_len;
+  msg = g_strdup_printf ("restored %u writes in %u ioctls (%s), %.3f ms in the kernel, "
+                         "%.3f ms in vgicd", s->step->len - s->step->n_guards, s->op_ioctls,
+                         s->step_via, s->op_ns / 1e6, busy_ms (s));
+  vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "load", msg);
+  op_end (s);
+  return step_simple (VGICD_ACTION_DONE, NULL, NULL);
+}
+
+/* A record arrived (in a message or in the window): check all of it, then
+ * lay out the restore. */
+static GVariant *
+start_load (VgicdSession *s, const guint8 *bytes, gsize len)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicRecord) record = vgic_record_parse (bytes, len, &error);
+
+  /* Everything is checked before the first access is planned. */
+  if (!record || !vgic_validate_record (record, s->shape, s->first_plan, &error))
+    return load_refused (s, error);
+  s->record = g_steal_pointer (&record);
+  s->record_len = len;
+  if (s->peer_guards)
+    {
+      g_autoptr (VgicList) guards = vgic_validate_guards (s->shape, s->record->values);
+      g_autoptr (VgicList) write = vgic_plan_restore_write (s->shape, s->record->values,
+                                                            &error);
+      gboolean plpis = FALSE;
+      guint apr = 1;
+
+      if (!write)
+        return load_refused (s, error);
+      /* The source's shape is the best guess for this VM's next save, and
+       * for this host's. */
+      if (vgic_plan_save_shape (s->shape, s->record->values, &plpis, &apr, NULL))
+        learn_shape (s, plpis, apr);
+      g_clear_pointer (&s->last_second, vgic_list_unref);
+      s->last_second = vgic_plan_save_second (s->shape, s->record->values, NULL);
+      /* One list: the guard reads, then the writes. */
+      vgic_list_append (guards, write->entries, write->len);
+      s->op = OP_LOAD_WRITE;
+      return step_run (s, guards, TRUE);
+    }
+  s->op = OP_LOAD_CHECK;
+  {
+    g_autoptr (VgicList) check = vgic_plan_restore_check (s->shape);
+    return step_run (s, check, FALSE);
+  }
+}
+
+/* Do the destination's answers to the TYPER reads (@reads, already taken
+ * out of the window) take the record? */
+static gboolean
+destination_fits (VgicdSession *s, const VgicList *reads, GError **error)
+{
+  g_autoptr (VgicValues) check = vgic_values_new (reads->entries, reads->len, error);
+
+  return check && vgic_validate_destination (s->shape, s->record->values, check, error);
+}
+
+/* The guards did not hold: name the difference, from what was read. */
+static GVariant *
+guard_failed (VgicdSession *s, guint32 index)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicList) reads = step_collect (s, s->step->n_guards, &error);
+  g_autofree char *what = NULL;
+  g_autofree char *msg = NULL;
+
+  if (!reads || !destination_fits (s, reads, &error))
+    return load_refused (s, error);
+  /* vgicd's guards and its own check disagree: a vgicd bug. */
+  if (index < s->step->n_guards)
+    what = vgic_reg_describe (s->step->entries[index].group, s->step->entries[index].attr);
+  msg = g_strdup_printf ("the peer refused guard %u (%s) that vgicd's check accepts; "
+                         "nothing written", index, what ? what : "?");
+  return step_fail (s, "load", msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Next                                                               */
+/* ------------------------------------------------------------------ */
+
+/* The peer's report on a failed step: name the register, say how far it
+ * got, and what that means for the VM.  @index is a window position. */
+static GVariant *
+step_failed_in_kernel (VgicdSession *s, guint32 done, gint32 err, guint32 index)
+{
+  g_autofree char *what = NULL;
+  g_autofree char *msg = NULL;
+  const char *operation = op_name (s->op);
+  guint guards = s->step->n_guards;
+
+  if (index < s->step->len)
+    what = vgic_reg_describe (s->step->entries[index].group, s->step->entries[index].attr);
+  else
+    what = g_strdup_printf ("entry %u", index);
+
+  if (s->op == OP_LOAD_WRITE && index >= guards)
+    msg = g_strdup_printf ("restore failed writing %s (entry %u of %u): %s; %u writes "
+                           "were applied, so this VM's vGIC is partly restored: fail the "
+                           "migration and keep the source running",
+                           what, index - guards, s->step->len - guards,
+                           g_strerror (-err), done);
+  else
+    msg = g_strdup_printf ("%s failed reading %s (entry %u of %u): %s; nothing was changed",
+                           operation, what, index, s->step->len, g_strerror (-err));
+  return step_fail_why (s, operation, VGICD_REASON_DEVICE, msg);
+}
+
+static GVariant *
+next_step (VgicdSession *s, GVariant *report)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicList) results = NULL;
+  guint32 done = 0, index = 0, ioctls = 0, guard_bad = G_MAXUINT32;
+  guint expect;
+  gint32 err = 0;
+  guint64 ns = 0;
+
+  if (s->op == OP_NONE)
+    return step_simple (VGICD_ACTION_FAIL, VGICD_STEP_MESSAGE,
+                        g_variant_new_string ("Next called with no save or load in progress"));
+
+  g_variant_lookup (report, VGICD_REPORT_DONE, "u", &done);
+  g_variant_lookup (report, VGICD_REPORT_ERROR, "i", &err);
+  g_variant_lookup (report, VGICD_REPORT_ERROR_INDEX, "u", &index);
+  g_variant_lookup (report, VGICD_REPORT_IOCTLS, "u", &ioctls);
+  g_variant_lookup (report, VGICD_REPORT_NS, "t", &ns);
+  g_variant_lookup (report, VGICD_REPORT_GUARD_FAILED, "u", &guard_bad);
+  s->op_ioctls += ioctls;
+  s->op_ns += ns;
+
+  if (s->step->n_guards && guard_bad != G_MAXUINT32)
+    return guard_failed (s, guard_bad);
+  if (err != 0)
+    {
+      /* A kernel without the batch group that the probe missed: run the
+       * same step one by one, logged and counted. */
+      if (err == -ENXIO && done == 0 && g_strcmp0 (s->step_via, VGICD_VIA_BATCH) == 0)
+        {
+          g_autoptr (VgicList) again = vgic_list_ref (s->step);
+          s->kernel_batch = FALSE;
+          return step_run (s, again, s->step_write);
+        }
+      /* The guessed part of a save failed (an APR the vCPU does not have):
+       * round 1 is complete, so plan round 2 from it. */
+      if (s->op == OP_SAVE_FIRST && index >= s->first_plan->len &&
+          done >= s->first_plan->len)
+        {
+          results = step_collect (s, s->first_plan->len, &error);
+          if (!results)
+            return step_fail (s, "save", error->message);
+          return save_first_read (s, results, FALSE);
+        }
+      return step_failed_in_kernel (s, done, err, index);
+    }
+  expect = s->step->len - s->step->n_guards;
+  if (done != expect)
+    {
+      g_autofree char *msg = g_strdup_printf ("the executor reported %u of %u entries done "
+                                              "and no error", done, expect);
+      return step_fail (s, op_name (s->op), msg);
+    }
+  /* Writes that all succeeded leave nothing to read back: the kernel took
+   * them from the peer's private copy, whatever the window holds now. */
+  if (s->op == OP_LOAD_WRITE)
+    return load_done (s);
+  results = step_collect (s, s->step->len, &error);
+  if (!results)
+    return step_fail (s, op_name (s->op), error->message);
+  if (s->op == OP_LOAD_CHECK)
+    {
+      g_autoptr (VgicList) write = NULL;
+
+      if (!destination_fits (s, results, &error) ||
+          !(write = vgic_plan_restore_write (s->shape, s->record->values, &error)))
+        return load_refused (s, error);
+      s->op = OP_LOAD_WRITE;
+      return step_run (s, write, TRUE);
+    }
+  if (s->op == OP_SAVE_FIRST)
+    return save_first_read (s, results, TRUE);
+  g_assert (s->op == OP_SAVE_SECOND);
+  vgic_list_append (s->reads, results->entries, results->len);
+  return save_done (s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry points                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Each call is timed, for the "ms in vgicd" of the operation's log line. */
+static void
+handler_begin (VgicdSession *s)
+{
+  s->handler_start = g_get_monotonic_time ();
+}
+
+static GVariant *
+handler_end (VgicdSession *s, GVariant *step)
+{
+  s->op_busy += g_get_monotonic_time () - s->handler_start;
+  return step;
+}
+
+GVariant *
+vgicd_steps_save (VgicdSession *s)
+{
+  handler_begin (s);
+  return handler_end (s, start_save (s));
+}
+
+GVariant *
+vgicd_steps_load (VgicdSession *s, const guint8 *record, gsize len)
+{
+  handler_begin (s);
+  begin_op (s);
+  return handler_end (s, start_load (s, record, len));
+}
+
+GVariant *
+vgicd_steps_load_window (VgicdSession *s, guint32 size)
+{
+  g_autofree guint8 *bytes = NULL;
+
+  handler_begin (s);
+  begin_op (s);
+  if (size == 0 || size > s->window->size)
+    {
+      g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %u bytes "
+                                              "do not fit the window (%" G_GSIZE_FORMAT
+                                              " bytes)", size, s->window->size);
+      return handler_end (s, step_fail_why (s, "load", VGICD_REASON_REFUSED, msg));
+    }
+  /* Private copy first: the peer can still write to the window. */
+  bytes = g_memdup2 (s->window->entries, size);
+  return handler_end (s, start_load (s, bytes, size));
+}
+
+GVariant *
+vgicd_steps_next (VgicdSession *s, GVariant *report)
+{
+  handler_begin (s);
+  return handler_end (s, next_step (s, report));
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-client-channel.c - the step channel, libvgicd's end (see
+ * vgicd-client-channel.h).
+ *
+ * Why it exists: each D-Bus call to vgicd is a round trip through both
+ * processes' D-Bus threads, which under emulation costs more than the
+ * kernel's work on a whole batch.  The channel carries Save, LoadWindow and
+ * Next with the same GVariants, one SOCK_SEQPACKET packet each way, on the
+ * calling thread.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "libvgicd.h"
+#include "vgicd-client-channel.h"
+
+struct _VgicdClientChannel {
+  int fd;		/* -1 once lost */
+  int timeout_ms;
+  gboolean deferred;	/* an answer is due that the caller did not wait for */
+};
+
+VgicdClientChannel *
+vgicd_client_channel_new (int fd, int timeout_ms)
+{
+  VgicdClientChannel *ch = g_new0 (VgicdClientChannel, 1);
+
+  ch->fd = fd;
+  ch->timeout_ms = timeout_ms;
+  return ch;
+}
+
+gboolean
+vgicd_client_channel_lost (VgicdClientChannel *ch)
+{
+  return ch->fd < 0;
+}
+
+/* The channel failed part-way through a call: an answer could still arrive
+ * and be taken for the next call's, so it is closed for good. */
+static gboolean
+lose (VgicdClientChannel *ch, GError **error, const char *format, ...) G_GNUC_PRINTF (3, 4);
+static gboolean
+lose (VgicdClientChannel *ch, GError **error, const char *format, ...)
+{
+  g_autofree char *msg = NULL;
+  va_list ap;
+
+  va_start (ap, format);
+  msg = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  if (ch->fd >= 0)
+    close (ch->fd);
+  ch->fd = -1;
+  ch->deferred = FALSE;
+  g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE, "vgicd %s", msg);
+  return FALSE;
+}
+
+static gboolean
+send_call (VgicdClientChannel *ch, VgicdChannelMethod method, GVariant *args, GError **error)
+{
+  g_autoptr (GVariant) sunk = g_variant_ref_sink (args ? args : g_variant_new ("()"));
+  VgicdChannelHeader h = { .method = method };
+  gsize size = g_variant_get_size (sunk);
+  g_autofree guint8 *buf = NULL;
+
+  if (ch->fd < 0)
+    return lose (ch, error, "went away (the step channel was lost)");
+  if (sizeof h + size > VGICD_CHANNEL_MAX)
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_INVALID,
+                   "a call of %" G_GSIZE_FORMAT " bytes does not fit the step channel", size);
+      return FALSE;
+    }
+  buf = g_malloc (sizeof h + size);
+  memcpy (buf, &h, sizeof h);
+  g_variant_store (sunk, buf + sizeof h);
+  if (send (ch->fd, buf, sizeof h + size, MSG_NOSIGNAL) < 0)
+    return lose (ch, error, "went away (%s)", g_strerror (errno));
+  return TRUE;
+}
+
+/* Wait for vgicd's answer, within the timeout. */
+static GVariant *
+receive (VgicdClientChannel *ch, GError **error)
+{
+  g_autofree guint8 *buf = g_malloc (VGICD_CHANNEL_MAX);
+  g_autoptr (GVariant) reply = NULL;
+  gint64 deadline = g_get_monotonic_time () + (gint64) ch->timeout_ms * 1000;
+  GVariant *step;
+  ssize_t n;
+
+  for (;;)
+    {
+      struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+      gint64 left = deadline - g_get_monotonic_time ();
+      int r;
+
+      if (left <= 0)
+        {
+          lose (ch, error, "did not answer in %d ms", ch->timeout_ms);
+          return NULL;
+        }
+      r = poll (&p, 1, (int) MIN ((left + 999) / 1000, G_MAXINT));
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        {
+          lose (ch, error, "cannot be waited for (%s)", g_strerror (errno));
+          return NULL;
+        }
+      if (r == 0)
+        continue;
+      n = recv (ch->fd, buf, VGICD_CHANNEL_MAX, MSG_TRUNC | MSG_DONTWAIT);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        continue;
+      break;
+    }
+  if (n == 0)
+    lose (ch, error, "closed the connection");
+  else if (n < 0)
+    lose (ch, error, "went away (%s)", g_strerror (errno));
+  else if (n > VGICD_CHANNEL_MAX)
+    lose (ch, error, "sent an answer larger than the channel allows");
+  if (n <= 0 || n > VGICD_CHANNEL_MAX)
+    return NULL;
+  {
+    g_autoptr (GBytes) bytes = g_bytes_new_take (g_steal_pointer (&buf), (gsize) n);
+    reply = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (VGICD_CHANNEL_ANSWER_TYPE),
+                                                          bytes, FALSE));
+  }
+  g_variant_get (reply, "(@a{sv})", &step);
+  return step;
+}
+
+gboolean
+vgicd_client_channel_settle (VgicdClientChannel *ch, GError **error)
+{
+  g_autoptr (GVariant) step = NULL;
+
+  if (!ch->deferred)
+    return TRUE;
+  ch->deferred = FALSE;
+  /* Every write was applied, so the load succeeded whatever the answer;
+   * were it not done, vgicd found fault with the report alone, and has
+   * logged and counted that itself. */
+  step = receive (ch, error);
+  return step != NULL;
+}
+
+GVariant *
+vgicd_client_channel_call (VgicdClientChannel *ch, VgicdChannelMethod method,
+                           GVariant *args, GError **error)
+{
+  if (!vgicd_client_channel_settle (ch, error))
+    {
+      if (args)
+        g_variant_unref (g_variant_ref_sink (args));
+      return NULL;
+    }
+  if (!send_call (ch, method, args, error))
+    return NULL;
+  return receive (ch, error);
+}
+
+gboolean
+vgicd_client_channel_call_deferred (VgicdClientChannel *ch, VgicdChannelMethod method,
+                                    GVariant *args, GError **error)
+{
+  if (!vgicd_client_channel_settle (ch, error))
+    {
+      if (args)
+        g_variant_unref (g_variant_ref_sink (args));
+      return FALSE;
+    }
+  if (!send_call (ch, method, args, error))
+    return FALSE;
+  ch->deferred = TRUE;
+  return TRUE;
+}
+
+void
+vgicd_client_channel_free (VgicdClientChannel *ch)
+{
+  if (!ch)
+    return;
+  /* Take a deferred answer, so that vgicd does not find the channel closed
+   * when it sends it (and log a failed send). */
+  vgicd_client_channel_settle (ch, NULL);
+  if (ch->fd >= 0)
+    close (ch->fd);
+  g_free (ch);
+}

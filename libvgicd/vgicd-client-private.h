@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-client-private.h - what the parts of libvgicd share:
+ *
+ *   vgicd-client.c          the API: connect, attach, save, load; the calls
+ *                           to vgicd, by D-Bus or through the step channel
+ *   vgicd-client-steps.c    following vgicd's steps: copy, check, execute,
+ *                           report
+ *   vgicd-client-channel.c  the step channel's packets
+ *   vgic-exec.c             the kernel calls
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "libvgicd.h"
+#include "vgic-exec.h"
+#include "vgicd-client-channel.h"
+
+struct _VgicdClient {
+  GDBusConnection *connection;
+  char *address;
+  int timeout_ms;
+
+  int vgic_fd;
+  gboolean kernel_batch;
+  char *session_path;
+  char *mode;
+  int window_fd;
+  struct kvm_vgic_batch_entry *window;
+  gsize window_size;
+  guint32 window_entries;
+  struct kvm_vgic_batch_entry *work;	/* the private copy of a step */
+  gboolean load_window;		/* vgicd has Session1.LoadWindow */
+  VgicdClientChannel *channel;	/* the step channel, or NULL */
+
+  VgicdClientStats stats;
+};
+
+
+/**
+ * vgicd_client_call() - one Session1 call (Save, Load, LoadWindow, Next),
+ * through the step channel when there is one, else by D-Bus
+ * @args: floating, or NULL
+ * Return: the step, or NULL with @error set.
+ */
+GVariant *vgicd_client_call (VgicdClient *c, const char *method, GVariant *args,
+                             GError **error);
+
+/**
+ * vgicd_client_run() - follow vgicd's steps from @first (taken) until done,
+ * declined or fail
+ * @load: a load (its done carries nothing) or a save (its done, a record)
+ * @record: (out): a save's record
+ */
+gboolean vgicd_client_run (VgicdClient *c, GVariant *first, gboolean load,
+                           GBytes **record, GError **error);

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-client-steps.c - libvgicd follows vgicd's steps.
+ *
+ * Theory of operation
+ *
+ * vgicd answers Save, Load and Next with steps.  A "read" or "write" step
+ * names a count of entries in the shared window.  The window is shared
+ * memory that vgicd can change at any time, so the loop copies the entries
+ * into private memory first, checks the copy (groups, widths, count), runs
+ * the copy, and only then copies the results back.  What the kernel is asked
+ * to do is exactly what was checked.
+ *
+ * A write step may start with guards: reads, each with a range its value
+ * (under a mask) must fall in.  They are how a restore takes one round trip
+ * rather than two: vgicd states what the destination must look like, and
+ * the loop writes nothing unless it does.  The guards are run and checked
+ * on the private copy too.
+ */
+#include <string.h>
+
+#include "vgicd-client-private.h"
+#include "vgicd/protocol.h"
+
+/* The first guard whose read does not satisfy its range, or -1. */
+static gint64
+first_failed_guard (const struct kvm_vgic_batch_entry *reads, GVariant *ranges)
+{
+  GVariantIter iter;
+  guint64 mask, min, max;
+  gint64 i = 0;
+
+  g_variant_iter_init (&iter, ranges);
+  while (g_variant_iter_next (&iter, "(ttt)", &mask, &min, &max))
+    {
+      guint64 v = reads[i].value & mask;
+
+      if (v < min || v > max)
+        return i;
+      i++;
+    }
+  return -1;
+}
+
+static void
+add_report (GVariantBuilder *b, const VgicExecReport *r, guint32 index_base,
+            VgicExecVia via)
+{
+  g_variant_builder_add (b, "{sv}", VGICD_REPORT_DONE, g_variant_new_uint32 (r->done));
+  g_variant_builder_add (b, "{sv}", VGICD_REPORT_ERROR, g_variant_new_int32 (r->error));
+  g_variant_builder_add (b, "{sv}", VGICD_REPORT_ERROR_INDEX,
+                         g_variant_new_uint32 (index_base + r->error_index));
+  g_variant_builder_add (b, "{sv}", VGICD_REPORT_NS, g_variant_new_uint64 (r->ns));
+  g_variant_builder_add (b, "{sv}", VGICD_REPORT_VIA,
+                         g_variant_new_string (via == VGIC_EXEC_BATCH ? VGICD_VIA_BATCH
+                                                                      : VGICD_VIA_SINGLE));
+}
+
+static GVariant *
+step_done (void)
+{
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", VGICD_STEP_ACTION, g_variant_new_string (VGICD_ACTION_DONE));
+  return g_variant_ref_sink (g_variant_builder_end (&b));
+}
+
+/* Run one read or write step: copy, check, execute, copy back. */
+static GVariant *
+run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
+{
+  struct kvm_vgic_batch_entry *work;
+  g_autoptr (GError) local = NULL;
+  g_autoptr (GVariant) ranges = NULL;
+  guint32 count = 0, guard = 0, ioctls = 0;
+  const char *via = NULL;
+  VgicExecVia exec_via;
+  VgicExecReport r = { 0 };
+  VgicExecDir dir = write ? VGIC_EXEC_WRITE : VGIC_EXEC_READ;
+  GVariantBuilder b;
+  gboolean last = FALSE;
+  gint64 failed = -1;
+  guint64 ns = 0;
+
+  g_variant_lookup (step, VGICD_STEP_COUNT, "u", &count);
+  g_variant_lookup (step, VGICD_STEP_VIA, "&s", &via);
+  if (write)
+    g_variant_lookup (step, VGICD_STEP_GUARD, "u", &guard);
+  if (count > c->window_entries || guard > c->window_entries - count)
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                   "vgicd asked for %" G_GUINT64_FORMAT " entries but the window holds %u; "
+                   "nothing was run", (guint64) count + guard, c->window_entries);
+      return NULL;
+    }
+  if (guard)
+    {
+      ranges = g_variant_lookup_value (step, VGICD_STEP_GUARD_RANGES, G_VARIANT_TYPE ("a(ttt)"));
+      if (!ranges || g_variant_n_children (ranges) != guard)
+        {
+          g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                       "vgicd sent %u guards without as many ranges; nothing was run",
+                       guard);
+          return NULL;
+        }
+    }
+  /* Private copy first: vgicd can no longer change what is checked.  The
+   * buffer is the session's, the window's size, touched at attach: a
+   * fresh one per step would be page faults inside the downtime. */
+  work = c->work;
+  memcpy (work, c->window, (gsize) (guard + count) * sizeof (*work));
+  if (!vgic_exec_check (work, guard, VGIC_EXEC_READ, &local) ||
+      !vgic_exec_check (work + guard, count, dir, &local))
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                   "refusing vgicd's list, nothing was run: %s", local->message);
+      return NULL;
+    }
+  exec_via = g_strcmp0 (via, VGICD_VIA_BATCH) == 0 && c->kernel_batch ? VGIC_EXEC_BATCH
+                                                             : VGIC_EXEC_SINGLE;
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  if (guard)
+    {
+      /* The guards, then the writes only if every one holds. */
+      vgic_exec_run (c->vgic_fd, work, guard, VGIC_EXEC_READ, exec_via, &r);
+      ioctls += r.ioctls;
+      ns += r.ns;
+      c->stats.entries += r.done;
+      if (r.error)
+        {
+          r.done = 0;
+          add_report (&b, &r, 0, exec_via);
+        }
+      else if ((failed = first_failed_guard (work, ranges)) >= 0)
+        {
+          memset (&r, 0, sizeof (r));
+          add_report (&b, &r, 0, exec_via);
+          g_variant_builder_add (&b, "{sv}", VGICD_REPORT_GUARD_FAILED, g_variant_new_uint32 (failed));
+        }
+    }
+  if (!r.error && failed < 0)
+    {
+      vgic_exec_run (c->vgic_fd, work + guard, count, dir, exec_via, &r);
+      ioctls += r.ioctls;
+      ns += r.ns;
+      c->stats.entries += r.done;
+      add_report (&b, &r, guard, exec_via);
+    }
+  /* Back go what vgicd reads: the values read, and the guards.  Writes
+   * leave nothing to read back (their errors are in the report). */
+  memcpy (c->window, work, (gsize) (write ? guard : guard + count) * sizeof (*work));
+
+  c->stats.ioctls += ioctls;
+  c->stats.kernel_ns += ns;
+  c->stats.batched = exec_via == VGIC_EXEC_BATCH;
+  g_variant_builder_add (&b, "{sv}", VGICD_REPORT_IOCTLS, g_variant_new_uint32 (ioctls));
+
+  /* The last writes of a load, all applied: vgicd's answer can only be
+   * done, and a load's done carries nothing.  So the report goes out and
+   * the load ends here, a round trip early; the answer is taken before
+   * the next call (vgicd_client_channel_settle()). */
+  if (write && c->channel && !r.error && failed < 0 && r.done == count &&
+      g_variant_lookup (step, VGICD_STEP_LAST, "b", &last) && last)
+    {
+      if (!vgicd_client_channel_call_deferred (c->channel, VGICD_CHANNEL_NEXT,
+                                               g_variant_new ("(@a{sv})",
+                                                              g_variant_builder_end (&b)),
+                                               error))
+        return NULL;
+      return step_done ();
+    }
+  return vgicd_client_call (c, "Next", g_variant_new ("(@a{sv})", g_variant_builder_end (&b)),
+                            error);
+}
+
+/* The record of a finished save: in the step, or at the start of the
+ * window (copied out at once: vgicd may write there again). */
+static gboolean
+take_record (VgicdClient *c, GVariant *step, GBytes **record, GError **error)
+{
+  g_autoptr (GVariant) bytes = g_variant_lookup_value (step, VGICD_STEP_RECORD,
+                                                       G_VARIANT_TYPE_BYTESTRING);
+  guint32 size;
+
+  if (bytes)
+    {
+      *record = g_variant_get_data_as_bytes (bytes);
+      return TRUE;
+    }
+  if (g_variant_lookup (step, VGICD_STEP_RECORD_SIZE, "u", &size))
+    {
+      if (size == 0 || size > c->window_size)
+        {
+          g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                       "vgicd said its record is %u bytes of a %" G_GSIZE_FORMAT
+                       "-byte window", size, c->window_size);
+          return FALSE;
+        }
+      *record = g_bytes_new (c->window, size);
+      return TRUE;
+    }
+  g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+               "vgicd finished a save without a record");
+  return FALSE;
+}
+
+/* Follow steps until vgicd says done, declined or fail. */
+gboolean
+vgicd_client_run (VgicdClient *c, GVariant *first, gboolean load, GBytes **record,
+                  GError **error)
+{
+  g_autoptr (GVariant) step = first;
+
+  while (step)
+    {
+      const char *action = NULL;
+      GVariant *next;
+
+      g_variant_lookup (step, VGICD_STEP_ACTION, "&s", &action);
+      if (g_strcmp0 (action, VGICD_ACTION_READ) == 0 || g_strcmp0 (action, VGICD_ACTION_WRITE) == 0)
+        {
+          next = run_step (c, step, g_strcmp0 (action, VGICD_ACTION_WRITE) == 0, error);
+          g_variant_unref (step);
+          step = next;
+          continue;
+        }
+      if (g_strcmp0 (action, VGICD_ACTION_DONE) == 0)
+        return load || take_record (c, step, record, error);
+      if (g_strcmp0 (action, VGICD_ACTION_DECLINED) == 0)
+        {
+          g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED,
+                       "vgicd declined (mode off on this host)");
+          return FALSE;
+        }
+      if (g_strcmp0 (action, VGICD_ACTION_FAIL) == 0)
+        {
+          const char *message = "no reason given", *reason = "";
+          g_variant_lookup (step, VGICD_STEP_MESSAGE, "&s", &message);
+          g_variant_lookup (step, VGICD_STEP_REASON, "&s", &reason);
+          /* Refused before any access, or failed in the kernel. */
+          g_set_error (error, VGICD_CLIENT_ERROR,
+                       strcmp (reason, VGICD_REASON_REFUSED) == 0 ? VGICD_CLIENT_ERROR_REFUSED
+                                                       : VGICD_CLIENT_ERROR_DEVICE,
+                       "vgicd: %s", message);
+          return FALSE;
+        }
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_PROTOCOL,
+                   "vgicd sent an unknown step \"%s\"", action ? action : "");
+      return FALSE;
+    }
+  return FALSE;
+}
+

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgic-validate.c - may this state be written to this VM?  (vgic-validate.h)
+ *
+ * Theory of operation
+ *
+ * A state record arrives from another host, through a QEMU that may be
+ * compromised, and vgicd turns it into kernel writes on a VM.  The kernel
+ * checks little of what it is given in user-space access: an offset it
+ * does not implement reads as 0 and ignores writes, a register of another
+ * vCPU is just another register.  So a record that does not fit its VM
+ * could restore nonsense without a single error.  vgicd therefore accepts a
+ * record only when it is exactly a save of exactly this VM, and refuses it
+ * before the first write otherwise, with a message that names what differs:
+ * the operator reading a failed migration's log has nothing else to go on.
+ *
+ * "Exactly a save" is the planner's to say (vgic_plan_save_registers():
+ * round 1, then round 2 as round 1's values ask), so the record is compared
+ * against the plan, entry by entry.  The good path costs one pass; only a
+ * record that fails pays for naming the difference.
+ *
+ * The destination's own answers (its GICD_TYPER and GICR_TYPER) decide the
+ * rest: room for every IRQ, and LPIs on both sides or neither.  Those rules
+ * exist once, as guards (mask, min, max); vgicd hands them to a peer that
+ * checks them before it writes, and applies the same list itself to the
+ * values of a peer that does not.
+ */
+#include "vgic-validate.h"
+
+#include "vgic-plan.h"
+#include "vgic-regs.h"
+#include "vgicd/vgic-entry.h"
+
+#define GRP_DIST KVM_DEV_ARM_VGIC_GRP_DIST_REGS
+#define GRP_REDIST KVM_DEV_ARM_VGIC_GRP_REDIST_REGS
+
+/* ------------------------------------------------------------------ */
+/* One entry                                                          */
+/* ------------------------------------------------------------------ */
+
+gboolean
+vgic_validate_width (const VgicEntry *e, GError **error)
+{
+  if (vgic_entry_value_fits (e->group, e->value))
+    return TRUE;
+
+  g_autofree char *what = vgic_reg_describe (e->group, e->attr);
+  g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+               "%s is a 32-bit register but carries 0x%" G_GINT64_MODIFIER "x",
+               what, (guint64) e->value);
+  return FALSE;
+}
+
+/* ------------------------------------------------------------------ */
+/* The register set                                                   */
+/* ------------------------------------------------------------------ */
+
+gboolean
+vgic_validate_saved (const VgicShape *shape, const VgicValues *state, GError **error)
+{
+  g_autoptr (VgicList) want = vgic_plan_save_registers (shape, state, NULL, error);
+  const VgicEntry *e = NULL;
+  uint64_t value;
+
+  if (!want)
+    return FALSE;
+  /* The first planned register the state lacks, in plan order; else the
+   * first register of the state the plan does not read. */
+  for (guint i = 0; i < want->len && !e; i++)
+    if (!vgic_values_lookup (state, want->entries[i].group, want->entries[i].attr, &value))
+      e = &want->entries[i];
+  if (e)
+    {
+      g_autofree char *what = vgic_reg_describe (e->group, e->attr);
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                   "missing register: %s", what);
+      return FALSE;
+    }
+  if (vgic_values_size (state) == want->len)
+    return TRUE;
+  {
+    g_autoptr (VgicValues) planned = vgic_values_new (want->entries, want->len, NULL);
+
+    for (gsize i = 0; i < vgic_values_size (state); i++)
+      {
+        e = vgic_values_at (state, i);
+        if (!vgic_values_lookup (planned, e->group, e->attr, &value))
+          {
+            g_autofree char *what = vgic_reg_describe (e->group, e->attr);
+            g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                         "unexpected register: %s is not part of this VM's state", what);
+            return FALSE;
+          }
+      }
+  }
+  /* As many planned registers as values, all found, yet not equal: the
+   * plan and its own check disagree, which is a vgicd bug. */
+  g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+               "internal error: the save plan and its check disagree");
+  return FALSE;
+}
+
+/* Check 4: @entries (each register once, values indexed in @values) are
+ * the save's registers in plan order.  Names the difference. */
+static gboolean
+check_plan_order (const VgicShape *shape, const VgicList *entries, const VgicValues *values,
+                  const VgicList *first, GError **error)
+{
+  g_autoptr (VgicList) expected = vgic_plan_save_registers (shape, values, first, NULL);
+  guint i;
+
+  /* The good path: the same sequence.  Both lists hold each key once, so
+   * the same sequence is the same set. */
+  if (expected && expected->len == entries->len)
+    {
+      for (i = 0; i < entries->len; i++)
+        if (expected->entries[i].group != entries->entries[i].group ||
+            expected->entries[i].attr != entries->entries[i].attr)
+          break;
+      if (i == entries->len)
+        return TRUE;
+    }
+
+  /* Something differs.  A missing or unexpected register is named as such;
+   * if the set is right, the order is wrong. */
+  if (!vgic_validate_saved (shape, values, error))
+    return FALSE;
+  for (i = 0; expected && i < entries->len && i < expected->len; i++)
+    {
+      const VgicEntry *w = &expected->entries[i], *got = &entries->entries[i];
+
+      if (w->group != got->group || w->attr != got->attr)
+        {
+          g_autofree char *g = vgic_reg_describe (got->group, got->attr);
+          g_autofree char *want = vgic_reg_describe (w->group, w->attr);
+
+          g_set_error (error, VGICD_ERROR, VGICD_ERROR_BAD_RECORD,
+                       "bad state record: entry %u is %s, but a save reads %s there: "
+                       "entries are out of plan order", i, g, want);
+          return FALSE;
+        }
+    }
+  g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+               "internal error: the save plan and its check disagree");
+  return FALSE;
+}
+
+gboolean
+vgic_validate_record (VgicRecord *record, const VgicShape *vm, const VgicList *first,
+                      GError **error)
+{
+  static const char prefix[] = "the state record's register set is wrong: ";
+  g_autoptr (VgicValues) values = NULL;
+
+  /* 1. */
+  if (!vgic_shape_check (record->shape, error))
+    {
+      g_prefix_error (error, "the state record's VM shape is impossible: ");
+      return FALSE;
+    }
+  /* 2. */
+  if (vm && !vgic_shape_match (vm, record->shape, error))
+    return FALSE;
+  /* 3. Strict (vgic_values_new(), not _from_reads()): the encoder stores
+   * each register once, so a repeated one in a record is corruption. */
+  values = vgic_values_new (record->entries->entries, record->entries->len, error);
+  if (!values)
+    {
+      g_prefix_error (error, "%s", prefix);
+      return FALSE;
+    }
+  /* 4.  The VM's round 1 serves only a record of the same shape. */
+  if (!check_plan_order (record->shape, record->entries, values, vm ? first : NULL, error))
+    {
+      if (g_error_matches (*error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET))
+        g_prefix_error (error, "%s", prefix);
+      return FALSE;
+    }
+  g_clear_pointer (&record->values, vgic_values_free);
+  record->values = g_steal_pointer (&values);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* The destination                                                    */
+/* ------------------------------------------------------------------ */
+
+VgicList *
+vgic_validate_guards (const VgicShape *shape, const VgicValues *state)
+{
+  VgicList *reads = vgic_plan_restore_check (shape);
+  g_autofree VgicGuard *guards = g_new0 (VgicGuard, reads->len);
+  const uint64_t gicr_typer = vgic_attr (shape->mpidrs[0], GICR_TYPER);
+  uint64_t typer = 0;
+  gboolean plpis;
+
+  vgic_values_lookup (state, GRP_REDIST, gicr_typer, &typer);
+  plpis = (typer & GICR_TYPER_PLPIS) != 0;
+  for (guint i = 0; i < reads->len; i++)
+    {
+      const VgicEntry *e = &reads->entries[i];
+
+      if (e->group == GRP_DIST && e->attr == vgic_attr (0, GICD_TYPER))
+        /* ITLinesNumber: room for every IRQ */
+        guards[i] = (VgicGuard) { 0x1f, shape->nr_irqs / 32 - 1, 0x1f };
+      else if (e->group == GRP_REDIST && e->attr == gicr_typer)
+        /* LPIs on both sides or on neither */
+        guards[i] = (VgicGuard) { GICR_TYPER_PLPIS, plpis ? GICR_TYPER_PLPIS : 0,
+                                  plpis ? GICR_TYPER_PLPIS : 0 };
+      /* else: read, as QEMU does; no condition */
+    }
+  vgic_list_set_guards (reads, guards, reads->len);
+  return reads;
+}
+
+gboolean
+vgic_validate_destination (const VgicShape *shape, const VgicValues *state,
+                           const VgicValues *check, GError **error)
+{
+  g_autoptr (VgicList) guards = vgic_validate_guards (shape, state);
+  uint64_t saved_typer;
+
+  /* What the source had decides the LPI guard: a state without it is not
+   * a save, whatever the destination says. */
+  if (!vgic_values_get (state, GRP_REDIST, vgic_attr (shape->mpidrs[0], GICR_TYPER),
+                        &saved_typer, error))
+    return FALSE;
+  for (guint i = 0; i < guards->n_guards; i++)
+    {
+      const VgicEntry *e = &guards->entries[i];
+      const VgicGuard *g = &guards->guards[i];
+      uint64_t value, v;
+
+      if (!g->mask)
+        continue;
+      if (!vgic_values_get (check, e->group, e->attr, &value, error))
+        return FALSE;
+      v = value & g->mask;
+      if (g->min <= v && v <= g->max)
+        continue;
+      if (e->group == GRP_DIST)
+        /* QEMU aborts here. */
+        g_set_error (error, VGICD_ERROR, VGICD_ERROR_KERNEL,
+                     "the destination vGIC supports %u IRQs but the VM has %u",
+                     (guint) ((value & 0x1f) + 1) * 32, shape->nr_irqs);
+      else
+        /* QEMU writes the bases when the destination has LPIs, whatever the
+         * source had; vgicd refuses a record that cannot fill them, or one
+         * whose bases the destination would drop. */
+        g_set_error (error, VGICD_ERROR, VGICD_ERROR_SHAPE_MISMATCH,
+                     "the record was saved from a VM %s LPIs (an ITS) but the "
+                     "destination VM %s; give both VMs the same ITS configuration",
+                     (saved_typer & GICR_TYPER_PLPIS) ? "with" : "without",
+                     (value & GICR_TYPER_PLPIS) ? "has them" : "has none");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* An executor's results                                              */
+/* ------------------------------------------------------------------ */
+
+gboolean
+vgic_validate_results (const VgicList *sent, const VgicEntry *got, guint n, GError **error)
+{
+  g_return_val_if_fail (n <= sent->len, FALSE);
+
+  for (guint i = 0; i < n; i++)
+    {
+      if (got[i].group != sent->entries[i].group || got[i].attr != sent->entries[i].attr)
+        {
+          g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                       "the executor changed entry %u of the window; refusing its results", i);
+          return FALSE;
+        }
+      if (!vgic_entry_value_fits (got[i].group, got[i].value))
+        {
+          g_autofree char *what = vgic_reg_describe (got[i].group, got[i].attr);
+          g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                       "the executor returned a 64-bit value for the 32-bit %s", what);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgic-validate.h - the rules that decide whether a saved vGIC state may be
+ * written to a VM: every check between "these bytes came from another host"
+ * and "vgicd lays out a write", in one place.
+ *
+ *   a record, on its own and against the attached VM: vgic_validate_record()
+ *   the destination's answers to the restore's first reads (room for every
+ *   IRQ, LPIs on both sides or neither), as guards a peer checks before it
+ *   writes, and as a check vgicd makes itself: vgic_validate_guards(),
+ *   vgic_validate_destination()
+ *   what an executor hands back: vgic_validate_results()
+ *
+ * The record's byte format (magic, version, lengths, checksum) is the
+ * decoder's business (vgic-record.c); what the bytes say is decided here.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "vgic-list.h"
+#include "vgic-record.h"
+#include "vgic-shape.h"
+#include "vgic-values.h"
+
+/**
+ * vgic_validate_width() - @e's value fits its register: 32 bits, but for the
+ * ICC system registers (vgic_entry_value_fits())
+ * @error: VGICD_ERROR_REGISTER_SET, naming the register and the value
+ */
+gboolean vgic_validate_width (const VgicEntry *e, GError **error);
+
+/**
+ * vgic_validate_record() - may @record's state be written to @vm?
+ * @record: a record as vgic_record_parse() read it (its bytes are sound and
+ *	its checksum right); on success its @values are set
+ * @vm: the attached VM, or NULL to judge the record on its own terms
+ * @first: vgic_plan_save_first (@vm) when the caller keeps it planned
+ *	(vgicd's session plans it at attach), else NULL
+ * @error: VGICD_ERROR_INVALID_SHAPE, VGICD_ERROR_SHAPE_MISMATCH,
+ *	VGICD_ERROR_REGISTER_SET or VGICD_ERROR_BAD_RECORD, naming what is wrong
+ *
+ * The one entry point for a record: vgic_record_decode() calls it with no
+ * VM, vgicd's session with the VM it serves.  Each check runs only once the
+ * ones before it held:
+ *  1. the shape the record was saved from is a possible KVM vGICv3;
+ *  2. it is @vm's: vCPU count, nr_irqs, every affinity in order (before the
+ *     registers, so that a record for another VM is reported as such);
+ *  3. no register appears twice, and every value fits its register;
+ *  4. the entries are exactly the registers a save of the shape reads, in
+ *     plan order (vgic_plan_save_registers()).
+ */
+gboolean vgic_validate_record (VgicRecord *record, const VgicShape *vm,
+                               const VgicList *first, GError **error);
+
+/**
+ * vgic_validate_saved() - check 4 of vgic_validate_record() on a value set:
+ * @state holds exactly the registers a save of @shape reads, none missing,
+ * none unexpected (naming the first of either)
+ */
+gboolean vgic_validate_saved (const VgicShape *shape, const VgicValues *state,
+                              GError **error);
+
+/**
+ * vgic_validate_guards() - the reads a restore makes before it writes
+ * (vgic_plan_restore_check()), each with the condition the destination's
+ * value must meet for @state to be written there
+ * @shape: the VM
+ * @state: the saved values (a validated record's)
+ *
+ * A peer that checks guards runs these reads and then the writes only if
+ * every condition holds: a restore in one round.  The conditions are those
+ * vgic_validate_destination() checks, so the two always agree.
+ *
+ * Return: a new list whose every entry is a guard.
+ */
+VgicList *vgic_validate_guards (const VgicShape *shape, const VgicValues *state);
+
+/**
+ * vgic_validate_destination() - can the destination that answered @check
+ * (the values of vgic_plan_restore_check()'s reads) take @state?
+ * @error: VGICD_ERROR_KERNEL (fewer IRQs than the VM) or
+ *	VGICD_ERROR_SHAPE_MISMATCH (LPI support on one side only), or
+ *	VGICD_ERROR_REGISTER_SET when @check or @state lacks a register;
+ *	nothing has been written then
+ */
+gboolean vgic_validate_destination (const VgicShape *shape, const VgicValues *state,
+                                    const VgicValues *check, GError **error);
+
+/**
+ * vgic_validate_results() - what an executor handed back for @sent: the
+ * first @n entries access the same registers in the same order (it may
+ * change values and errors only), and every value fits its register
+ * @got: the entries, already copied out of shared memory
+ * @error: VGICD_ERROR_FAILED, naming the entry
+ */
+gboolean vgic_validate_results (const VgicList *sent, const VgicEntry *got, guint n,
+                                GError **error);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-plan.c - the planner against the access-count formulas of
- * KVM-VGIC-FACTS.md §3 over a grid of shapes, and the restore ordering rules
- * asserted on the generated plans.
+ * docs/kernel-interface.md over a grid of shapes, the restore ordering
+ * rules asserted on the generated plans, and the save's fast paths (the
+ * guessed round 2, the shape round 1 says, the record's register list).
  */
 #include "fake-save.h"
 #include "vgic-plan.h"
@@ -598,6 +599,117 @@ test_check_saved (void)
   saved_clear (&saved);
 }
 
+/* ------------------------------------------------------------------ */
+/* The save's fast paths: the guessed round 2, the shape round 1 says  */
+/* ------------------------------------------------------------------ */
+
+/* A guess of the shape a save finds is exactly the round 2 that save
+ * plans; a guess of any other shape is not. */
+static void
+test_save_guess (void)
+{
+  for (guint v = 0; v < G_N_ELEMENTS (grid_vcpus); v++)
+    for (guint q = 0; q < G_N_ELEMENTS (grid_irqs); q++)
+      for (guint b = 0; b < G_N_ELEMENTS (grid_pribits); b++)
+        for (int plpis = 0; plpis <= 1; plpis++)
+          {
+            g_autoptr (VgicShape) shape = grid_shape (grid_vcpus[v], grid_irqs[q]);
+            guint apr = apr_for_pribits (grid_pribits[b]);
+            g_autoptr (GError) error = NULL;
+            g_autoptr (VgicList) second = NULL;
+            g_autoptr (VgicList) right = vgic_plan_save_guess (shape, plpis, apr);
+            g_autoptr (VgicList) other_lpis = vgic_plan_save_guess (shape, !plpis, apr);
+            g_autoptr (VgicList) other_apr = vgic_plan_save_guess (shape, plpis, apr == 4 ? 1 : 4);
+            Saved saved = { 0 };
+
+            if (grid_vcpus[v] > 64 && grid_irqs[q] != 992)
+              continue;	/* the large shapes once is enough */
+            make_save (shape, plpis, grid_pribits[b], v * 7 + q, &saved);
+            second = vgic_plan_save_second (shape, saved.state, &error);
+            g_assert_no_error (error);
+            g_assert_true (vgic_list_same_accesses (right, second));
+            g_assert_false (vgic_list_same_accesses (other_lpis, second));
+            g_assert_false (vgic_list_same_accesses (other_apr, second));
+            /* The guess reads, it does not carry values. */
+            for (guint i = 0; i < right->len; i++)
+              g_assert_cmphex (right->entries[i].value, ==, 0);
+            saved_clear (&saved);
+          }
+}
+
+static void
+test_save_shape (void)
+{
+  g_autoptr (VgicShape) shape = grid_shape (4, 288);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicList) first = vgic_plan_save_first (shape);
+  g_autoptr (VgicValues) some = NULL;
+
+  for (guint b = 0; b < G_N_ELEMENTS (grid_pribits); b++)
+    for (int plpis = 0; plpis <= 1; plpis++)
+      {
+        Saved saved = { 0 };
+        gboolean got_plpis = !plpis;
+        guint got_apr = 0;
+
+        make_save (shape, plpis, grid_pribits[b], 3, &saved);
+        g_assert_true (vgic_plan_save_shape (shape, saved.state, &got_plpis, &got_apr, &error));
+        g_assert_no_error (error);
+        g_assert_cmpint (got_plpis, ==, plpis);
+        g_assert_cmpuint (got_apr, ==, apr_for_pribits (grid_pribits[b]));
+        saved_clear (&saved);
+      }
+
+  /* Round 1 without GICR_TYPER (the first three reads are the TYPERs):
+   * named, not guessed. */
+  some = vgic_values_from_reads (first->entries + 3, first->len - 3, &error);
+  g_assert_no_error (error);
+  {
+    gboolean plpis;
+    guint apr;
+
+    g_assert_false (vgic_plan_save_shape (shape, some, &plpis, &apr, &error));
+    g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
+    g_assert_nonnull (strstr (error->message, "missing register: GICR_TYPER lo"));
+  }
+}
+
+/* The record's register list: round 1 then round 2, each register once,
+ * where it is first read; the same whether round 1 is passed or planned. */
+static void
+test_save_registers (void)
+{
+  for (guint v = 0; v < 4; v++)
+    for (guint q = 0; q < G_N_ELEMENTS (grid_irqs); q++)
+      {
+        g_autoptr (VgicShape) shape = grid_shape (grid_vcpus[v], grid_irqs[q]);
+        g_autoptr (VgicList) first = vgic_plan_save_first (shape);
+        g_autoptr (VgicList) regs = NULL, again = NULL;
+        g_autoptr (VgicValues) unique = NULL;
+        g_autoptr (GError) error = NULL;
+        Saved saved = { 0 };
+        guint spis = grid_irqs[q] - 32, j = 0;
+
+        make_save (shape, TRUE, 6, q, &saved);
+        regs = vgic_plan_save_registers (shape, saved.state, NULL, &error);
+        g_assert_no_error (error);
+        again = vgic_plan_save_registers (shape, saved.state, first, &error);
+        g_assert_no_error (error);
+        g_assert_true (vgic_list_same_accesses (regs, again));
+        /* QEMU's S - 1 overlapping IROUTER words are kept once. */
+        g_assert_cmpuint (regs->len, ==, saved.reads->len - (spis - 1));
+        unique = vgic_values_new (regs->entries, regs->len, &error);
+        g_assert_no_error (error);
+        /* In the order of first reads. */
+        for (guint i = 0; i < saved.reads->len && j < regs->len; i++)
+          if (saved.reads->entries[i].group == regs->entries[j].group &&
+              saved.reads->entries[i].attr == regs->entries[j].attr)
+            j++;
+        g_assert_cmpuint (j, ==, regs->len);
+        saved_clear (&saved);
+      }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -608,6 +720,9 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/save/rounds", test_save_rounds);
   g_test_add_func ("/planner/save/apr-per-vcpu", test_save_apr_per_vcpu);
   g_test_add_func ("/planner/save/second-needs-first", test_save_second_needs_first);
+  g_test_add_func ("/planner/save/guess", test_save_guess);
+  g_test_add_func ("/planner/save/shape", test_save_shape);
+  g_test_add_func ("/planner/save/registers", test_save_registers);
   for (guint i = 0; i < G_N_ELEMENTS (grid_pribits); i++)
     {
       gconstpointer bits = GUINT_TO_POINTER (grid_pribits[i]);

@@ -788,6 +788,81 @@ test_load (void)
   assert_load (rec, vm_mpidr, VGICD_ERROR_SHAPE_MISMATCH, "vCPU 3 has affinity 0x00000003");
 }
 
+/* ------------------------------------------------------------------ */
+/* The encoder's fast path                                            */
+/* ------------------------------------------------------------------ */
+
+/* vgic_record_encode_run() trusts that the reads are in plan order, and
+ * then must give the very bytes of vgic_record_encode(). */
+static void
+test_encode_run_same_bytes (void)
+{
+  static const guint vcpus[] = { 1, 3, 64, 160 };
+  static const guint irqs[] = { 64, 288, 992 };
+  static const guint pri_bits[] = { 5, 6, 7 };
+
+  for (guint v = 0; v < G_N_ELEMENTS (vcpus); v++)
+    for (guint q = 0; q < G_N_ELEMENTS (irqs); q++)
+      for (guint b = 0; b < G_N_ELEMENTS (pri_bits); b++)
+        for (int plpis = 0; plpis <= 1; plpis++)
+          {
+            g_autoptr (VgicShape) shape = vgic_shape_new (irqs[q], vcpus[v], NULL, NULL);
+            g_autoptr (VgicList) reads = make_save (shape, plpis, pri_bits[b], v + 10 * q);
+            g_autoptr (GBytes) slow = encode_save (shape, reads);
+            g_autoptr (GError) error = NULL;
+            g_autoptr (GBytes) fast = vgic_record_encode_run (shape, reads->entries,
+                                                              reads->len, &error);
+
+            g_assert_no_error (error);
+            g_assert_true (g_bytes_equal (slow, fast));
+          }
+}
+
+static void
+test_encode_run_refuses (void)
+{
+  g_autoptr (VgicShape) shape = vgic_shape_new (288, 2, NULL, NULL);
+  g_autoptr (VgicList) reads = make_save (shape, TRUE, 5, 9);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) bytes = NULL;
+  guint first = G_MAXUINT, again = G_MAXUINT;
+
+  /* A repeated IROUTER word read with another value: the VM was running. */
+  for (guint i = 0; i < reads->len && again == G_MAXUINT; i++)
+    for (guint j = 0; j < i && again == G_MAXUINT; j++)
+      if (reads->entries[i].group == GRP_DIST && reads->entries[j].group == GRP_DIST &&
+          reads->entries[i].attr == reads->entries[j].attr)
+        first = j, again = i;
+  g_assert_cmpuint (again, !=, G_MAXUINT);
+  reads->entries[again].value = reads->entries[first].value ^ 1;
+  bytes = vgic_record_encode_run (shape, reads->entries, reads->len, &error);
+  g_assert_null (bytes);
+  g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
+  g_assert_nonnull (strstr (error->message, "read twice with different values"));
+  g_assert_nonnull (strstr (error->message, "cannot encode the state record: "));
+  g_clear_error (&error);
+  reads->entries[again].value = reads->entries[first].value;
+
+  /* High bits in a 32-bit register. */
+  reads->entries[1].value |= 1ull << 33;
+  bytes = vgic_record_encode_run (shape, reads->entries, reads->len, &error);
+  g_assert_null (bytes);
+  g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
+  g_assert_nonnull (strstr (error->message, "is a 32-bit register"));
+  g_clear_error (&error);
+  reads->entries[1].value &= G_MAXUINT32;
+
+  /* An impossible shape. */
+  {
+    VgicShape bad = *shape;
+
+    bad.nr_irqs = 100;
+    bytes = vgic_record_encode_run (&bad, reads->entries, reads->len, &error);
+    g_assert_null (bytes);
+    g_assert_error (error, VGICD_ERROR, VGICD_ERROR_INVALID_SHAPE);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -812,6 +887,8 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/record/large-160vcpus", test_large_timing);
   g_test_add_func ("/record/encode/refuses-non-save", test_encode_refuses);
+  g_test_add_func ("/record/encode-run/same-bytes", test_encode_run_same_bytes);
+  g_test_add_func ("/record/encode-run/refuses", test_encode_run_refuses);
   g_test_add_func ("/record/decode/wrong-magic", test_wrong_magic);
   g_test_add_func ("/record/decode/future-version", test_future_version);
   g_test_add_func ("/record/decode/version-zero", test_version_zero);

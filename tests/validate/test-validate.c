@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-validate.c - vgic/vgic-validate.c on its own: the record entry
+ * point with and without the VM's round-1 plan, the destination's guards
+ * against vgicd's own destination check (they must always agree), and the
+ * check of what an executor hands back.
+ */
+#include <string.h>
+
+#include "fake-save.h"
+#include "vgic-plan.h"
+#include "vgic-record.h"
+#include "vgic-regs.h"
+#include "vgic-validate.h"
+
+#define GRP_DIST KVM_DEV_ARM_VGIC_GRP_DIST_REGS
+#define GRP_REDIST KVM_DEV_ARM_VGIC_GRP_REDIST_REGS
+
+static VgicShape *
+shape_new (guint vcpus, guint irqs)
+{
+  g_autoptr (GError) error = NULL;
+  VgicShape *shape = vgic_shape_new (irqs, vcpus, NULL, &error);
+
+  g_assert_no_error (error);
+  return shape;
+}
+
+static GBytes *
+record_of (const VgicShape *shape, gboolean plpis, guint pri_bits, guint32 seed)
+{
+  g_autoptr (VgicList) reads = fake_save (shape, plpis, pri_bits, seed, NULL);
+  g_autoptr (GError) error = NULL;
+  GBytes *bytes = vgic_record_encode (shape, reads->entries, reads->len, &error);
+
+  g_assert_no_error (error);
+  return bytes;
+}
+
+static VgicRecord *
+parse (GBytes *bytes)
+{
+  g_autoptr (GError) error = NULL;
+  VgicRecord *r = vgic_record_parse (g_bytes_get_data (bytes, NULL),
+                                     g_bytes_get_size (bytes), &error);
+
+  g_assert_no_error (error);
+  g_assert_null (r->values);	/* not judged yet */
+  return r;
+}
+
+/* The session passes the VM's round-1 plan, the decoder does not: the
+ * verdict and the values are the same. */
+static void
+test_record_with_and_without_plan (void)
+{
+  g_autoptr (VgicShape) shape = shape_new (8, 288);
+  g_autoptr (VgicList) first = vgic_plan_save_first (shape);
+  g_autoptr (GBytes) bytes = record_of (shape, TRUE, 6, 5);
+  g_autoptr (VgicRecord) a = parse (bytes);
+  g_autoptr (VgicRecord) b = parse (bytes);
+  g_autoptr (GError) error = NULL;
+
+  g_assert_true (vgic_validate_record (a, shape, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_true (vgic_validate_record (b, shape, first, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (vgic_values_size (a->values), ==, vgic_values_size (b->values));
+  for (gsize i = 0; i < vgic_values_size (a->values); i++)
+    g_assert_cmpmem (vgic_values_at (a->values, i), sizeof (VgicEntry),
+                     vgic_values_at (b->values, i), sizeof (VgicEntry));
+}
+
+/* A record for another VM is refused as such, before its registers are
+ * looked at, and leaves the record unjudged. */
+static void
+test_record_other_vm (void)
+{
+  g_autoptr (VgicShape) vm = shape_new (8, 288);
+  g_autoptr (VgicShape) other = shape_new (4, 288);
+  g_autoptr (VgicList) first = vgic_plan_save_first (vm);
+  g_autoptr (GBytes) bytes = record_of (other, TRUE, 5, 1);
+  g_autoptr (VgicRecord) r = parse (bytes);
+  g_autoptr (GError) error = NULL;
+
+  g_assert_false (vgic_validate_record (r, vm, first, &error));
+  g_assert_error (error, VGICD_ERROR, VGICD_ERROR_SHAPE_MISMATCH);
+  g_assert_nonnull (strstr (error->message, "the record is for 4 vCPUs but this VM has 8"));
+  g_assert_null (r->values);
+  g_clear_error (&error);
+  /* On its own terms it is a fine record. */
+  g_assert_true (vgic_validate_record (r, NULL, NULL, &error));
+  g_assert_no_error (error);
+}
+
+/* The destination's answers, one case each: room for the IRQs or not,
+ * LPIs on the same side or not. */
+typedef struct {
+  guint itlines;	/* GICD_TYPER[4:0] */
+  gboolean plpis;	/* GICR_TYPER.PLPIS */
+} Destination;
+
+static VgicValues *
+destination (const VgicShape *shape, const Destination *d, guint64 noise)
+{
+  g_autoptr (VgicList) check = vgic_plan_restore_check (shape);
+  g_autoptr (GError) error = NULL;
+  VgicValues *values;
+
+  for (guint i = 0; i < check->len; i++)
+    {
+      VgicEntry *e = &check->entries[i];
+
+      /* Bits the guards must ignore, set on purpose. */
+      e->value = noise & 0xffffffe0u;
+      if (e->group == GRP_DIST)
+        e->value |= d->itlines;
+      else if (vgic_attr_low (e->attr) == GICR_TYPER)
+        e->value = (e->value & ~GICR_TYPER_PLPIS) | (d->plpis ? GICR_TYPER_PLPIS : 0);
+    }
+  values = vgic_values_new (check->entries, check->len, &error);
+  g_assert_no_error (error);
+  return values;
+}
+
+/* What a guard-checking peer decides from the guards. */
+static gboolean
+guards_hold (const VgicList *guards, const VgicValues *read)
+{
+  g_assert_cmpuint (guards->n_guards, ==, guards->len);
+  for (guint i = 0; i < guards->n_guards; i++)
+    {
+      uint64_t v;
+
+      g_assert_true (vgic_values_lookup (read, guards->entries[i].group,
+                                         guards->entries[i].attr, &v));
+      v &= guards->guards[i].mask;
+      if (v < guards->guards[i].min || v > guards->guards[i].max)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+test_guards_agree_with_destination_check (void)
+{
+  static const guint irqs[] = { 64, 288, 992 };
+  guint cases = 0, refused = 0;
+
+  for (guint q = 0; q < G_N_ELEMENTS (irqs); q++)
+    for (int src_lpis = 0; src_lpis <= 1; src_lpis++)
+      for (guint itlines = 0; itlines <= 31; itlines += 3)
+        for (int dst_lpis = 0; dst_lpis <= 1; dst_lpis++)
+          {
+            g_autoptr (VgicShape) shape = shape_new (2, irqs[q]);
+            g_autoptr (VgicList) reads = fake_save (shape, src_lpis, 5, q, NULL);
+            g_autoptr (VgicValues) state = vgic_values_from_reads (reads->entries, reads->len, NULL);
+            g_autoptr (VgicList) guards = vgic_validate_guards (shape, state);
+            Destination d = { itlines, dst_lpis };
+            g_autoptr (VgicValues) read = destination (shape, &d, 0x5a5a5a5a00ull * (itlines + 1));
+            g_autoptr (GError) error = NULL;
+            gboolean fits = vgic_validate_destination (shape, state, read, &error);
+            gboolean expect = (itlines + 1) * 32 >= irqs[q] && src_lpis == dst_lpis;
+
+            g_assert_cmpint (guards_hold (guards, read), ==, fits);
+            g_assert_cmpint (fits, ==, expect);
+            if (!fits)
+              {
+                g_assert_nonnull (error);
+                refused++;
+              }
+            cases++;
+          }
+  g_test_message ("%u destinations, %u refused", cases, refused);
+  g_assert_cmpuint (refused, >, 0);
+  g_assert_cmpuint (refused, <, cases);
+}
+
+static void
+test_results (void)
+{
+  g_autoptr (VgicShape) shape = shape_new (2, 64);
+  g_autoptr (VgicList) sent = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) got = vgic_list_new_from (sent->entries, sent->len);
+  g_autoptr (GError) error = NULL;
+  guint sysreg = 0;
+
+  /* Values and errors may change. */
+  for (guint i = 0; i < got->len; i++)
+    {
+      got->entries[i].value = i;
+      got->entries[i].error = -1;
+      if (got->entries[i].group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS)
+        sysreg = i;
+    }
+  g_assert_true (vgic_validate_results (sent, got->entries, got->len, &error));
+  g_assert_no_error (error);
+  /* A 64-bit value where it fits (an ICC register). */
+  got->entries[sysreg].value = 1ull << 40;
+  g_assert_true (vgic_validate_results (sent, got->entries, got->len, &error));
+
+  /* ...and where it does not. */
+  got->entries[3].value = 1ull << 40;
+  g_assert_false (vgic_validate_results (sent, got->entries, got->len, &error));
+  g_assert_error (error, VGICD_ERROR, VGICD_ERROR_FAILED);
+  g_assert_nonnull (strstr (error->message, "64-bit value for the 32-bit"));
+  g_clear_error (&error);
+  got->entries[3].value = 3;
+  /* Only the first n are looked at. */
+  got->entries[5].attr ^= 4;
+  g_assert_true (vgic_validate_results (sent, got->entries, 5, &error));
+  g_assert_false (vgic_validate_results (sent, got->entries, 6, &error));
+  g_assert_error (error, VGICD_ERROR, VGICD_ERROR_FAILED);
+  g_assert_nonnull (strstr (error->message, "changed entry 5"));
+}
+
+static void
+test_width (void)
+{
+  VgicEntry e = { .group = GRP_DIST, .attr = vgic_attr (0, GICD_CTLR), .value = G_MAXUINT32 };
+  g_autoptr (GError) error = NULL;
+
+  g_assert_true (vgic_validate_width (&e, &error));
+  e.value++;
+  g_assert_false (vgic_validate_width (&e, &error));
+  g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
+  g_assert_nonnull (strstr (error->message, "GICD_CTLR is a 32-bit register but carries 0x100000000"));
+  g_clear_error (&error);
+  e.group = KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS;
+  e.attr = vgic_attr (0, ICC_CTLR_EL1);
+  g_assert_true (vgic_validate_width (&e, &error));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/validate/record/with-and-without-plan", test_record_with_and_without_plan);
+  g_test_add_func ("/validate/record/other-vm", test_record_other_vm);
+  g_test_add_func ("/validate/guards-agree-with-destination-check",
+                   test_guards_agree_with_destination_check);
+  g_test_add_func ("/validate/results", test_results);
+  g_test_add_func ("/validate/width", test_width);
+  return g_test_run ();
+}

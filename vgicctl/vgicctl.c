@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * vgicctl.c - the operator's command line for vgicd: status, mode, sessions,
- * stats (org.vgicd.Manager1 on the system bus), dump (a state record
- * decoded locally) and enable|disable (a libvirt domain's persistent
- * definition, through the libvirt API).
+ * vgicctl.c - the operator's command line for vgicd: the command table and
+ * main(), status, mode, sessions, stats (org.vgicd.Manager1 on the system
+ * bus) and dump (a state record decoded locally).  enable|disable, which
+ * edit a libvirt domain, are vgicctl-libvirt.c's.
  *
  * It is meant for shell scripts as much as for people: one exit code per
  * kind of failure, errors on stderr saying what failed and what to do, and
@@ -21,28 +21,14 @@
 #include "vgic-dump.h"
 #include "vgic-record.h"
 #include "vgicctl-json.h"
+#include "vgicctl.h"
 #include "vgicd-config.h"
-
-#ifdef VGICCTL_LIBVIRT
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
-
-#include "vgicd-domxml.h"
-#endif
 
 #define NAME "org.vgicd.Manager1"
 #define PATH "/org/vgicd/Manager1"
 #define IFACE "org.vgicd.Manager1"
 /* Long enough for a loaded host, short enough that a script does not hang. */
 #define CALL_TIMEOUT_MS 15000
-
-enum {
-  EXIT_OK = 0,
-  EXIT_USAGE = 1,
-  EXIT_DBUS = 2,	/* vgicd unreachable, or a D-Bus error */
-  EXIT_INPUT = 3,	/* bad input (a mode, a record) */
-  EXIT_DENIED = 4,	/* permission denied */
-};
 
 #define HINT_RUNNING "is vgicd running? systemctl status vgicd"
 
@@ -77,11 +63,7 @@ static const char usage_text[] =
   "Exit status: 0 success, 1 usage error, 2 vgicd (or libvirt) not reachable\n"
   "or D-Bus error, 3 bad input, 4 permission denied.\n";
 
-static int
-usage_error (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
-
-/* usage_error() - report a mistake on the command line; exit status 1 */
-static int
+int
 usage_error (const char *fmt, ...)
 {
   g_autofree char *msg = NULL;
@@ -260,9 +242,7 @@ wants_help (int argc, char **argv)
   return FALSE;
 }
 
-/* parse_flags() - accept only the flags in @known (NULL-terminated) and at
- * most @max_args positional arguments */
-static int
+int
 parse_flags (const char *cmd, int argc, char **argv, const char *const *known,
              gboolean *seen, int max_args, char **args)
 {
@@ -543,292 +523,6 @@ cmd_dump (int argc, char **argv)
   return EXIT_OK;
 }
 
-/*
- * enable|disable: edit a domain's persistent definition through the libvirt
- * API (never the XML files): the vgicd metadata the qemu.d hook acts on, and
- * the QEMU argument that points the GIC at vgicd.  The hook does the same
- * edit to incoming migrations on the destination.
- */
-#ifdef VGICCTL_LIBVIRT
-
-/* libvirt prints every error on stderr by default; vgicctl words its own. */
-static void
-quiet_libvirt (void *data, virErrorPtr err)
-{
-}
-
-static int
-libvirt_failure (const char *what, const char *fallback)
-{
-  virErrorPtr err = virGetLastError ();
-  const char *msg = err && err->message ? err->message : fallback;
-  int code = err ? err->code : VIR_ERR_INTERNAL_ERROR;
-
-  switch (code)
-    {
-    case VIR_ERR_NO_DOMAIN:
-    case VIR_ERR_XML_ERROR:
-    case VIR_ERR_XML_DETAIL:
-    case VIR_ERR_INVALID_ARG:
-    case VIR_ERR_CONFIG_UNSUPPORTED:
-    case VIR_ERR_NO_SUPPORT:
-    case VIR_ERR_INVALID_DOMAIN:
-    case VIR_ERR_NO_DOMAIN_METADATA:
-      fprintf (stderr, "vgicctl: %s: %s\n", what, msg);
-      return EXIT_INPUT;
-    case VIR_ERR_AUTH_FAILED:
-    case VIR_ERR_AUTH_CANCELLED:
-    case VIR_ERR_AUTH_UNAVAILABLE:
-    case VIR_ERR_OPERATION_DENIED:
-    case VIR_ERR_ACCESS_DENIED:
-      fprintf (stderr, "vgicctl: %s: permission denied: %s\n"
-               "Run it as root (for example with sudo).\n", what, msg);
-      return EXIT_DENIED;
-    default:
-      fprintf (stderr, "vgicctl: %s: %s\n", what, msg);
-      return EXIT_DBUS;
-    }
-}
-
-/* qemu_has_vgicd() - does @emulator's GIC have the vgicd property?  FALSE
- * with *why when it does not, or cannot be asked. */
-static gboolean
-qemu_has_vgicd (const char *emulator, char **why)
-{
-  const char *argv[] = { emulator, "-nodefaults", "-device", "kvm-arm-gicv3,help", NULL };
-  g_autofree char *out = NULL;
-  g_autofree char *err = NULL;
-  g_autoptr (GError) error = NULL;
-  int wait_status;
-
-  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-                     &out, &err, &wait_status, &error))
-    {
-      *why = g_strdup_printf ("cannot run %s: %s", emulator, error->message);
-      return FALSE;
-    }
-  if ((out && strstr (out, VGICD_QEMU_PROPERTY "=")) ||
-      (out && strstr (out, "  vgicd=")))
-    return TRUE;
-  if (err && strstr (err, "not found"))
-    *why = g_strdup_printf ("%s has no kvm-arm-gicv3 device (a QEMU without "
-                            "KVM for arm64)", emulator);
-  else
-    *why = g_strdup_printf ("%s's kvm-arm-gicv3 has no vgicd property (a QEMU "
-                            "without vgicd's patches)", emulator);
-  return FALSE;
-}
-
-static int
-cmd_enable_disable (int argc, char **argv, gboolean enable)
-{
-  static const char *const flags[] = { "--required", "--connect", "--allow-tcg", NULL };
-  const char *cmd = enable ? "enable" : "disable";
-  gboolean seen[3] = { FALSE };
-  char *args[2] = { NULL };
-  const char *uri = NULL, *dom_name;
-  g_autofree char *what = NULL;
-  g_autofree char *socket_path = NULL;
-  g_autofree char *warning = NULL;
-  g_autofree char *xml_out = NULL;
-  g_autofree char *type = NULL, *arch = NULL, *emulator = NULL;
-  g_autoptr (xmlDoc) doc = NULL;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GPtrArray) rest = g_ptr_array_new ();
-  virConnectPtr conn = NULL;
-  virDomainPtr dom = NULL, defined = NULL;
-  char *xml = NULL;
-  VgicdOptIn was, want;
-  int status, active;
-
-  /* --connect takes a value; parse_flags() only knows switches. */
-  g_ptr_array_add (rest, argv[0]);
-  for (int i = 1; i < argc; i++)
-    {
-      if (g_str_equal (argv[i], "--connect") || g_str_equal (argv[i], "-c"))
-        {
-          if (++i == argc)
-            return usage_error ("%s: --connect needs a libvirt URI", cmd);
-          uri = argv[i];
-          continue;
-        }
-      if (g_str_has_prefix (argv[i], "--connect="))
-        {
-          uri = argv[i] + strlen ("--connect=");
-          continue;
-        }
-      g_ptr_array_add (rest, argv[i]);
-    }
-  if ((status = parse_flags (cmd, rest->len, (char **) rest->pdata, flags, seen,
-                             1, args)))
-    return status;
-  if (!args[0])
-    return usage_error ("%s: which domain? Give its libvirt name", cmd);
-  if (!enable && (seen[0] || seen[2]))
-    return usage_error ("disable: --required and --allow-tcg are for enable");
-  dom_name = args[0];
-  what = g_strdup_printf ("%s %s", cmd, dom_name);
-  want = !enable ? VGICD_OPTIN_NONE
-       : seen[0] ? VGICD_OPTIN_REQUIRED : VGICD_OPTIN_WANTED;
-
-  virSetErrorFunc (NULL, quiet_libvirt);
-  conn = virConnectOpen (uri);
-  if (!conn)
-    {
-      virErrorPtr err = virGetLastError ();
-
-      if (err && (err->code == VIR_ERR_AUTH_FAILED ||
-                  err->code == VIR_ERR_AUTH_UNAVAILABLE ||
-                  err->code == VIR_ERR_OPERATION_DENIED))
-        return libvirt_failure (what, "permission denied");
-      fprintf (stderr, "vgicctl: %s: cannot connect to libvirt%s%s: %s; is "
-               "libvirtd running? systemctl status libvirtd\n", what,
-               uri ? " at " : "", uri ? uri : "",
-               err && err->message ? err->message : "unknown error");
-      return EXIT_DBUS;
-    }
-
-  if (!(dom = virDomainLookupByName (conn, dom_name)))
-    {
-      status = libvirt_failure (what, "no such domain");
-      goto out;
-    }
-  /* SECURE: the definition goes back whole, passwords included. */
-  if (!(xml = virDomainGetXMLDesc (dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE)))
-    {
-      status = libvirt_failure (what, "cannot read the definition");
-      goto out;
-    }
-  if (!(doc = vgicd_domxml_parse (xml, strlen (xml), &error)))
-    {
-      fprintf (stderr, "vgicctl: %s: libvirt's definition: %s\n", what, error->message);
-      status = EXIT_DBUS;
-      goto out;
-    }
-  if (!vgicd_domxml_opt_in (doc, &was, &error))
-    {
-      /* A hand-edited bad value: enable/disable rewrite it anyway. */
-      fprintf (stderr, "vgicctl: %s: warning: %s (replaced)\n", what, error->message);
-      was = VGICD_OPTIN_WANTED;
-    }
-
-  type = vgicd_domxml_attr (doc, "", "type");
-  arch = vgicd_domxml_attr (doc, "os/type", "arch");
-  emulator = vgicd_domxml_text (doc, "devices/emulator");
-  if (enable)
-    {
-      if (g_strcmp0 (arch, "aarch64") != 0)
-        {
-          fprintf (stderr, "vgicctl: %s: the domain's architecture is %s, not "
-                   "aarch64: vgicd moves the arm64 KVM GICv3 only\n", what,
-                   arch ? arch : "unknown (no <os><type arch=...>)");
-          status = EXIT_INPUT;
-          goto out;
-        }
-      if (g_strcmp0 (type, "kvm") != 0 && !(seen[2] && g_strcmp0 (type, "qemu") == 0))
-        {
-          fprintf (stderr, "vgicctl: %s: the domain's type is %s, not kvm: "
-                   "vgicd moves the in-kernel (KVM) GICv3 only%s\n", what,
-                   type ? type : "unknown",
-                   g_strcmp0 (type, "qemu") == 0 ?
-                   " (--allow-tcg enables it anyway, for tests)" : "");
-          status = EXIT_INPUT;
-          goto out;
-        }
-    }
-
-  socket_path = vgicd_socket_path (&warning);
-  if (warning)
-    fprintf (stderr, "vgicctl: %s: warning: %s\n", what, warning);
-  vgicd_domxml_set_opt_in (doc, want);
-  if (enable)
-    vgicd_domxml_add_arg (doc, socket_path);
-  else
-    vgicd_domxml_remove_arg (doc);
-  xml_out = vgicd_domxml_format (doc, NULL);
-
-  if (!(defined = virDomainDefineXML (conn, xml_out)))
-    {
-      status = libvirt_failure (what, "cannot define the edited definition");
-      goto out;
-    }
-
-  /* A running domain migrates with its live definition: give it the
-   * metadata too, so the destination's hook sees the choice.  (QEMU's
-   * arguments cannot change while it runs.) */
-  active = virDomainIsActive (dom);
-  if (active == 1)
-    {
-      g_autofree char *meta = want == VGICD_OPTIN_NONE ? NULL :
-        g_strdup_printf ("<" VGICD_XML_ELEMENT " required=\"%s\"/>",
-                         want == VGICD_OPTIN_REQUIRED ? "yes" : "no");
-
-      if (virDomainSetMetadata (dom, VIR_DOMAIN_METADATA_ELEMENT, meta,
-                                VGICD_XMLNS_PREFIX, VGICD_XMLNS,
-                                VIR_DOMAIN_AFFECT_LIVE) < 0)
-        {
-          status = libvirt_failure (what, "cannot update the running domain's metadata");
-          goto out;
-        }
-    }
-
-  if (enable)
-    {
-      g_autofree char *why = NULL;
-
-      printf ("Domain %s: vgicd %s (%s), from its next start%s.\n", dom_name,
-              was == VGICD_OPTIN_NONE ? "enabled" : "settings updated",
-              want == VGICD_OPTIN_REQUIRED ?
-              "required: it does not start or migrate where vgicd is down" :
-              "optional: it runs without vgicd where vgicd is down",
-              active == 1 ? " or its next migration" : "");
-      /* Only meaningful for the local host. */
-      if ((!uri || !strstr (uri, "://") || strstr (uri, ":///")) &&
-          !qemu_has_vgicd (emulator ? emulator : "qemu-system-aarch64", &why))
-        fprintf (stderr, "vgicctl: %s: warning: this host's QEMU cannot use "
-                 "vgicd: %s; the domain runs without vgicd here until QEMU "
-                 "is updated\n", what, why);
-    }
-  else
-    printf ("Domain %s: vgicd %s, from its next start.\n", dom_name,
-            was == VGICD_OPTIN_NONE ? "was not enabled; nothing to do" : "disabled");
-  status = EXIT_OK;
-
-out:
-  free (xml);
-  if (defined)
-    virDomainFree (defined);
-  if (dom)
-    virDomainFree (dom);
-  virConnectClose (conn);
-  return status;
-}
-
-#else
-
-static int
-cmd_enable_disable (int argc, char **argv, gboolean enable)
-{
-  fprintf (stderr, "vgicctl: %s: this vgicctl was built without libvirt; "
-           "edit the domain with virsh edit (see the vgicd hook's README)\n",
-           enable ? "enable" : "disable");
-  return EXIT_USAGE;
-}
-
-#endif
-
-static int
-cmd_enable (int argc, char **argv)
-{
-  return cmd_enable_disable (argc, argv, TRUE);
-}
-
-static int
-cmd_disable (int argc, char **argv)
-{
-  return cmd_enable_disable (argc, argv, FALSE);
-}
-
 static const Command commands[] = {
   { "status", "status",
     "Show vgicd's mode, whether the kernel has the vGIC batch group (and how\n"
@@ -870,11 +564,11 @@ static const Command commands[] = {
     "also accepts aarch64 type='qemu' domains, for tests).  Warns when this\n"
     "host's QEMU has no vgicd property.  --connect URI: a libvirt URI\n"
     "(default: libvirt's default, qemu:///system for root).\n",
-    cmd_enable },
+    vgicctl_enable },
   { "disable", "disable DOMAIN [--connect URI]",
     "Remove vgicd's metadata and QEMU argument from a libvirt domain's\n"
     "persistent definition (and the metadata from a running domain).\n",
-    cmd_disable },
+    vgicctl_disable },
 };
 
 static const Command *

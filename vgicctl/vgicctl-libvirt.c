@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicctl-libvirt.c - `vgicctl enable|disable DOMAIN`: edit a domain's
+ * persistent definition through the libvirt API (never the XML files): the
+ * vgicd metadata the qemu.d hook acts on, and the QEMU argument that points
+ * the GIC at vgicd.  The hook makes the same edit to incoming migrations on
+ * the destination; both use libvirt-hooks' domain XML edits.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "vgicctl.h"
+
+#ifdef VGICCTL_LIBVIRT
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "vgicd-domxml.h"
+
+/* What the command line asked for. */
+typedef struct {
+  const char *cmd;	/* "enable" or "disable" */
+  const char *uri;	/* --connect, or NULL for libvirt's default */
+  const char *domain;
+  VgicdOptIn want;
+  gboolean allow_tcg;
+  char *what;		/* "enable DOMAIN", the prefix of every message */
+} Request;
+
+/* What libvirt holds of the domain. */
+typedef struct {
+  virConnectPtr conn;
+  virDomainPtr dom;
+  xmlDoc *doc;		/* its persistent definition */
+  VgicdOptIn was;
+} Domain;
+
+static void
+domain_clear (Domain *d)
+{
+  g_clear_pointer (&d->doc, xmlFreeDoc);
+  g_clear_pointer (&d->dom, virDomainFree);
+  g_clear_pointer (&d->conn, virConnectClose);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Domain, domain_clear)
+
+/* libvirt prints every error on stderr by default; vgicctl words its own. */
+static void
+quiet_libvirt (void *data, virErrorPtr err)
+{
+}
+
+static int
+libvirt_failure (const char *what, const char *fallback)
+{
+  virErrorPtr err = virGetLastError ();
+  const char *msg = err && err->message ? err->message : fallback;
+  int code = err ? err->code : VIR_ERR_INTERNAL_ERROR;
+
+  switch (code)
+    {
+    case VIR_ERR_NO_DOMAIN:
+    case VIR_ERR_XML_ERROR:
+    case VIR_ERR_XML_DETAIL:
+    case VIR_ERR_INVALID_ARG:
+    case VIR_ERR_CONFIG_UNSUPPORTED:
+    case VIR_ERR_NO_SUPPORT:
+    case VIR_ERR_INVALID_DOMAIN:
+    case VIR_ERR_NO_DOMAIN_METADATA:
+      fprintf (stderr, "vgicctl: %s: %s\n", what, msg);
+      return EXIT_INPUT;
+    case VIR_ERR_AUTH_FAILED:
+    case VIR_ERR_AUTH_CANCELLED:
+    case VIR_ERR_AUTH_UNAVAILABLE:
+    case VIR_ERR_OPERATION_DENIED:
+    case VIR_ERR_ACCESS_DENIED:
+      fprintf (stderr, "vgicctl: %s: permission denied: %s\n"
+               "Run it as root (for example with sudo).\n", what, msg);
+      return EXIT_DENIED;
+    default:
+      fprintf (stderr, "vgicctl: %s: %s\n", what, msg);
+      return EXIT_DBUS;
+    }
+}
+
+/* qemu_has_vgicd() - does @emulator's GIC have the vgicd property?  FALSE
+ * with *why when it does not, or cannot be asked. */
+static gboolean
+qemu_has_vgicd (const char *emulator, char **why)
+{
+  const char *argv[] = { emulator, "-nodefaults", "-device", "kvm-arm-gicv3,help", NULL };
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr (GError) error = NULL;
+  int wait_status;
+
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+                     &out, &err, &wait_status, &error))
+    {
+      *why = g_strdup_printf ("cannot run %s: %s", emulator, error->message);
+      return FALSE;
+    }
+  if ((out && strstr (out, VGICD_QEMU_PROPERTY "=")) ||
+      (out && strstr (out, "  vgicd=")))
+    return TRUE;
+  if (err && strstr (err, "not found"))
+    *why = g_strdup_printf ("%s has no kvm-arm-gicv3 device (a QEMU without "
+                            "KVM for arm64)", emulator);
+  else
+    *why = g_strdup_printf ("%s's kvm-arm-gicv3 has no vgicd property (a QEMU "
+                            "without vgicd's patches)", emulator);
+  return FALSE;
+}
+
+/* The command line: DOMAIN, --connect URI (which parse_flags(), knowing
+ * only switches, cannot take), --required, --allow-tcg. */
+static int
+parse_request (int argc, char **argv, gboolean enable, Request *r)
+{
+  static const char *const flags[] = { "--required", "--connect", "--allow-tcg", NULL };
+  gboolean seen[3] = { FALSE };
+  char *args[1] = { NULL };
+  g_autoptr (GPtrArray) rest = g_ptr_array_new ();
+  int status;
+
+  r->cmd = enable ? "enable" : "disable";
+  g_ptr_array_add (rest, argv[0]);
+  for (int i = 1; i < argc; i++)
+    {
+      if (g_str_equal (argv[i], "--connect") || g_str_equal (argv[i], "-c"))
+        {
+          if (++i == argc)
+            return usage_error ("%s: --connect needs a libvirt URI", r->cmd);
+          r->uri = argv[i];
+          continue;
+        }
+      if (g_str_has_prefix (argv[i], "--connect="))
+        {
+          r->uri = argv[i] + strlen ("--connect=");
+          continue;
+        }
+      g_ptr_array_add (rest, argv[i]);
+    }
+  if ((status = parse_flags (r->cmd, rest->len, (char **) rest->pdata, flags, seen, 1, args)))
+    return status;
+  if (!args[0])
+    return usage_error ("%s: which domain? Give its libvirt name", r->cmd);
+  if (!enable && (seen[0] || seen[2]))
+    return usage_error ("disable: --required and --allow-tcg are for enable");
+  r->domain = args[0];
+  r->allow_tcg = seen[2];
+  r->want = !enable ? VGICD_OPTIN_NONE : seen[0] ? VGICD_OPTIN_REQUIRED : VGICD_OPTIN_WANTED;
+  r->what = g_strdup_printf ("%s %s", r->cmd, r->domain);
+  return EXIT_OK;
+}
+
+/* Connect, find the domain, parse its persistent definition. */
+static int
+open_domain (const Request *r, Domain *d)
+{
+  g_autoptr (GError) error = NULL;
+  char *xml;
+
+  virSetErrorFunc (NULL, quiet_libvirt);
+  d->conn = virConnectOpen (r->uri);
+  if (!d->conn)
+    {
+      virErrorPtr err = virGetLastError ();
+
+      if (err && (err->code == VIR_ERR_AUTH_FAILED ||
+                  err->code == VIR_ERR_AUTH_UNAVAILABLE ||
+                  err->code == VIR_ERR_OPERATION_DENIED))
+        return libvirt_failure (r->what, "permission denied");
+      fprintf (stderr, "vgicctl: %s: cannot connect to libvirt%s%s: %s; is "
+               "libvirtd running? systemctl status libvirtd\n", r->what,
+               r->uri ? " at " : "", r->uri ? r->uri : "",
+               err && err->message ? err->message : "unknown error");
+      return EXIT_DBUS;
+    }
+  if (!(d->dom = virDomainLookupByName (d->conn, r->domain)))
+    return libvirt_failure (r->what, "no such domain");
+  /* SECURE: the definition goes back whole, passwords included. */
+  if (!(xml = virDomainGetXMLDesc (d->dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE)))
+    return libvirt_failure (r->what, "cannot read the definition");
+  d->doc = vgicd_domxml_parse (xml, strlen (xml), &error);
+  free (xml);
+  if (!d->doc)
+    {
+      fprintf (stderr, "vgicctl: %s: libvirt's definition: %s\n", r->what, error->message);
+      return EXIT_DBUS;
+    }
+  if (!vgicd_domxml_opt_in (d->doc, &d->was, &error))
+    {
+      /* A hand-edited bad value: enable/disable rewrite it anyway. */
+      fprintf (stderr, "vgicctl: %s: warning: %s (replaced)\n", r->what, error->message);
+      d->was = VGICD_OPTIN_WANTED;
+    }
+  return EXIT_OK;
+}
+
+/* enable only: vgicd moves the arm64 KVM GICv3, nothing else. */
+static int
+check_target (const Request *r, const Domain *d)
+{
+  g_autofree char *type = vgicd_domxml_attr (d->doc, "", "type");
+  g_autofree char *arch = vgicd_domxml_attr (d->doc, "os/type", "arch");
+
+  if (g_strcmp0 (arch, "aarch64") != 0)
+    {
+      fprintf (stderr, "vgicctl: %s: the domain's architecture is %s, not "
+               "aarch64: vgicd moves the arm64 KVM GICv3 only\n", r->what,
+               arch ? arch : "unknown (no <os><type arch=...>)");
+      return EXIT_INPUT;
+    }
+  if (g_strcmp0 (type, "kvm") != 0 && !(r->allow_tcg && g_strcmp0 (type, "qemu") == 0))
+    {
+      fprintf (stderr, "vgicctl: %s: the domain's type is %s, not kvm: "
+               "vgicd moves the in-kernel (KVM) GICv3 only%s\n", r->what,
+               type ? type : "unknown",
+               g_strcmp0 (type, "qemu") == 0 ?
+               " (--allow-tcg enables it anyway, for tests)" : "");
+      return EXIT_INPUT;
+    }
+  return EXIT_OK;
+}
+
+/* The edit, and libvirt's new persistent definition. */
+static int
+define_edited (const Request *r, Domain *d)
+{
+  g_autofree char *warning = NULL;
+  g_autofree char *socket_path = vgicd_socket_path (&warning);
+  g_autofree char *xml = NULL;
+  virDomainPtr defined;
+
+  if (warning)
+    fprintf (stderr, "vgicctl: %s: warning: %s\n", r->what, warning);
+  vgicd_domxml_set_opt_in (d->doc, r->want);
+  if (r->want != VGICD_OPTIN_NONE)
+    vgicd_domxml_add_arg (d->doc, socket_path);
+  else
+    vgicd_domxml_remove_arg (d->doc);
+  xml = vgicd_domxml_format (d->doc, NULL);
+  if (!(defined = virDomainDefineXML (d->conn, xml)))
+    return libvirt_failure (r->what, "cannot define the edited definition");
+  virDomainFree (defined);
+  return EXIT_OK;
+}
+
+/* A running domain migrates with its live definition: give it the
+ * metadata too, so the destination's hook sees the choice.  (QEMU's
+ * arguments cannot change while it runs.)  *@active says whether it runs. */
+static int
+update_live (const Request *r, Domain *d, gboolean *active)
+{
+  g_autofree char *meta = NULL;
+
+  *active = virDomainIsActive (d->dom) == 1;
+  if (!*active)
+    return EXIT_OK;
+  if (r->want != VGICD_OPTIN_NONE)
+    meta = g_strdup_printf ("<" VGICD_XML_ELEMENT " required=\"%s\"/>",
+                            r->want == VGICD_OPTIN_REQUIRED ? "yes" : "no");
+  if (virDomainSetMetadata (d->dom, VIR_DOMAIN_METADATA_ELEMENT, meta,
+                            VGICD_XMLNS_PREFIX, VGICD_XMLNS, VIR_DOMAIN_AFFECT_LIVE) < 0)
+    return libvirt_failure (r->what, "cannot update the running domain's metadata");
+  return EXIT_OK;
+}
+
+/* What changed, and (enable, on this host) whether this host's QEMU can
+ * use vgicd at all. */
+static void
+report (const Request *r, const Domain *d, gboolean active)
+{
+  g_autofree char *emulator = NULL;
+  g_autofree char *why = NULL;
+
+  if (r->want == VGICD_OPTIN_NONE)
+    {
+      printf ("Domain %s: vgicd %s, from its next start.\n", r->domain,
+              d->was == VGICD_OPTIN_NONE ? "was not enabled; nothing to do" : "disabled");
+      return;
+    }
+  printf ("Domain %s: vgicd %s (%s), from its next start%s.\n", r->domain,
+          d->was == VGICD_OPTIN_NONE ? "enabled" : "settings updated",
+          r->want == VGICD_OPTIN_REQUIRED ?
+          "required: it does not start or migrate where vgicd is down" :
+          "optional: it runs without vgicd where vgicd is down",
+          active ? " or its next migration" : "");
+  /* Only meaningful for the local host. */
+  if (r->uri && strstr (r->uri, "://") && !strstr (r->uri, ":///"))
+    return;
+  emulator = vgicd_domxml_text (d->doc, "devices/emulator");
+  if (!qemu_has_vgicd (emulator ? emulator : "qemu-system-aarch64", &why))
+    fprintf (stderr, "vgicctl: %s: warning: this host's QEMU cannot use "
+             "vgicd: %s; the domain runs without vgicd here until QEMU "
+             "is updated\n", r->what, why);
+}
+
+static int
+enable_disable (int argc, char **argv, gboolean enable)
+{
+  Request r = { 0 };
+  g_auto (Domain) d = { 0 };
+  gboolean active = FALSE;
+  int status;
+
+  if ((status = parse_request (argc, argv, enable, &r)) ||
+      (status = open_domain (&r, &d)) ||
+      (enable && (status = check_target (&r, &d))) ||
+      (status = define_edited (&r, &d)) ||
+      (status = update_live (&r, &d, &active)))
+    {
+      g_free (r.what);
+      return status;
+    }
+  report (&r, &d, active);
+  g_free (r.what);
+  return EXIT_OK;
+}
+
+#else
+
+static int
+enable_disable (int argc, char **argv, gboolean enable)
+{
+  fprintf (stderr, "vgicctl: %s: this vgicctl was built without libvirt; "
+           "edit the domain with virsh edit (see the vgicd hook's README)\n",
+           enable ? "enable" : "disable");
+  return EXIT_USAGE;
+}
+
+#endif
+
+int
+vgicctl_enable (int argc, char **argv)
+{
+  return enable_disable (argc, argv, TRUE);
+}
+
+int
+vgicctl_disable (int argc, char **argv)
+{
+  return enable_disable (argc, argv, FALSE);
+}

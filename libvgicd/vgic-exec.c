@@ -64,12 +64,17 @@ vgic_exec_check (const struct kvm_vgic_batch_entry *entries, uint32_t n,
 /* One access per ioctl.  The width of the user buffer is the group's: the
  * kernel copies a u32 for DIST/REDIST/LEVEL_INFO and a u64 for CPU_SYSREGS
  * (a u32 there would let it write 8 bytes into 4). */
+static unsigned long
+request_of (VgicExecDir dir)
+{
+  return dir == VGIC_EXEC_READ ? KVM_GET_DEVICE_ATTR : KVM_SET_DEVICE_ATTR;
+}
+
 static gboolean
 run_single (int fd, struct kvm_vgic_batch_entry *entries, uint32_t n,
             VgicExecDir dir, VgicExecReport *report)
 {
-  const unsigned long req = dir == VGIC_EXEC_READ ? KVM_GET_DEVICE_ATTR
-                                                  : KVM_SET_DEVICE_ATTR;
+  const unsigned long req = request_of (dir);
 
   for (uint32_t i = 0; i < n; i++)
     {
@@ -103,8 +108,7 @@ static gboolean
 run_batch (int fd, struct kvm_vgic_batch_entry *entries, uint32_t n,
            VgicExecDir dir, VgicExecReport *report)
 {
-  const unsigned long req = dir == VGIC_EXEC_READ ? KVM_GET_DEVICE_ATTR
-                                                  : KVM_SET_DEVICE_ATTR;
+  const unsigned long req = request_of (dir);
 
   for (uint32_t off = 0; off < n;)
     {

@@ -153,17 +153,26 @@ vgicd_client_channel_settle (VgicdClientChannel *ch, GError **error)
   return step != NULL;
 }
 
-GVariant *
-vgicd_client_channel_call (VgicdClientChannel *ch, VgicdChannelMethod method,
-                           GVariant *args, GError **error)
+/* Send a call, once an answer still due has been taken (@args is
+ * consumed either way). */
+static gboolean
+settle_and_send (VgicdClientChannel *ch, VgicdChannelMethod method, GVariant *args,
+                 GError **error)
 {
   if (!vgicd_client_channel_settle (ch, error))
     {
       if (args)
         g_variant_unref (g_variant_ref_sink (args));
-      return NULL;
+      return FALSE;
     }
-  if (!send_call (ch, method, args, error))
+  return send_call (ch, method, args, error);
+}
+
+GVariant *
+vgicd_client_channel_call (VgicdClientChannel *ch, VgicdChannelMethod method,
+                           GVariant *args, GError **error)
+{
+  if (!settle_and_send (ch, method, args, error))
     return NULL;
   return receive (ch, error);
 }
@@ -172,13 +181,7 @@ gboolean
 vgicd_client_channel_call_deferred (VgicdClientChannel *ch, VgicdChannelMethod method,
                                     GVariant *args, GError **error)
 {
-  if (!vgicd_client_channel_settle (ch, error))
-    {
-      if (args)
-        g_variant_unref (g_variant_ref_sink (args));
-      return FALSE;
-    }
-  if (!send_call (ch, method, args, error))
+  if (!settle_and_send (ch, method, args, error))
     return FALSE;
   ch->deferred = TRUE;
   return TRUE;

@@ -574,24 +574,17 @@ dump_vcpu (const Dump *d, uint32_t cpu)
   sysreg_line (d, m, "ICC_BPR1_EL1", ICC_BPR1_EL1, NULL);
   /* Show the APRs the record has rather than what ICC_CTLR_EL1.PRIbits
    * implies: the save read exactly those, and a mismatch would show. */
-  for (guint i = 0; i < 4; i++)
-    {
-      uint64_t v;
-      char name[16];
+  for (guint group = 0; group < 2; group++)
+    for (guint i = 0; i < 4; i++)
+      {
+        uint32_t enc = group ? ICC_AP1R_EL1 (i) : ICC_AP0R_EL1 (i);
+        uint64_t v;
+        char name[16];
 
-      g_snprintf (name, sizeof name, "ICC_AP0R%u_EL1", i);
-      if (lookup (d, GRP_SYSREG, vgic_attr (m, ICC_AP0R_EL1 (i)), &v))
-        print64_line (d, "    ", name, TRUE, v, NULL);
-    }
-  for (guint i = 0; i < 4; i++)
-    {
-      uint64_t v;
-      char name[16];
-
-      g_snprintf (name, sizeof name, "ICC_AP1R%u_EL1", i);
-      if (lookup (d, GRP_SYSREG, vgic_attr (m, ICC_AP1R_EL1 (i)), &v))
-        print64_line (d, "    ", name, TRUE, v, NULL);
-    }
+        g_snprintf (name, sizeof name, "ICC_AP%uR%u_EL1", group, i);
+        if (lookup (d, GRP_SYSREG, vgic_attr (m, enc), &v))
+          print64_line (d, "    ", name, TRUE, v, NULL);
+      }
 }
 
 char *

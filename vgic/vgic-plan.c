@@ -439,26 +439,28 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
 /* Closed forms (docs/kernel-interface.md, "What QEMU 10.0 does")     */
 /* ------------------------------------------------------------------ */
 
-guint
-vgic_plan_save_count (const VgicShape *shape, gboolean plpis, guint apr)
+/* QEMU's get and put differ only in the clear-all writes: 3 more per
+ * distributor bitmap word (enable, pending, active) and per vCPU. */
+static guint
+closed_form (const VgicShape *shape, gboolean plpis, guint apr, guint per_w1, guint per_cpu)
 {
   guint s = shape->nr_irqs - 32;
   guint w1 = vgic_shape_spi_words (shape, 1);
   guint w2 = vgic_shape_spi_words (shape, 2);
   guint w8 = vgic_shape_spi_words (shape, 8);
 
-  return 5 + 5 * w1 + w2 + w8 + 2 * s +
-         shape->nr_vcpus * (24 + 2 * apr + 4 * (plpis ? 1 : 0));
+  return 5 + per_w1 * w1 + w2 + w8 + 2 * s +
+         shape->nr_vcpus * (per_cpu + 2 * apr + 4 * (plpis ? 1 : 0));
+}
+
+guint
+vgic_plan_save_count (const VgicShape *shape, gboolean plpis, guint apr)
+{
+  return closed_form (shape, plpis, apr, 5, 24);
 }
 
 guint
 vgic_plan_restore_count (const VgicShape *shape, gboolean plpis, guint apr)
 {
-  guint s = shape->nr_irqs - 32;
-  guint w1 = vgic_shape_spi_words (shape, 1);
-  guint w2 = vgic_shape_spi_words (shape, 2);
-  guint w8 = vgic_shape_spi_words (shape, 8);
-
-  return 5 + 8 * w1 + w2 + w8 + 2 * s +
-         shape->nr_vcpus * (27 + 2 * apr + 4 * (plpis ? 1 : 0));
+  return closed_form (shape, plpis, apr, 8, 27);
 }

@@ -11,8 +11,8 @@
 # static arm64 binary; fail on compiler warnings in the files the series
 # touches; run checkpatch.pl --strict on the series.
 #
-# Every heavy step runs under `flock /var/lock/vgicd-heavy.lock`, so builds of
-# different engineers on this 2-core machine never overlap.
+# Every heavy step holds the project's heavy-work lock (scripts/lib/heavy.sh),
+# so builds sharing this 2-core machine never overlap.
 #
 # Progress goes to stderr.  stdout carries exactly two lines, last:
 #   IMAGE=<path of arch/arm64/boot/Image>
@@ -36,11 +36,14 @@ usage: $0 [options]
 
 Environment: VGICD_CACHE (default /var/cache/vgicd) holds the work folder and
 the ccache (\$VGICD_CACHE/ccache).  VGICD_HEAVY_LOCK overrides the lock file.
+The packages it installs are PKGS_KERNEL in scripts/lib/packages.sh.
 EOF
 }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-cache=${VGICD_CACHE:-/var/cache/vgicd}
+# shellcheck source=../scripts/lib/common.sh
+. "$here/../scripts/lib/common.sh"
+cache=$VGICD_CACHE
 work=$cache/kernel
 patched=1
 selftest=1
@@ -48,7 +51,6 @@ install=1
 checkpatch=1
 fresh=0
 jobs=2
-lock=${VGICD_HEAVY_LOCK:-/var/lock/vgicd-heavy.lock}
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -69,29 +71,13 @@ done
 
 log() { printf '[build-kernel] %s\n' "$*" >&2; }
 die() { printf '[build-kernel] ERROR: %s\n' "$*" >&2; exit 1; }
-heavy() { flock "$lock" "$@"; }
 now() { date +%s; }
 
 t_start=$(now)
-declare -A timing
 
 # --- Packages ----------------------------------------------------------------
-packages=(linux-source-6.1 gcc-aarch64-linux-gnu libc6-dev-arm64-cross ccache
-	  make flex bison bc libssl-dev libelf-dev xz-utils git perl python3
-	  cpio util-linux)
 if [ "$install" = 1 ]; then
-	missing=()
-	for p in "${packages[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
-			grep -q 'install ok installed' || missing+=("$p")
-	done
-	if [ ${#missing[@]} -gt 0 ]; then
-		log "installing: ${missing[*]}"
-		[ "$(id -u)" = 0 ] || die "need root to install ${missing[*]}"
-		apt-get update -qq >&2
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			--no-install-recommends "${missing[@]}" >&2
-	fi
+	need_packages "${PKGS_KERNEL[@]}" >&2 || die "cannot install the packages the build needs"
 fi
 tarball=/usr/src/linux-source-6.1.tar.xz
 [ -r "$tarball" ] || die "$tarball missing (package linux-source-6.1)"
@@ -126,7 +112,7 @@ series_id=${series_id%% *}
 git_src() { git -C "$src" -c user.name="vgicd build" \
 		-c user.email="build@vgicd.invalid" "$@"; }
 
-t=$(now)
+step_begin "source tree" >&2
 if [ "$fresh" = 1 ] || [ ! -d "$src/.git" ] ||
    [ "$(cat "$src/.git/vgicd-source-version" 2>/dev/null)" != "$src_version" ]; then
 	log "unpacking linux-source-6.1 $src_version into $src"
@@ -153,7 +139,7 @@ if [ "$(cat "$src/.git/vgicd-series" 2>/dev/null)" != "$series_id" ]; then
 	fi
 	echo "$series_id" >"$src/.git/vgicd-series"
 fi
-timing[source]=$(( $(now) - t ))
+step_end
 touched=$(git_src diff --name-only pristine HEAD)
 
 # --- Configuration -----------------------------------------------------------
@@ -197,22 +183,22 @@ done
 warn_log=$build/warnings.log
 : >"$warn_log"
 ccache -z >/dev/null
-t=$(now)
+step_begin "W=1 check of the touched files" >&2
 if [ ${#objs[@]} -gt 0 ]; then
-	log "compiling ${objs[*]} with W=1 (waiting for $lock)"
+	log "compiling ${objs[*]} with W=1 (holding the heavy-work lock)"
 	heavy make -C "$src" O="$build" CC="ccache ${CROSS_COMPILE}gcc" W=1 \
 		-j"$jobs" "${objs[@]}" >"$build/build-w1.log" 2>&1 ||
 		{ tail -n 40 "$build/build-w1.log" >&2; die "W=1 build of ${objs[*]} failed, see $build/build-w1.log"; }
 	grep -E 'warning:|error:' "$build/build-w1.log" >>"$warn_log" || true
 fi
-timing[w1-check]=$(( $(now) - t ))
+step_end
 
-t=$(now)
-log "building Image (make -j$jobs, ccache in $CCACHE_DIR; waiting for $lock)"
+step_begin "Image" >&2
+log "building Image (make -j$jobs, ccache in $CCACHE_DIR; holding the heavy-work lock)"
 heavy make -C "$src" O="$build" CC="ccache ${CROSS_COMPILE}gcc" -j"$jobs" Image \
 	>"$build/build.log" 2>&1 ||
 	{ tail -n 40 "$build/build.log" >&2; die "kernel build failed, see $build/build.log"; }
-timing[image]=$(( $(now) - t ))
+step_end
 ccache_stats=$(ccache -s 2>/dev/null | grep -iE '^ *(hits|misses)' | tr -s ' ' | paste -sd' ' || true)
 for f in $touched; do
 	grep -F "$f" "$build/build.log" | grep -E 'warning:|error:' >>"$warn_log" || true
@@ -223,7 +209,7 @@ image=$build/arch/arm64/boot/Image
 # --- Selftest ----------------------------------------------------------------
 selftest_bin=
 if [ "$selftest" = 1 ] && [ "$patched" = 1 ]; then
-	t=$(now)
+	step_begin "selftest" >&2
 	log "building the selftest vgic_batch_regs (static)"
 	hdr=$build/usr-headers
 	heavy make -C "$src" O="$build" -s headers_install \
@@ -237,7 +223,7 @@ if [ "$selftest" = 1 ] && [ "$patched" = 1 ]; then
 		{ cat "$build/selftest.log" >&2; die "selftest build failed"; }
 	grep -E 'warning:|error:' "$build/selftest.log" >>"$warn_log" || true
 	selftest_bin=$kst/aarch64/vgic_batch_regs
-	timing[selftest]=$(( $(now) - t ))
+	step_end
 fi
 
 if [ -s "$warn_log" ]; then
@@ -248,7 +234,7 @@ fi
 # --- checkpatch --------------------------------------------------------------
 cp_summary="skipped"
 if [ "$checkpatch" = 1 ] && [ ${#series[@]} -gt 0 ]; then
-	t=$(now)
+	step_begin "checkpatch" >&2
 	errors=0
 	cp_summary=
 	for p in "${series[@]}"; do
@@ -259,16 +245,14 @@ if [ "$checkpatch" = 1 ] && [ ${#series[@]} -gt 0 ]; then
 		cp_summary+="$(basename "$p"): ${total#total: }"$'\n'
 		[ -n "$out" ] && printf '%s\n' "$out" >"$build/checkpatch-$(basename "$p" .patch).log"
 	done
-	timing[checkpatch]=$(( $(now) - t ))
+	step_end
 	[ "$errors" = 0 ] || { printf '%s' "$cp_summary" >&2; die "checkpatch: $errors errors"; }
 fi
 
 # --- Summary -----------------------------------------------------------------
 {
 	log "done: linux-source-6.1 $src_version, $([ "$patched" = 1 ] && echo "${#series[@]} patches" || echo "no patches")"
-	for k in source w1-check image selftest checkpatch; do
-		[ -n "${timing[$k]:-}" ] && log "  time ${k}: ${timing[$k]}s"
-	done
+	print_step_times
 	log "  time total: $(( $(now) - t_start ))s"
 	[ -n "$ccache_stats" ] && log "  ccache: $ccache_stats"
 	log "  no compiler warnings in: $(echo $touched | tr ' ' ',')"

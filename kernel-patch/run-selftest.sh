@@ -19,17 +19,14 @@ set -euo pipefail
 
 [ $# -ge 2 ] || { echo "usage: $0 IMAGE SELFTEST..." >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../scripts/lib/common.sh
+. "$here/../scripts/lib/common.sh"
 image=$1; shift
-lock=${VGICD_HEAVY_LOCK:-/var/lock/vgicd-heavy.lock}
 timeout=${SELFTEST_TIMEOUT:-600}
-run=${VGICD_CACHE:-/var/cache/vgicd}/kernel/selftest-run
+run=$VGICD_CACHE/kernel/selftest-run
 log() { printf '[run-selftest] %s\n' "$*" >&2; }
 
-for p in qemu-system-arm gcc-aarch64-linux-gnu cpio; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			--no-install-recommends "$p"; } >&2
-done
+need_packages "${PKGS_BOOT[@]}" gcc-aarch64-linux-gnu >&2
 
 rm -rf "$run"
 mkdir -p "$run/root/selftests"
@@ -41,9 +38,9 @@ done
 
 log "booting $image ($*), timeout ${timeout}s"
 start=$(date +%s)
-flock "$lock" timeout "$timeout" qemu-system-aarch64 \
+heavy timeout "$timeout" qemu-system-aarch64 \
 	-M virt,virtualization=on,gic-version=3 -cpu max,pauth-impdef=on \
-	-accel tcg,thread=multi -smp 2 -m 1G -nographic -no-reboot \
+	-accel tcg,thread=multi -smp 2 -m 1G -nographic -no-reboot -nic none \
 	-kernel "$image" -initrd "$run/initramfs.cpio.gz" \
 	-append "console=ttyAMA0 panic=-1" </dev/null >"$run/console.log" 2>&1 || true
 log "ran in $(( $(date +%s) - start ))s; console log: $run/console.log"

@@ -1,77 +1,25 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
 # lib.sh - shared pieces of qemu-patch/build-check.sh and build-qemu.sh:
 # a private apt state for Debian stable, the QEMU source, a meson >= 1.5,
 # the aarch64 libvgicd, and applying the series.  Sourced, not run.
 #
 # Nothing here touches /etc/apt or the system's package lists: Debian stable
-# is reached through a private apt state (tests/nested/lib/debian.sh) whose
+# is reached through a private apt state (scripts/lib/debian-apt.sh) whose
 # single .sources file is written at run time from the URIs and Signed-By of
 # /etc/apt/sources.list.d/debian.sources.  Everything fetched or built lives
 # under $QP_CACHE, outside the repository.
 
 QP_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 QP_ROOT=$(cd "$QP_DIR/.." && pwd)
-QP_CACHE=${VGICD_CACHE:-/var/cache/vgicd}/qemu
 QP_QEMU_VERSION=10.0.13		# upstream version the series applies to
 QP_SOURCES=${QP_SOURCES:-/etc/apt/sources.list.d/debian.sources}
-QP_HEAVY_LOCK=/var/lock/vgicd-heavy.lock
 QP_PY=/usr/bin/python3		# not the pyenv python3 first in PATH
 
-QP_TIMES=()
-
-qp_now() { date +%s.%N; }
-
-# qp_begin LABEL ... qp_end - time a step (kept apart from the command, so
-# that set -e still stops the script inside it).
-qp_begin() {
-	QP_STEP=$1
-	QP_STEP_T0=$(qp_now)
-	printf '\n==> %s\n' "$QP_STEP"
-}
-
-qp_end() {
-	QP_TIMES+=("$(printf '%-40s %7.1f s' "$QP_STEP" "$(echo "$(qp_now) - $QP_STEP_T0" | bc)")")
-}
-
-qp_print_times() {
-	printf '\nWhere the time went:\n'
-	printf '  %s\n' "${QP_TIMES[@]}"
-	if [ -s "$QP_CACHE/.lock-waits" ]; then
-		printf '  (of which %.0f s waiting for other builds on %s)\n' \
-			"$(paste -sd+ "$QP_CACHE/.lock-waits" | bc)" "$QP_HEAVY_LOCK"
-	fi
-}
-
-# qp_heavy CMD... - a CPU-heavy command: one at a time on this machine.
-# Shell functions work too (the lock is held by a subshell).  Time spent
-# waiting for the lock is reported, as it is not this script's.
-qp_heavy() {
-	(
-		local t0 w
-		t0=$(qp_now)
-		flock 9
-		w=$(echo "$(qp_now) - $t0" | bc)
-		if [ "$(echo "$w > 1" | bc)" = 1 ]; then
-			printf '(waited %.0f s for %s)\n' "$w" "$QP_HEAVY_LOCK"
-			echo "$w" >>"$QP_CACHE/.lock-waits"
-		fi
-		"$@"
-	) 9>"$QP_HEAVY_LOCK"
-}
-
-# qp_need_packages PKG... - install the Debian packages that are missing
-# (scripts/lib/common.sh's need_packages, with arm64 enabled for the cross
-# build's -dev packages).
+# The project's shell library: the heavy-work lock, step timing, packages
+# (PKGS_QEMU) and the private apt state.
 . "$QP_ROOT/scripts/lib/common.sh"
-qp_need_packages() {
-	enable_arm64
-	need_packages "$@"
-}
-
-# The private apt state for Debian stable, binary and source packages:
-# tests/nested/lib/debian.sh's, under $QP_CACHE/apt/stable (the nested
-# tiers use the same code for their arm64 packages).
-. "$QP_ROOT/tests/nested/lib/debian.sh"
+QP_CACHE=$VGICD_CACHE/qemu
 
 # qp_apt_setup - write the private .sources (deb + deb-src, suite stable)
 # from the main archive stanza of debian.sources, and update its lists once
@@ -193,10 +141,10 @@ QP_PKG_CONFIG_LIBDIR=$QP_CACHE/pkgconfig-aarch64:/usr/lib/aarch64-linux-gnu/pkgc
 qp_libvgicd_aarch64() {
 	local b=${VGICD_BUILD:-$QP_ROOT/_build}/aarch64 pc
 	if [ ! -f "$b/build.ninja" ]; then
-		(cd "$QP_ROOT" && qp_heavy meson setup "$b" --werror \
+		(cd "$QP_ROOT" && heavy meson setup "$b" --werror \
 			--cross-file cross/aarch64-linux-gnu.ini >/dev/null)
 	fi
-	if ! qp_heavy ninja -C "$b" >"$QP_CACHE/libvgicd-aarch64.log" 2>&1; then
+	if ! heavy ninja -C "$b" >"$QP_CACHE/libvgicd-aarch64.log" 2>&1; then
 		tail -n 30 "$QP_CACHE/libvgicd-aarch64.log" >&2
 		return 1
 	fi
@@ -233,7 +181,7 @@ QP_DEB_CFLAGS=$(sed -n "s/^c_args = \[\(.*\)\]\$/\1/p" "$QP_ROOT/cross/aarch64-l
 [ -n "$QP_DEB_CFLAGS" ] || { echo "lib.sh: no c_args in cross/aarch64-linux-gnu.ini" >&2; exit 1; }
 
 # qp_configure SRC BUILD [OPTION...] - configure a minimal, KVM-only,
-# cross-built qemu-system-aarch64 (KVM-VGIC-FACTS.md §6) in BUILD, unless
+# cross-built qemu-system-aarch64 (docs/kernel-interface.md) in BUILD, unless
 # BUILD was configured with the same options (ninja then re-runs meson by
 # itself when the series changed a meson file).
 qp_configure() {
@@ -256,7 +204,7 @@ qp_configure() {
 		cp "$QP_DIR/devices-aarch64.mak" "$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak"
 	rm -rf "$build"
 	mkdir -p "$build"
-	if ! (cd "$build" && qp_heavy qp_qemu_env "$src/configure" "${args[@]}" >configure.log 2>&1); then
+	if ! (cd "$build" && heavy qp_qemu_env "$src/configure" "${args[@]}" >configure.log 2>&1); then
 		tail -n 30 "$build/configure.log" >&2
 		return 1
 	fi

@@ -6,7 +6,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 cd "$VGICD_ROOT"
 
-need_packages "${BUILD_PACKAGES[@]}"
+need_packages "${PKGS_BUILD[@]}"
 if [ -f "$VGICD_BUILD/gcc/build.ninja" ]; then
 	meson setup --reconfigure "$VGICD_BUILD/gcc" >/dev/null
 else

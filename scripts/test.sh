@@ -24,7 +24,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
 cd "$VGICD_ROOT"
 
-STEP_TIMES=()
 PASSED=0
 FAILED=0
 
@@ -80,10 +79,9 @@ setup() {
 }
 
 step_begin "packages"
-enable_arm64
-need_packages "${BUILD_PACKAGES[@]}" clang libclang-rt-14-dev \
-	gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64 \
-	libsystemd-dev:arm64 libxml2-dev:arm64 libvirt-dev:arm64 qemu-user
+# What the builds below need; each tier script installs its own
+# (scripts/lib/packages.sh lists them all).
+need_packages "${PKGS_BUILD[@]}" "${PKGS_FUZZ[@]}" "${PKGS_CROSS[@]}"
 step_end
 
 step_begin "native build and tests (gcc, -Werror)"
@@ -133,7 +131,7 @@ step_begin "planner counts for the facts table"
 	FAILED=$((FAILED + 1))
 step_end
 
-# The tier scripts take /var/lock/vgicd-heavy.lock themselves where needed.
+# The tier scripts take the heavy-work lock themselves where needed.
 step_begin "booted systemd (nspawn): units, socket activation, bus, journal"
 run_tier "nspawn (build tree)" bash tests/systemd/run-nspawn.sh
 step_end

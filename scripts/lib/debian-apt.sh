@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# tests/nested/lib/debian.sh - fetch Debian binary packages for another
-# architecture (arm64) without touching the host's apt configuration, and
-# without naming a mirror: the URIs and Signed-By are read, at run time,
-# from the host's /etc/apt/sources.list.d/debian.sources.  Sourced.
+# shellcheck shell=bash
+# debian-apt.sh - Debian packages of other suites and architectures (arm64
+# binaries, stable's sources), without touching the host's apt
+# configuration, and without naming a mirror: the URIs and Signed-By are
+# read, at run time, from the host's /etc/apt/sources.list.d/debian.sources.
+# Sourced (by common.sh).
 #
 #   deb_apt_init bookworm-arm64 arm64            # the host's suites, for arm64
 #   deb_apt_init trixie-arm64 arm64 stable       # one other suite, component main
@@ -12,17 +14,14 @@
 #   deb_extract "$deb" "$root"
 #
 # The apt state (lists, cache, an empty dpkg status) is private, under
-# $DEB_APT_ROOT/NAME (default $NESTED_CACHE/apt/NAME); nothing in /etc or
-# /var/lib/apt changes.  The nested tiers and qemu-patch/ share this file.
+# $DEB_APT_ROOT/NAME (default $VGICD_CACHE/nested/apt/NAME); nothing in /etc or
+# /var/lib/apt changes.  deb_sources_lines gives the same mirrors as
+# "deb URI SUITE COMPONENTS" lines, for mmdebstrap.
 
 DEBIAN_SOURCES=${DEBIAN_SOURCES:-/etc/apt/sources.list.d/debian.sources}
 
-# deb_die MESSAGE - the caller's nested_die if it has one, else stop here.
 deb_die() {
-	if declare -F nested_die >/dev/null; then
-		nested_die "$@"
-	fi
-	echo "debian.sh: $*" >&2
+	echo "debian-apt: ERROR: $*" >&2
 	exit 1
 }
 
@@ -35,6 +34,26 @@ deb_sources_stanzas() {
 		{ s = s $0 "\n" }
 		END { if (s != "" && s ~ /(^|\n)Types:[^\n]*(^|[ \t])deb([ \t\n]|$)/) printf "%s\n", s }
 	' "$DEBIAN_SOURCES"
+}
+
+# deb_sources_lines - one "deb URI SUITE COMPONENTS" line per suite of each
+# deb stanza of $DEBIAN_SOURCES (mmdebstrap's mirror arguments).
+deb_sources_lines() {
+	awk '
+	function flush() {
+		if (uris != "" && types ~ /(^| )deb( |$)/)
+			for (i = 1; i <= nu; i++) for (j = 1; j <= ns; j++)
+				print "deb " u[i] " " s[j] " " comps
+		uris = ""; types = ""; comps = "main"; nu = ns = 0
+	}
+	BEGIN { comps = "main" }
+	/^[ \t]*#/ { next }
+	/^[ \t]*$/ { flush(); next }
+	/^Types:/ { $1 = ""; types = $0 }
+	/^URIs:/ { $1 = ""; uris = $0; nu = split(uris, u, " ") }
+	/^Suites:/ { $1 = ""; ns = split($0, s, " ") }
+	/^Components:/ { $1 = ""; sub(/^ /, ""); comps = $0 }
+	END { flush() }' "$DEBIAN_SOURCES"
 }
 
 # deb_sources_field FIELD - the value of FIELD in the first deb stanza (the
@@ -52,7 +71,7 @@ deb_sources_field() {
 # "deb deb-src" for apt-get source).  Sets DEB_APT_DIR and the DEB_APT array.
 deb_apt_init() {
 	local name=$1 arch=$2 suite=${3:-} types=${4:-deb}
-	local a="${DEB_APT_ROOT:-${NESTED_CACHE:-${VGICD_CACHE:-/var/cache/vgicd}/nested}/apt}/$name"
+	local a="${DEB_APT_ROOT:-${VGICD_CACHE:-/var/cache/vgicd}/nested/apt}/$name"
 
 	[ -r "$DEBIAN_SOURCES" ] || deb_die "no $DEBIAN_SOURCES to read the mirror from"
 	mkdir -p "$a/parts" "$a/lists/partial" "$a/cache/archives/partial" "$a/prefs"

@@ -8,16 +8,13 @@
 # The copy and every build product go to ${VGICD_CACHE:-/var/cache/vgicd}/deb,
 # never into the repository.  The copy is the working tree (tracked and
 # untracked files git does not ignore), or with --head the last commit.
-# --nocheck skips the test suite inside the build.  Runs under
-# flock /var/lock/vgicd-heavy.lock.  Exit status: non-zero when the build
+# --nocheck skips the test suite inside the build.  Runs under the
+# heavy-work lock, as a whole.  Exit status: non-zero when the build
 # fails or lintian reports an error.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib/common.sh"
 
-if [ -z "${VGICD_HEAVY_LOCKED:-}" ]; then
-	export VGICD_HEAVY_LOCKED=1
-	exec flock /var/lock/vgicd-heavy.lock bash "$0" "$@"
-fi
+heavy_script "$@"
 
 HEAD=
 NOCHECK=
@@ -29,15 +26,13 @@ for a in "$@"; do
 	esac
 done
 
-STEP_TIMES=()
 T_START=$(date +%s.%N)
 
 step_begin "packages"
-need_packages "${BUILD_PACKAGES[@]}" dpkg-dev debhelper lintian fakeroot scdoc \
-	libxml2-dev libvirt-dev libxml2-utils systemd
+need_packages "${PKGS_BUILD[@]}" "${PKGS_DEB[@]}"
 step_end
 
-OUT=${VGICD_CACHE:-/var/cache/vgicd}/deb
+OUT=$VGICD_CACHE/deb
 VERSION=$(dpkg-parsechangelog -l "$VGICD_ROOT/debian/changelog" -S Version)
 SRC=$OUT/vgicd-$VERSION
 

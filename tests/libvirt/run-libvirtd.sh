@@ -10,8 +10,7 @@
 # $VGICD_BUILD/gcc, built if missing).  Work files go to a temporary folder;
 # nothing is written to the repository; libvirt's QEMU capability cache is
 # kept in ${VGICD_CACHE:-/var/cache/vgicd}/libvirt-{A,B}.  Heavy (QEMU under
-# TCG): it runs
-# under flock /var/lock/vgicd-heavy.lock.
+# TCG): it runs under the heavy-work lock, as a whole.
 #
 # What it checks:
 #   1. an opted-in domain (required="no") migrates A -> B with vgicd up on B
@@ -29,20 +28,15 @@ set -euo pipefail
 
 . "$(dirname "$0")/../../scripts/lib/common.sh"
 
-if [ -z "${VGICD_HEAVY_LOCKED:-}" ]; then
-	export VGICD_HEAVY_LOCKED=1
-	exec flock /var/lock/vgicd-heavy.lock bash "$0" "$@"
-fi
+heavy_script "$@"
 if [ "$(id -u)" -ne 0 ]; then
 	echo "run-libvirtd.sh: needs root (libvirtd, mount namespaces)" >&2
 	exit 77
 fi
 
 T_START=$(date +%s.%N)
-STEP_TIMES=()
 step_begin "packages"
-need_packages "${BUILD_PACKAGES[@]}" libvirt-daemon libvirt-daemon-driver-qemu \
-	libvirt-clients libvirt-dev libxml2-dev libxml2-utils qemu-system-x86 qemu-system-arm
+need_packages "${PKGS_BUILD[@]}" "${PKGS_LIBVIRT[@]}"
 id libvirt-qemu >/dev/null 2>&1 ||
 	useradd --system --user-group --no-create-home libvirt-qemu
 step_end

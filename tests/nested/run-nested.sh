@@ -26,7 +26,6 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
-. "$HERE/lib/debian.sh"
 . "$HERE/lib/initramfs.sh"
 . "$HERE/lib/kernel.sh"
 . "$HERE/lib/boot.sh"
@@ -42,7 +41,7 @@ while [ $# -gt 0 ]; do
 	--sizes) SIZES=$2; shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
 	--enforce-target | --inject-mismatch) TEST_ARGS="${TEST_ARGS:+${TEST_ARGS}_}$1"; shift ;;
-	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-nested.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -50,25 +49,22 @@ case $ONLY in '' | stock | patched) ;; *) echo "--only stock|patched" >&2; exit 
 
 NESTED_OUT=$VGICD_BUILD/nested
 mkdir -p "$NESTED_OUT"
-STEP_TIMES=()
 RESULTS=()
 FAILED=0
 
-nested_step_begin "packages"
-enable_arm64
-need_packages qemu-system-arm cpio "${BUILD_PACKAGES[@]}" gcc-aarch64-linux-gnu \
-	libc6-dev-arm64-cross libglib2.0-dev:arm64 libsystemd-dev:arm64
-nested_step_end
+step_begin "packages"
+need_packages "${PKGS_BUILD[@]}" "${PKGS_BOOT[@]}" "${PKGS_NESTED[@]}"
+step_end
 
-nested_step_begin "downloads (stock arm64 kernel, busybox-static)"
+step_begin "downloads (stock arm64 kernel, busybox-static)"
 nested_stock_kernel
 echo "stock kernel: $STOCK_VERSION ($STOCK_IMAGE)"
 bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
 deb_extract "$bb_deb" "$NESTED_CACHE/busybox"
-nested_step_end
+step_end
 
 if [ "$ONLY" != stock ]; then
-	nested_step_begin "patched kernel (kernel-patch/build-kernel.sh)"
+	step_begin "patched kernel (kernel-patch/build-kernel.sh)"
 	nested_patched_kernel
 	if [ -n "$PATCHED_MISSING" ]; then
 		echo "patched kernel: unavailable: $PATCHED_MISSING"
@@ -79,10 +75,10 @@ if [ "$ONLY" != stock ]; then
 			(kernel_config_check "$patched_config") || echo "patched kernel: the boot may fail (above)"
 		fi
 	fi
-	nested_step_end
+	step_end
 fi
 
-nested_step_begin "userland: aarch64 cross build"
+step_begin "userland: aarch64 cross build"
 B=$VGICD_BUILD/aarch64
 if [ ! -f "$B/build.ninja" ]; then
 	# The same options as scripts/test.sh, so both share one build folder.
@@ -90,9 +86,9 @@ if [ ! -f "$B/build.ninja" ]; then
 fi
 heavy ninja -C "$B" daemon/vgicd tests/nested/vgic-nested-test >"$NESTED_OUT/ninja.log" 2>&1 ||
 	{ tail -n 40 "$NESTED_OUT/ninja.log" >&2; nested_die "cross build failed"; }
-nested_step_end
+step_end
 
-nested_step_begin "userland: initramfs"
+step_begin "userland: initramfs"
 INITRAMFS_LIBPATH="$B/libvgicd:$INITRAMFS_LIBPATH"
 READELF=aarch64-linux-gnu-readelf
 stage=$NESTED_OUT/rootfs
@@ -105,7 +101,7 @@ initramfs_elf "$stage" "$B/tests/nested/vgic-nested-test" /usr/bin/vgic-nested-t
 initramfs_file "$stage" "$HERE/init.sh" /init 0755
 initramfs_pack "$stage" "$NESTED_OUT/base.cpio"
 echo "base initramfs: $(du -h "$NESTED_OUT/base.cpio" | cut -f1), $(find "$stage" -type f | wc -l) files"
-nested_step_end
+step_end
 
 # boot ROLE IMAGE EXPECT [SELFTEST] - one kernel, one boot, one verdict.
 boot() {
@@ -127,14 +123,14 @@ boot() {
 		cat "$NESTED_OUT/$role-extra.cpio" >> "$initrd"
 	fi
 
-	nested_step_begin "boot + tests: $role kernel"
+	step_begin "boot + tests: $role kernel"
 	echo "booting $image (log: $log, timeout ${TIMEOUT}s)"
 	t0=$(nested_clock)
 	nested_boot "$image" "$initrd" "$log" "$TIMEOUT" \
 		"vgicd_nested_role=$role vgicd_nested_expect=$expect vgicd_nested_sizes=$SIZES${TEST_ARGS:+ vgicd_nested_args=$TEST_ARGS}" ||
 		rc=$?
 	t1=$(nested_clock)
-	nested_step_end
+	step_end
 	# What the guest printed from /init on.
 	tr -d '\r' < "$log" | sed -n '/^NESTED: \/init started/,$p' | grep -av '^\[ *[0-9.]*\] ' || true
 	marker=$(nested_marker "$log" "VGICD-NESTED-RESULT:")

@@ -35,7 +35,6 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
-. "$HERE/lib/debian.sh"
 . "$HERE/lib/initramfs.sh"
 . "$HERE/lib/kernel.sh"
 . "$HERE/lib/boot.sh"
@@ -66,18 +65,15 @@ done
 NESTED_OUT=$VGICD_BUILD/qemu-e2e
 E2E_CACHE=$NESTED_CACHE/e2e
 mkdir -p "$NESTED_OUT" "$E2E_CACHE"
-STEP_TIMES=()
 T_START=$(nested_clock)
 
-nested_step_begin "packages"
-enable_arm64
-need_packages qemu-system-arm cpio bc python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
-	libglib2.0-dev:arm64 libsystemd-dev:arm64
-nested_step_end
+step_begin "packages"
+need_packages "${PKGS_BOOT[@]}" "${PKGS_NESTED[@]}"
+step_end
 
 # The patched QEMU and the aarch64 vgicd.  build-qemu.sh takes the
-# heavy-work lock itself (qemu-patch/lib.sh), so it is not wrapped here.
-nested_step_begin "patched QEMU (qemu-patch/build-qemu.sh)"
+# heavy-work lock around its heavy steps itself.
+step_begin "patched QEMU (qemu-patch/build-qemu.sh)"
 QEMU_OUT=$VGICD_CACHE/qemu/out
 bash qemu-patch/build-qemu.sh "$QEMU_OUT" >"$NESTED_OUT/build-qemu.log" 2>&1 ||
 	{ tail -n 30 "$NESTED_OUT/build-qemu.log" >&2; nested_die "build-qemu.sh failed (log $NESTED_OUT/build-qemu.log)"; }
@@ -86,15 +82,15 @@ ANALYZE=$VGICD_CACHE/qemu/src/pristine/scripts/analyze-migration.py
 VGICD_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd' -type f | head -n 1)
 [ -n "$VGICD_BIN" ] || nested_die "no vgicd in $QEMU_OUT/vgicd"
 grep -E 'waited|vgicd support' "$NESTED_OUT/build-qemu.log" | sort -u || true
-nested_step_end
+step_end
 
-nested_step_begin "patched kernel (kernel-patch/build-kernel.sh)"
+step_begin "patched kernel (kernel-patch/build-kernel.sh)"
 nested_patched_kernel
 [ -z "$PATCHED_MISSING" ] || nested_die "no patched kernel: $PATCHED_MISSING"
 echo "patched kernel: $PATCHED_IMAGE"
-nested_step_end
+step_end
 
-nested_step_begin "downloads (busybox-static; Debian stable's arm64 QEMU)"
+step_begin "downloads (busybox-static; Debian stable's arm64 QEMU)"
 deb_apt_init bookworm-arm64 arm64
 deb_apt_update
 bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
@@ -117,9 +113,9 @@ if [ ! -f "$STOCK_ROOT.stamp" ] || [ "$(cat "$STOCK_ROOT.stamp")" != "$STOCK_VER
 	echo "$STOCK_VERSION" >"$STOCK_ROOT.stamp"
 fi
 echo "stock QEMU: qemu-system-arm $STOCK_VERSION (arm64, Debian stable), $(ls "$E2E_CACHE"/stock-debs/*.deb | wc -l) packages"
-nested_step_end
+step_end
 
-nested_step_begin "initramfs (L1 and L2)"
+step_begin "initramfs (L1 and L2)"
 READELF=aarch64-linux-gnu-readelf
 aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror -o "$NESTED_OUT/qmp" "$HERE/e2e/qmp.c"
 # L2: busybox and a counter.
@@ -144,28 +140,28 @@ initramfs_file "$stage" "$NESTED_OUT/l2.cpio" /l2/initrd
 initramfs_file "$stage" "$HERE/e2e/l1-init.sh" /init 0755
 initramfs_pack "$stage" "$NESTED_OUT/l1.cpio"
 echo "L1 initramfs: $(du -h "$NESTED_OUT/l1.cpio" | cut -f1), $(find "$stage" -type f | wc -l) files"
-nested_step_end
+step_end
 
-nested_step_begin "boot L1 + scenarios (a) ${SIZES_A}, (b) ${SIZE_B}, (c) ${SIZES_C}"
+step_begin "boot L1 + scenarios (a) ${SIZES_A}, (b) ${SIZE_B}, (c) ${SIZES_C}"
 LOG=$NESTED_OUT/console.log
 echo "booting $PATCHED_IMAGE (console: $LOG, timeout ${TIMEOUT}s)"
 rc=0
 NESTED_SMP=2 NESTED_MEM=3G nested_boot "$PATCHED_IMAGE" "$NESTED_OUT/l1.cpio" "$LOG" "$TIMEOUT" \
 	"loglevel=3 e2e_a=$SIZES_A e2e_b=$SIZE_B e2e_c=$SIZES_C e2e_reps=$REPS e2e_c_vmdesc=$C_VMDESC" || rc=$?
-nested_step_end
+step_end
 [ $rc -ne 124 ] || echo "L1 timed out after ${TIMEOUT}s"
 
-nested_step_begin "analysis (analyze-migration.py, trace events)"
+step_begin "analysis (analyze-migration.py, trace events)"
 arc=0
 /usr/bin/python3 "$HERE/e2e/analyze.py" --log "$LOG" --out "$NESTED_OUT/files" \
 	--analyze "$ANALYZE" --a "$SIZES_A" --b "$SIZE_B" --c "$SIZES_C" --reps "$REPS" \
 	--c-vmdesc "$C_VMDESC" ${ENFORCE:+--enforce-target} || arc=$?
-nested_step_end
+step_end
 
 print_step_times
 T_END=$(nested_clock)
 printf '  %-44s %7.1f s (%.1f s waiting for the heavy-work lock)\n' "total" \
-	"$(echo "$T_END - $T_START" | bc)" "$HEAVY_WAITED"
+	"$(echo "$T_END - $T_START" | bc)" "$(heavy_waited)"
 if [ $rc -ne 0 ] || [ $arc -ne 0 ]; then
 	echo "qemu e2e tier: FAIL (L1 status $rc, analysis status $arc; console $LOG)"
 	exit 1

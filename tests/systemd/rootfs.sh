@@ -14,10 +14,11 @@
 # The mirrors are this machine's own apt sources (deb822 file below), read
 # at run time: the repository names no archive host.
 set -euo pipefail
+. "$(dirname "$0")/../../scripts/lib/common.sh"
 
-SOURCES=${VGICD_APT_SOURCES:-/etc/apt/sources.list.d/debian.sources}
+DEBIAN_SOURCES=${VGICD_APT_SOURCES:-$DEBIAN_SOURCES}
 SUITE=bookworm
-CACHE=${VGICD_CACHE:-/var/cache/vgicd}/nspawn
+CACHE=$VGICD_CACHE/nspawn
 # What a vgicd host needs, and nothing else: systemd as PID 1 with its
 # journal, the system bus, the daemon's libraries, and procps for kill(1)
 # (vgicd.service's ExecReload=; every Debian host has it, minbase does not).
@@ -27,28 +28,9 @@ PACKAGES=systemd,systemd-sysv,dbus,procps,libglib2.0-0,libsystemd0
 # Bump to force a rebuild when the recipe below changes.
 RECIPE=1
 
-# One "deb URI SUITE COMPONENTS" line per suite of each deb822 stanza.
-mirror_lines() {
-	awk '
-	function flush() {
-		if (uris != "" && types ~ /(^| )deb( |$)/)
-			for (i = 1; i <= nu; i++) for (j = 1; j <= ns; j++)
-				print "deb " u[i] " " s[j] " " comps
-		uris = ""; types = ""; comps = "main"; nu = ns = 0
-	}
-	BEGIN { comps = "main" }
-	/^[ \t]*#/ { next }
-	/^[ \t]*$/ { flush(); next }
-	/^Types:/ { $1 = ""; types = $0 }
-	/^URIs:/ { $1 = ""; uris = $0; nu = split(uris, u, " ") }
-	/^Suites:/ { $1 = ""; ns = split($0, s, " ") }
-	/^Components:/ { $1 = ""; sub(/^ /, ""); comps = $0 }
-	END { flush() }' "$SOURCES"
-}
-
-[ -r "$SOURCES" ] || { echo "rootfs.sh: cannot read $SOURCES (the apt sources to build from)" >&2; exit 1; }
-mapfile -t MIRRORS < <(mirror_lines)
-[ ${#MIRRORS[@]} -gt 0 ] || { echo "rootfs.sh: no deb sources in $SOURCES" >&2; exit 1; }
+[ -r "$DEBIAN_SOURCES" ] || { echo "rootfs.sh: cannot read $DEBIAN_SOURCES (the apt sources to build from)" >&2; exit 1; }
+mapfile -t MIRRORS < <(deb_sources_lines)
+[ ${#MIRRORS[@]} -gt 0 ] || { echo "rootfs.sh: no deb sources in $DEBIAN_SOURCES" >&2; exit 1; }
 
 key=$(printf '%s\n' "$RECIPE" "$SUITE" "$PACKAGES" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
 dest=$CACHE/rootfs-$key
@@ -67,8 +49,7 @@ t0=$(date +%s)
 # apt-get a package's missing dependencies inside the container.  The
 # hostname and machine-id are fixed so that every boot looks the same.
 # Only the download and unpack are heavy; a warm cache above takes no lock.
-flock "${VGICD_HEAVY_LOCK:-/var/lock/vgicd-heavy.lock}" \
-mmdebstrap --quiet --variant=minbase --include="$PACKAGES" \
+heavy mmdebstrap --quiet --variant=minbase --include="$PACKAGES" \
 	--customize-hook='echo vgicd-test > "$1/etc/hostname"' \
 	--customize-hook='rm -f "$1/etc/machine-id"; : > "$1/etc/machine-id"' \
 	"$SUITE" "$tmp/root" "${MIRRORS[@]}" >&2

@@ -13,13 +13,13 @@
 #        tests/debian/build-deb.sh leaves them in /var/cache/vgicd/deb)
 #   tests/systemd/run-nspawn.sh --keep           # leave the container up
 #
-# Root only (mmdebstrap, nspawn, nsenter).  Do not wrap it in flock: it
-# takes the heavy lock itself, only around the steps that need it.  The root file system is cached
+# Root only (mmdebstrap, nspawn, nsenter).  It takes the heavy-work lock
+# itself, only around the steps that need it.  The root file system is cached
 # under ${VGICD_CACHE:-/var/cache/vgicd}/nspawn (rootfs.sh); the build goes to
 # ${VGICD_BUILD:-_build}/nspawn, configured as a package would be (--prefix
 # /usr, --sysconfdir /etc).  The container boots with --volatile=overlay, so
 # the cached tree is never written to.  Heavy steps (mmdebstrap, compiling)
-# take /var/lock/vgicd-heavy.lock; a warm run takes no lock.
+# take the heavy-work lock; a warm run takes no lock.
 #
 # The QEMU stand-in is vgicd-sim-client (libvgicd + vgic-sim): it runs in
 # the container's namespaces through nsenter, as root, which is what
@@ -46,14 +46,12 @@ if [ -n "$FROM_DEB" ] && ! compgen -G "$FROM_DEB/*.deb" >/dev/null; then
 	exit 2
 fi
 
-HEAVY_LOCK=${VGICD_HEAVY_LOCK:-/var/lock/vgicd-heavy.lock}
 BUILD=$VGICD_BUILD/nspawn
 STAGE=$VGICD_BUILD/nspawn-stage	# bound read-only at /srv/vgicd-test
 LOGS=$VGICD_BUILD/nspawn-logs
 MACHINE=vgicd-test-$$
 ADDRESS=unix:path=/run/vgicd/vgicd.sock
 CLIENT=/srv/vgicd-test/bin/vgicd-sim-client
-STEP_TIMES=()
 CHECKS=()
 FAILED=0
 NSPAWN_PID=
@@ -134,7 +132,7 @@ trap cleanup EXIT
 # ------------------------------------------------------- build and stage
 
 step_begin "host packages"
-need_packages "${BUILD_PACKAGES[@]}" mmdebstrap systemd-container
+need_packages "${PKGS_BUILD[@]}" "${PKGS_NSPAWN[@]}"
 step_end
 
 step_begin "root file system (cached)"
@@ -149,10 +147,10 @@ grep -q "option('libvirt'" "$VGICD_ROOT/meson_options.txt" && setup_args+=(-Dlib
 targets=()
 [ -n "$FROM_DEB" ] && targets=(tests/systemd/vgicd-sim-client)
 if [ ! -f "$BUILD/build.ninja" ]; then
-	flock "$HEAVY_LOCK" meson setup "$BUILD" "${setup_args[@]}" >/dev/null
+	heavy meson setup "$BUILD" "${setup_args[@]}" >/dev/null
 fi
 if ! ninja -C "$BUILD" -n "${targets[@]}" | grep -q 'no work to do'; then
-	flock "$HEAVY_LOCK" ninja -C "$BUILD" "${targets[@]}"
+	heavy ninja -C "$BUILD" "${targets[@]}"
 fi
 rm -rf "$STAGE"
 mkdir -p "$STAGE/bin" "$LOGS"

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
 # tests/nested/lib/boot.sh - boot an arm64 kernel + initrd at EL2 under
 # qemu-system-aarch64 (TCG), with KVM usable inside, and read the serial
 # log.  Sourced.
@@ -6,9 +7,9 @@
 #   nested_boot KERNEL INITRD LOG TIMEOUT_S "kernel command line extras"
 #   nested_marker LOG "VGICD-NESTED-RESULT:"     # the marker line, if any
 #
-# The machine is the one KVM-VGIC-FACTS.md §6 describes: virt with
+# The machine is the one docs/kernel-interface.md describes: virt with
 # virtualization=on and a GICv3, -cpu max with the cheap pointer
-# authentication (3x faster boots than plain -cpu max).
+# authentication (3x faster boots than plain -cpu max), no network.
 
 NESTED_QEMU=${NESTED_QEMU:-qemu-system-aarch64}
 NESTED_SMP=${NESTED_SMP:-2}
@@ -22,7 +23,7 @@ nested_boot() {
 	heavy timeout --kill-after=10 "$timeout" \
 		"$NESTED_QEMU" -M virt,virtualization=on,gic-version=3 \
 		-cpu max,pauth-impdef=on -smp "$NESTED_SMP" -m "$NESTED_MEM" \
-		-accel tcg,thread=multi -nographic -no-reboot \
+		-accel tcg,thread=multi -nographic -no-reboot -nic none \
 		-kernel "$kernel" -initrd "$initrd" \
 		-append "console=ttyAMA0 panic=-1 $append" \
 		</dev/null >"$log" 2>&1

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
 # tests/nested/lib/initramfs.sh - build an arm64 initramfs (newc cpio) from a
 # list of files, with the shared libraries their ELF files need found by an
 # ldd-like walk of DT_NEEDED (readelf, so it works on any build host).

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
 # tests/nested/lib/kernel.sh - the arm64 kernels the nested tier boots.
-# Sourced, after common.sh and debian.sh.
+# Sourced, after common.sh.
 #
 #   nested_stock_kernel     sets STOCK_IMAGE, STOCK_VERSION: Debian 12's
 #                           linux-image-6.1.0-*-arm64 (KVM built in)
@@ -50,13 +51,8 @@ nested_patched_kernel() {
 		PATCHED_MISSING="kernel-patch/build-kernel.sh is not in the tree"
 		return 0
 	fi
-	# The script takes the heavy-work lock itself when it says so; holding
-	# it here as well would deadlock.
-	if grep -q 'vgicd-heavy.lock' "$script"; then
-		bash "$script" >"$log" 2>&1 || { tail -n 30 "$log" >&2; nested_die "build-kernel.sh failed (log: $log)"; }
-	else
-		heavy bash "$script" >"$log" 2>&1 || { tail -n 30 "$log" >&2; nested_die "build-kernel.sh failed (log: $log)"; }
-	fi
+	# The script takes the heavy-work lock around its heavy steps itself.
+	bash "$script" >"$log" 2>&1 || { tail -n 30 "$log" >&2; nested_die "build-kernel.sh failed (log: $log)"; }
 	PATCHED_IMAGE=$(sed -n 's/^IMAGE=//p' "$log" | tail -n1)
 	PATCHED_SELFTEST=$(sed -n 's/^SELFTEST=//p' "$log" | tail -n1)
 	[ -n "$PATCHED_IMAGE" ] && [ -f "$PATCHED_IMAGE" ] ||

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+# packages.sh - the Debian packages each tier needs, declared here and
+# nowhere else, and need_packages to install the missing ones.  Sourced
+# (by common.sh).
+#
+# Each list is complete for its tier on a fresh minimal Debian 12 root
+# (../shared/tools/fresh-root checks that): a package that only happens to
+# be on a developer's machine is a failure on a new one.  Where a package
+# is there for a reason that is not obvious, the reason is beside it.
+
+# shellcheck disable=SC2034  # the lists are for the scripts that source this
+
+# Building the project, and its meson test suites.
+PKGS_BUILD=(build-essential meson ninja-build pkg-config libglib2.0-dev libsystemd-dev
+	libxml2-dev libvirt-dev libxml2-utils scdoc dbus systemd bc python3
+	procps		# kill(1): vgicd.service's ExecReload=, checked by the units test
+	shellcheck)	# the scripts suite
+# The clang build and libFuzzer (scripts/test.sh).
+PKGS_FUZZ=(clang libclang-rt-14-dev)
+# The aarch64 cross build of the project, and qemu-user for its tests.
+PKGS_CROSS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64
+	libsystemd-dev:arm64 libxml2-dev:arm64 libvirt-dev:arm64 qemu-user)
+# A booted systemd in nspawn (tests/systemd/run-nspawn.sh).
+PKGS_NSPAWN=(mmdebstrap systemd-container
+	procps)		# pgrep: finding the container's PID 1
+# The Debian packages (tests/debian/build-deb.sh).
+PKGS_DEB=(dpkg-dev debhelper lintian fakeroot)
+# Two libvirtd (tests/libvirt/run-libvirtd.sh).
+PKGS_LIBVIRT=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86
+	qemu-system-arm)
+# The QEMU series' build check and the patched QEMU (qemu-patch/).
+PKGS_QEMU=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross pkgconf:arm64 libglib2.0-dev:arm64
+	zlib1g-dev:arm64 libfdt-dev:arm64 libpixman-1-dev:arm64 libsystemd-dev:arm64
+	ccache ninja-build meson pkg-config dpkg-dev git bc python3-venv)
+# The kernel series and its selftest (kernel-patch/build-kernel.sh).
+PKGS_KERNEL=(linux-source-6.1 gcc-aarch64-linux-gnu libc6-dev-arm64-cross ccache make
+	flex bison bc libssl-dev libelf-dev xz-utils git perl python3 cpio util-linux
+	rsync)		# the selftest's make headers_install
+# Booting arm64 kernels under TCG (the nested tiers, run-selftest.sh).
+PKGS_BOOT=(qemu-system-arm cpio
+	ipxe-qemu)	# efi-virtio.rom, which qemu-system-arm only recommends
+# The nested tiers' aarch64 userland.
+PKGS_NESTED=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64
+	libsystemd-dev:arm64 bc python3)
+
+# need_packages PKG... - install the Debian packages that are missing (an
+# :arm64 one adds the architecture first).  apt-get update runs at most
+# once per run (the mark is exported to the scripts this one starts), and
+# only if something is missing, so a warm machine pays nothing.
+need_packages() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "missing packages: ${missing[*]} (run as root to install them)" >&2
+		return 1
+	fi
+	case " ${missing[*]}" in *:arm64*) enable_arm64 ;; esac
+	if [ -z "${APT_UPDATED:-}" ]; then
+		apt-get update -qq
+		export APT_UPDATED=1
+	fi
+	echo "installing: ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+}
+
+# enable_arm64 - add the arm64 foreign architecture (for the cross builds'
+# -dev packages); the next need_packages updates the lists.
+enable_arm64() {
+	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+		dpkg --add-architecture arm64
+		APT_UPDATED=
+	fi
+}

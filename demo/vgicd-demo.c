@@ -286,7 +286,7 @@ main (int argc, char **argv)
           }
       }
 
-  printf ("Register accesses: save %u, restore %u (KVM-VGIC-FACTS.md formulas: %u, %u); "
+  printf ("Register accesses: save %u, restore %u (docs/kernel-interface.md formulas: %u, %u); "
           "state record %" G_GSIZE_FORMAT " bytes\n\n", paths[0].get_ioctls,
           paths[0].put_ioctls, vgic_plan_save_count (shape, TRUE, 1),
           vgic_plan_restore_count (shape, TRUE, 1), record_size);

@@ -7,7 +7,7 @@
 #   2. the same suites built with AddressSanitizer + UBSan;
 #   3. the libFuzzer build (clang) replaying the record decoder's corpus;
 #   4. the aarch64 cross-build, with its tests under qemu-user where that works;
-#   5. the planner's access counts for the facts table shapes;
+#   5. the planner's access counts for docs/kernel-interface.md's table;
 #   6. the tiers that run the real things: a booted systemd (nspawn) from the
 #      build tree and from the Debian packages (built and checked by lintian),
 #      two libvirtd instances migrating a domain through the hook;
@@ -125,8 +125,8 @@ echo "(under qemu-user: the planner, record, fuzz-corpus and dump suites)"
 run_suites "$VGICD_BUILD/aarch64" --suite planner --suite record --suite fuzz --suite dump
 step_end
 
-step_begin "planner counts for the facts table"
-# The test asserts the totals of KVM-VGIC-FACTS.md §3; --verbose prints them.
+step_begin "planner counts (docs/kernel-interface.md)"
+# The test asserts the totals of docs/kernel-interface.md; --verbose prints them.
 "$VGICD_BUILD/gcc/tests/planner/test-plan" -p /planner/counts/facts-table --verbose ||
 	FAILED=$((FAILED + 1))
 step_end

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * vgic-sim-batch.c - the batch group (KVM_DEV_ARM_VGIC_GRP_BATCH_REGS, the
- * project's kernel UAPI, KVM-VGIC-FACTS.md §5) as the kernel patch
+ * project's kernel UAPI, docs/kernel-interface.md) as the kernel patch
  * implements it.
  *
  * Two phases.  Decode checks every entry (group, mpidr, sysreg, LEVEL_INFO

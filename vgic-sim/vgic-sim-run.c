@@ -5,7 +5,7 @@
  *
  *   vgic-sim-run [--] CMD ARGS...
  *
- * The facts file's fork-first arrangement: the child installs the filter
+ * The fork-first arrangement (docs/vgic-sim.md): the child installs the filter
  * (it is single-threaded, so no TSYNC is needed), hands the listener to the
  * parent over a socketpair with SCM_RIGHTS and execs CMD, which inherits the
  * filter.  The parent, never filtered, answers the notifications until the

@@ -3,7 +3,7 @@
  * vgic-sim.h - vgic-sim, the project's test double for the KVM vGICv3
  * device: a user-space model of its device-attr interface (Linux 6.1 uaccess
  * semantics, error codes and locking cost, plus the batch group of
- * KVM-VGIC-FACTS.md §5), reached through real ioctl(2) calls on a real fd.
+ * docs/kernel-interface.md), reached through real ioctl(2) calls on a real fd.
  *
  * A sim is a memfd holding the whole model (registers, locks, counters).
  * That memfd is the "device fd": hand vgic_sim_get_fd() to code that calls

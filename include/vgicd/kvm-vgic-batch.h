@@ -143,8 +143,8 @@
 #endif
 
 /*
- * The batch group: this project's kernel UAPI (KVM-VGIC-FACTS.md §5, and
- * kernel-patch/ once it exists).  Group 10, because 9 is taken upstream.
+ * The batch group: this project's kernel UAPI (docs/kernel-interface.md, and
+ * kernel-patch/).  Group 10, because 9 is taken upstream.
  *
  * Each entry behaves exactly like one GET/SET of @group.  Entries run in
  * array order under one acquisition of the VM's locks.  Decode errors (bad

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-sim-batch.c - one test per rule of the batch group
- * (KVM-VGIC-FACTS.md §5), through real ioctl(2) calls on a sim fd.
+ * (docs/kernel-interface.md), through real ioctl(2) calls on a sim fd.
  */
 #include <errno.h>
 #include <linux/kvm.h>

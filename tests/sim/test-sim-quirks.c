@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-sim-quirks.c - one test per uaccess quirk and error code of
- * KVM-VGIC-FACTS.md §4, each through real ioctl(2) calls on a sim fd.  Each
+ * docs/kernel-interface.md, each through real ioctl(2) calls on a sim fd.  Each
  * asserts something a model without the quirk would get wrong.
  */
 #include <errno.h>

@@ -21,11 +21,10 @@
  *   2. the counts against hard limits, then the exact length they imply
  *      (no allocation has happened yet, none proportional to a count can)
  *   3. the checksum (from here on the bytes are what the source wrote)
- *   4. every entry's group (a register in a group vgicd does not know cannot
- *      even be named)
  *
  * and then hands what the record says to vgic_validate_record(): the shape,
- * against the VM for a load, and the register set against a save plan.
+ * against the VM for a load, every entry's group, and the register set
+ * against a save plan.
  * Every rejection names what is wrong, because the operator reading a failed
  * migration's log has nothing else to go on.
  */
@@ -342,7 +341,6 @@ vgic_record_free (VgicRecord *record)
 
 static gboolean
 bad_record (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
-
 static gboolean
 bad_record (GError **error, const char *format, ...)
 {
@@ -484,13 +482,13 @@ parse_shape (const Layout *l)
   return shape;
 }
 
-/* Step 4: the entries, each in a group vgicd knows. */
+/* The entries as they are (vgic_validate_record() judges them). */
 static VgicList *
-parse_entries (const Layout *l, GError **error)
+parse_entries (const Layout *l)
 {
   /* Every field is written below: not zeroed first (a restore decodes
    * inside the downtime). */
-  g_autoptr (VgicList) list = vgic_list_new (l->nr_entries);
+  VgicList *list = vgic_list_new (l->nr_entries);
   VgicEntry *entries = list->entries;
 
   for (guint32 i = 0; i < l->nr_entries; i++)
@@ -501,17 +499,9 @@ parse_entries (const Layout *l, GError **error)
       entries[i].error = 0;
       entries[i].attr = get_le64 (p + 4);
       entries[i].value = get_le64 (p + 12);
-      /* Refused here, by index, because vgic_reg_describe() cannot name a
-       * register in a group it does not know. */
-      if (!vgic_entry_group_is_data (entries[i].group))
-        {
-          bad_record (error, "entry %u has unknown group %u (not DIST, "
-                      "REDIST, CPU_SYSREGS or LEVEL_INFO)", i, entries[i].group);
-          return NULL;
-        }
     }
   list->len = l->nr_entries;
-  return g_steal_pointer (&list);
+  return list;
 }
 
 VgicRecord *
@@ -527,9 +517,7 @@ vgic_record_parse (const guint8 *data, gsize len, GError **error)
   record = g_new0 (VgicRecord, 1);
   record->version = layout.version;
   record->shape = parse_shape (&layout);
-  record->entries = parse_entries (&layout, error);
-  if (!record->entries)
-    return NULL;
+  record->entries = parse_entries (&layout);
   return g_steal_pointer (&record);
 }
 

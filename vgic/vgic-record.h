@@ -74,8 +74,7 @@ GBytes *vgic_record_encode_run (const VgicShape *shape, const VgicEntry *entries
  * @len: their number
  * @error: set, naming what is wrong, for a wrong magic, a version from the
  *	future or unknown flags (VGICD_ERROR_UNSUPPORTED); truncation, trailing
- *	bytes, an absurd count, a failed checksum or an unknown group
- *	(VGICD_ERROR_BAD_RECORD)
+ *	bytes, an absurd count or a failed checksum (VGICD_ERROR_BAD_RECORD)
  *
  * Nothing is allocated in proportion to a count before the count has been
  * checked against the limits and the length.  The record's @values stay
@@ -90,8 +89,8 @@ VgicRecord *vgic_record_parse (const guint8 *data, gsize len, GError **error);
  * (vgic_validate_record() with no VM): for vgicctl dump and the tests
  * @error: as for vgic_record_parse(); an impossible shape
  *	(VGICD_ERROR_INVALID_SHAPE); a register missing, duplicated, unexpected
- *	or a 32-bit one with high bits (VGICD_ERROR_REGISTER_SET); entries out
- *	of plan order (VGICD_ERROR_BAD_RECORD)
+ *	or a 32-bit one with high bits (VGICD_ERROR_REGISTER_SET); an unknown
+ *	group or entries out of plan order (VGICD_ERROR_BAD_RECORD)
  */
 VgicRecord *vgic_record_decode (const guint8 *data, gsize len, GError **error);
 

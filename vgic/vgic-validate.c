@@ -161,7 +161,17 @@ vgic_validate_record (VgicRecord *record, const VgicShape *vm, const VgicList *f
   /* 2. */
   if (vm && !vgic_shape_match (vm, record->shape, error))
     return FALSE;
-  /* 3. Strict (vgic_values_new(), not _from_reads()): the encoder stores
+  /* 3.  Refused by index first, because vgic_reg_describe() cannot name a
+   * register in a group it does not know. */
+  for (guint i = 0; i < record->entries->len; i++)
+    if (!vgic_entry_group_is_data (record->entries->entries[i].group))
+      {
+        g_set_error (error, VGICD_ERROR, VGICD_ERROR_BAD_RECORD,
+                     "bad state record: entry %u has unknown group %u (not DIST, "
+                     "REDIST, CPU_SYSREGS or LEVEL_INFO)", i, record->entries->entries[i].group);
+        return FALSE;
+      }
+  /* Then strictly (vgic_values_new(), not _from_reads()): the encoder stores
    * each register once, so a repeated one in a record is corruption. */
   values = vgic_values_new (record->entries->entries, record->entries->len, error);
   if (!values)

@@ -46,7 +46,8 @@ gboolean vgic_validate_width (const VgicEntry *e, GError **error);
  *  1. the shape the record was saved from is a possible KVM vGICv3;
  *  2. it is @vm's: vCPU count, nr_irqs, every affinity in order (before the
  *     registers, so that a record for another VM is reported as such);
- *  3. no register appears twice, and every value fits its register;
+ *  3. every entry is in one of the four state groups, no register appears
+ *     twice, and every value fits its register;
  *  4. the entries are exactly the registers a save of the shape reads, in
  *     plan order (vgic_plan_save_registers()).
  */

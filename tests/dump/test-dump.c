@@ -637,7 +637,7 @@ test_missing_registers (void)
           (e->group == GRP_SYSREG && e->attr == vgic_attr (M0, ICC_PMR_EL1)) ||
           (e->group == GRP_DIST && e->attr == vgic_attr (0, KVM_IROUTER (34))))
         continue;
-      vgic_list_append (kept, &(*e), 1);
+      vgic_list_append (kept, e, 1);
     }
   g_assert_cmpuint (kept->len, ==, vgic_values_size (full->values) - 3);
   partial->version = 1;

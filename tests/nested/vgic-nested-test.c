@@ -388,7 +388,7 @@ typedef struct {
   const char *what;
 } Spot;
 
-static VgicList *
+static GArray *
 spot_list (const Vm *vm)
 {
   GArray *spots = g_array_new (FALSE, FALSE, sizeof (Spot));
@@ -419,7 +419,7 @@ spot_list (const Vm *vm)
 static gboolean
 spot_write (Vm *vm, GError **error)
 {
-  g_autoptr (VgicList) spots = spot_list (vm);
+  g_autoptr (GArray) spots = spot_list (vm);
 
   for (guint i = 0; i < spots->len; i++)
     {
@@ -457,7 +457,7 @@ static void
 spot_check (Vm *vm, GBytes *record, const char *what)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (VgicList) spots = spot_list (vm);
+  g_autoptr (GArray) spots = spot_list (vm);
   g_autoptr (VgicRecord) rec = vgic_record_load (g_bytes_get_data (record, NULL),
                                                  g_bytes_get_size (record), vm->shape, &error);
 
@@ -503,7 +503,7 @@ randomize (Vm *vm, guint32 seed, GError **error)
     {
       Entry e = *vgic_values_index (rec->values, i);
       e.value = mutate (vm, rand, &e);
-      vgic_list_append (mutated, &(e), 1);
+      vgic_list_append (mutated, &e, 1);
     }
   values = vgic_values_new (mutated->entries, mutated->len, error);
   return values && qemu_restore_values (vm, values, NULL, error) && spot_write (vm, error);

@@ -492,7 +492,7 @@ test_restore_writes_saved_values (RestoreFixture *f, gconstpointer data)
                         (low == GICR_ICENABLER0 || low == GICR_ICPENDR0 ||
                          low == GICR_ICACTIVER0));
       if (!clear)
-        vgic_list_append (sets, &(*e), 1);
+        vgic_list_append (sets, e, 1);
     }
   written = vgic_values_from_reads (sets->entries, sets->len, &error);
   g_assert_no_error (error);	/* a register written twice gets one value */
@@ -584,7 +584,7 @@ test_check_saved (void)
   g_clear_error (&error);
 
   /* Add one the save never reads: unexpected, and named. */
-  vgic_list_append (all, &(stray), 1);
+  vgic_list_append (all, &stray, 1);
   extra = vgic_values_from_reads (all->entries, all->len, NULL);
   g_assert_false (vgic_validate_saved (shape, extra, &error));
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
@@ -592,7 +592,7 @@ test_check_saved (void)
   g_clear_error (&error);
 
   /* Twice the same register: a record (strict indexing) refuses it. */
-  vgic_list_append (all, &(all->entries[5]), 1);
+  vgic_list_append (all, &all->entries[5], 1);
   g_assert_null (vgic_values_new (all->entries, all->len, &error));
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
   g_assert_nonnull (strstr (error->message, "duplicate register"));

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * vgicd-config.c - read /etc/vgicd/vgicd.conf and write its Mode= back.
+ * vgicd-config.c - read /etc/vgicd/vgicd.conf, and vgicd's state file
+ * (/var/lib/vgicd/state.conf) over it.
  *
- * The file is edited by people as well as by `vgicctl mode`, so a save keeps
- * every comment and key it does not own, and replaces the file atomically:
- * a crash half-way never leaves a truncated configuration behind.
+ * The configuration file is the operator's (and dpkg's, and configuration
+ * management's): vgicd never writes it.  What changes at run time, the mode
+ * `vgicctl mode` persists, goes to the state file, which wins over the
+ * configuration file's Mode= for as long as it says so.  A save keeps every
+ * comment and key it does not own, and replaces the file atomically: a
+ * crash half-way never leaves a truncated file behind.
  */
 #ifndef G_LOG_DOMAIN
 #define G_LOG_DOMAIN "vgicd"
@@ -26,7 +30,7 @@ static const char *const mode_names[] = {
 
 /* The keys vgicd reads; anything else in [vgicd] is most likely a typo. */
 static const char *const known_keys[] = {
-  "Mode", "Socket", "SocketGroup", "AllowUsers", "Probe", NULL,
+  "Mode", "Socket", "SocketGroup", "AllowUsers", "Probe", "ClientTimeout", NULL,
 };
 
 /* vgicd_mode_to_string() - "auto", "single" or "off" */
@@ -36,6 +40,16 @@ vgicd_mode_to_string (VgicdMode mode)
   if ((guint) mode < G_N_ELEMENTS (mode_names))
     return mode_names[mode];
   return "invalid";
+}
+
+VgicdMode
+vgicd_mode_stricter (VgicdMode a, VgicdMode b)
+{
+  if (a == VGICD_MODE_OFF || b == VGICD_MODE_OFF)
+    return VGICD_MODE_OFF;
+  if (a == VGICD_MODE_SINGLE || b == VGICD_MODE_SINGLE)
+    return VGICD_MODE_SINGLE;
+  return VGICD_MODE_AUTO;
 }
 
 /**
@@ -68,6 +82,7 @@ config_defaults (const char *path)
   config->socket_group = g_strdup (VGICD_DEFAULT_SOCKET_GROUP);
   config->allow_users = g_strsplit ("root;libvirt-qemu", ";", -1);
   config->probe = TRUE;
+  config->client_timeout = VGICD_DEFAULT_CLIENT_TIMEOUT;
   return config;
 }
 
@@ -101,7 +116,8 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
     if (!g_strv_contains (known_keys, keys[i]))
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
                         "MESSAGE", "%s: unknown key [" GROUP "] %s ignored "
-                        "(known: Mode, Socket, SocketGroup, AllowUsers, Probe)",
+                        "(known: Mode, Socket, SocketGroup, AllowUsers, Probe, "
+                        "ClientTimeout)",
                         path, keys[i]);
 
   if (g_key_file_has_key (file, GROUP, "Mode", NULL))
@@ -176,6 +192,24 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
       config->allow_users = users;
     }
 
+  if (g_key_file_has_key (file, GROUP, "ClientTimeout", NULL))
+    {
+      g_autofree char *value = g_key_file_get_value (file, GROUP, "ClientTimeout", NULL);
+      guint64 ms = 0;
+
+      g_strstrip (value);
+      if (!g_ascii_string_to_unsigned (value, 10, VGICD_MIN_CLIENT_TIMEOUT,
+                                       VGICD_MAX_CLIENT_TIMEOUT, &ms, NULL))
+        {
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                       "%s: [" GROUP "] ClientTimeout=%s is not a number of "
+                       "milliseconds in %u..%u", path, value,
+                       VGICD_MIN_CLIENT_TIMEOUT, VGICD_MAX_CLIENT_TIMEOUT);
+          return FALSE;
+        }
+      config->client_timeout = (guint) ms;
+    }
+
   if (g_key_file_has_key (file, GROUP, "Probe", NULL))
     {
       config->probe = g_key_file_get_boolean (file, GROUP, "Probe", &local);
@@ -225,6 +259,47 @@ vgicd_config_load (const char *path, GError **error)
   return g_steal_pointer (&config);
 }
 
+/* vgicd_config_load_state() - see vgicd-config.h */
+gboolean
+vgicd_config_load_state (VgicdConfig *config, const char *state_path, GError **error)
+{
+  g_autoptr (GKeyFile) file = g_key_file_new ();
+  g_autofree char *mode = NULL;
+  GError *local = NULL;
+
+  g_free (config->state_path);
+  config->state_path = g_strdup (state_path);
+  config->mode_from_state = FALSE;
+  if (!state_path)
+    return TRUE;
+  if (!g_key_file_load_from_file (file, state_path, G_KEY_FILE_NONE, &local))
+    {
+      if (g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        {
+          g_error_free (local);
+          return TRUE;
+        }
+      g_set_error (error, local->domain, local->code,
+                   "cannot read the state file %s: %s; fix or remove it",
+                   state_path, local->message);
+      g_error_free (local);
+      return FALSE;
+    }
+  mode = g_key_file_get_string (file, GROUP, "Mode", NULL);
+  if (!mode)
+    return TRUE;
+  g_strstrip (mode);
+  if (!vgicd_mode_from_string (mode, &config->mode, NULL))
+    {
+      g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                   "%s: [" GROUP "] Mode=%s is not a mode; accepted values: "
+                   ACCEPTED_MODES, state_path, mode);
+      return FALSE;
+    }
+  config->mode_from_state = TRUE;
+  return TRUE;
+}
+
 /* vgicd_config_free() - free @config (NULL is fine) */
 void
 vgicd_config_free (VgicdConfig *config)
@@ -232,6 +307,7 @@ vgicd_config_free (VgicdConfig *config)
   if (!config)
     return;
   g_free (config->path);
+  g_free (config->state_path);
   g_free (config->socket_path);
   g_free (config->socket_group);
   g_strfreev (config->allow_users);

@@ -8,8 +8,15 @@
 #include <glib.h>
 
 #define VGICD_DEFAULT_CONFIG "/etc/vgicd/vgicd.conf"
+/* What vgicd writes at run time (`vgicctl mode`): its own, not the
+ * packaged configuration file, which dpkg and configuration management own. */
+#define VGICD_DEFAULT_STATE "/var/lib/vgicd/state.conf"
 #define VGICD_DEFAULT_SOCKET "/run/vgicd/vgicd.sock"
 #define VGICD_DEFAULT_SOCKET_GROUP "kvm"
+/* The bound on every libvgicd call, told to QEMU at attach (ms). */
+#define VGICD_DEFAULT_CLIENT_TIMEOUT 250
+#define VGICD_MIN_CLIENT_TIMEOUT 10
+#define VGICD_MAX_CLIENT_TIMEOUT 5000
 
 typedef enum {
   VGICD_MODE_AUTO,	/* batch when the kernel has it, else one by one */
@@ -18,30 +25,46 @@ typedef enum {
 } VgicdMode;
 
 const char *vgicd_mode_to_string (VgicdMode mode);
+/* vgicd_mode_stricter() - off before single before auto */
+VgicdMode vgicd_mode_stricter (VgicdMode a, VgicdMode b);
 gboolean vgicd_mode_from_string (const char *str, VgicdMode *mode, GError **error);
 
 typedef struct {
   char *path;		/* the file it was read from (it may not exist) */
-  VgicdMode mode;	/* [vgicd] Mode=auto|single|off */
+  char *state_path;	/* the state file applied over it, or NULL */
+  VgicdMode mode;	/* [vgicd] Mode=auto|single|off, or the state file's */
+  gboolean mode_from_state;	/* the state file set it (`vgicctl mode`) */
   char *socket_path;	/* [vgicd] Socket= (when not socket-activated) */
   char *socket_group;	/* [vgicd] SocketGroup= of that socket (mode 0660) */
   gboolean socket_group_set;	/* SocketGroup= was in the file */
   char **allow_users;	/* [vgicd] AllowUsers= user names, ;-separated */
   gboolean probe;	/* [vgicd] Probe=true: start-up /dev/kvm probe */
+  guint client_timeout;	/* [vgicd] ClientTimeout= ms, for libvgicd's calls */
 } VgicdConfig;
 
 /**
  * vgicd_config_load() - read @path; a missing file gives the defaults
  * (Mode=auto, Socket=/run/vgicd/vgicd.sock, SocketGroup=kvm,
- * AllowUsers=root;libvirt-qemu, Probe=true).  A file that exists but does not parse, or holds an unknown
- * mode, is an error that names the file, the key and the accepted values.
+ * AllowUsers=root;libvirt-qemu, Probe=true, ClientTimeout=250).  A file
+ * that exists but does not parse, or holds an unknown mode, is an error
+ * that names the file, the key and the accepted values.
  */
 VgicdConfig *vgicd_config_load (const char *path, GError **error);
+
+/**
+ * vgicd_config_load_state() - apply the state file @state_path (what
+ * `vgicctl mode MODE` saved) over @config: its Mode= wins over the
+ * configuration file's.  A missing file changes nothing; a broken one is
+ * an error naming it.
+ */
+gboolean vgicd_config_load_state (VgicdConfig *config, const char *state_path,
+                                  GError **error);
 void vgicd_config_free (VgicdConfig *config);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdConfig, vgicd_config_free)
 
 /**
- * vgicd_config_save_mode() - set Mode= in @path, keeping the file's other
- * keys and comments; the file is replaced atomically
+ * vgicd_config_save_mode() - set Mode= in the key file @path (vgicd's state
+ * file), keeping the file's other keys and comments; the file is created,
+ * or replaced atomically
  */
 gboolean vgicd_config_save_mode (const char *path, VgicdMode mode, GError **error);

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-vms.h - per-VM choices: whether vgicd serves one VM, and how.
+ *
+ * vgicd is on for every VM of a host that runs it (the patched QEMU reaches
+ * it at the well-known socket without any argument).  A VM can be set apart
+ * two ways, and vgicd applies the most restrictive of them and of the
+ * host's mode (off before single before auto):
+ *
+ *   the domain's own metadata, which travels with it: libvirt's qemu hook
+ *   writes it, at every start and incoming migration, to a runtime file
+ *   named by the VM's UUID (/run/vgicd/vms/UUID.conf); vgicd reads it when
+ *   the VM's QEMU attaches;
+ *
+ *   the host's static policy, /etc/vgicd/vms.conf, for fleets whose
+ *   orchestrator rewrites domain XML (OpenStack Nova, KubeVirt): groups
+ *   [uuid UUID] or [name NAME] with Mode=; configuration management puts
+ *   the same file on every host.
+ *
+ * Both are key files; this is the one reader and writer of their format.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "vgicd-config.h"
+
+#define VGICD_DEFAULT_VMS_CONF "/etc/vgicd/vms.conf"
+#define VGICD_DEFAULT_VMS_DIR "/run/vgicd/vms"
+
+/* What a VM's own metadata asks for (vgicctl enable|disable write it). */
+typedef enum {
+  VGICD_VM_DEFAULT,	/* no choice: the host's */
+  VGICD_VM_WANTED,	/* use vgicd where the host has it */
+  VGICD_VM_REQUIRED,	/* do not start or migrate in where vgicd is down */
+  VGICD_VM_OFF,		/* never: QEMU's own path */
+} VgicdVmChoice;
+
+const char *vgicd_vm_choice_to_string (VgicdVmChoice choice);
+
+/**
+ * VgicdVmPolicy - what vgicd applies to one VM
+ * @mode: the most restrictive of the host's mode and the VM's choices
+ * @source: why, for logs and vgicctl sessions ("host", "domain metadata",
+ *	"/etc/vgicd/vms.conf [uuid ...]")
+ */
+typedef struct {
+  VgicdMode mode;
+  const char *source;
+} VgicdVmPolicy;
+
+/**
+ * vgicd_vms_lookup() - the policy of the VM @uuid / @name
+ * @vms_conf: the static policy file (may not exist)
+ * @vms_dir: the folder of runtime files (may not exist)
+ * @host: the host's mode
+ * @uuid: the VM's UUID as QEMU gave it (may be empty)
+ * @name: the VM's name
+ * @policy: (out): the result; @source points to a static string or into
+ *	@buf
+ * @buf: room for @source
+ * @error: set when a file that exists cannot be read or holds a bad value
+ *	(the caller logs it and applies the host's mode: a broken policy file
+ *	must not stop a migration)
+ */
+gboolean vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
+                           const char *uuid, const char *name, VgicdVmPolicy *policy,
+                           char *buf, gsize buf_size, GError **error);
+
+/**
+ * vgicd_vms_write() - record the domain @uuid's choice for vgicd (the hook,
+ * at prepare); VGICD_VM_DEFAULT removes the record.  Atomic.
+ */
+gboolean vgicd_vms_write (const char *vms_dir, const char *uuid, const char *name,
+                          VgicdVmChoice choice, GError **error);
+
+/* vgicd_vms_uuid_ok() - a UUID safe to name a file by (hex digits and dashes) */
+gboolean vgicd_vms_uuid_ok (const char *uuid);

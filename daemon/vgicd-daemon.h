@@ -29,6 +29,8 @@ typedef struct {
 typedef struct {
   VgicdConfig *config;
   VgicdMode mode;		/* may differ from config->mode after SetMode(persist=false) */
+  const char *vms_conf;		/* the static per-VM policy (vgicd-vms.h) */
+  const char *vms_dir;		/* the domains' own choices, by UUID */
   int kernel_batch;		/* -1 unknown, 0 no, 1 yes */
   char *kernel_batch_source;	/* "start-up probe", "executor of VM foo", ... */
   GPtrArray *sessions;		/* VgicdSession *, attached */

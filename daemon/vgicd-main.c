@@ -16,6 +16,8 @@
 #include "vgicd-manager.h"
 #include "vgicd-probe.h"
 #include "vgicd-server.h"
+#include "vgicd-session.h"
+#include "vgicd-vms.h"
 
 
 typedef struct {
@@ -24,6 +26,9 @@ typedef struct {
   VgicdManager *manager;
   GMainLoop *loop;
   char *config_path;
+  char *state_path;
+  char *vms_conf;
+  char *vms_dir;
   char *socket_override;
   void (*manager_changed) (gpointer);
   gpointer manager_changed_data;
@@ -97,6 +102,8 @@ on_sighup (gpointer data)
 
   sd_notify (0, "RELOADING=1");
   config = vgicd_config_load (v->config_path, &error);
+  if (config && !vgicd_config_load_state (config, v->state_path, &error))
+    g_clear_pointer (&config, vgicd_config_free);
   if (!config)
     {
       g_warning ("reload failed, keeping the previous configuration: %s", error->message);
@@ -113,10 +120,13 @@ on_sighup (gpointer data)
   v->daemon.config = config;
   v->daemon.mode = config->mode;
   apply_allow_list (v);
+  for (guint i = 0; i < v->daemon.sessions->len; i++)
+    vgicd_session_refresh_policy (v->daemon.sessions->pdata[i]);
   g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
                     "VGICD_MODE", vgicd_mode_to_string (config->mode),
-                    "MESSAGE", "configuration reloaded from %s: mode %s", v->config_path,
-                    vgicd_mode_to_string (config->mode));
+                    "MESSAGE", "configuration reloaded from %s: mode %s%s", v->config_path,
+                    vgicd_mode_to_string (config->mode),
+                    config->mode_from_state ? " (saved by vgicctl mode in the state file)" : "");
   sd_notify (0, "READY=1");
   vgicd_daemon_changed (&v->daemon);
   return G_SOURCE_CONTINUE;
@@ -134,6 +144,9 @@ vgicd_clear (Vgicd *v)
   g_clear_pointer (&v->daemon.config, vgicd_config_free);
   g_clear_pointer (&v->daemon.kernel_batch_source, g_free);
   g_clear_pointer (&v->config_path, g_free);
+  g_clear_pointer (&v->state_path, g_free);
+  g_clear_pointer (&v->vms_conf, g_free);
+  g_clear_pointer (&v->vms_dir, g_free);
   g_clear_pointer (&v->socket_override, g_free);
 }
 
@@ -148,6 +161,12 @@ main (int argc, char **argv)
   GOptionEntry entries[] = {
     { "config", 'c', 0, G_OPTION_ARG_FILENAME, &v.config_path,
       "Configuration file (" VGICD_DEFAULT_CONFIG ")", "FILE" },
+    { "state", 0, 0, G_OPTION_ARG_FILENAME, &v.state_path,
+      "State file: the mode vgicctl mode saved (" VGICD_DEFAULT_STATE ")", "FILE" },
+    { "vms-conf", 0, 0, G_OPTION_ARG_FILENAME, &v.vms_conf,
+      "Per-VM policy (" VGICD_DEFAULT_VMS_CONF ")", "FILE" },
+    { "vms-dir", 0, 0, G_OPTION_ARG_FILENAME, &v.vms_dir,
+      "Domains' own choices, by UUID (" VGICD_DEFAULT_VMS_DIR ")", "DIR" },
     { "socket", 's', 0, G_OPTION_ARG_FILENAME, &v.socket_override,
       "Socket to listen on when not socket-activated (overrides Socket=)", "PATH" },
     { "no-system-bus", 0, 0, G_OPTION_ARG_NONE, &no_system_bus,
@@ -182,8 +201,18 @@ main (int argc, char **argv)
     }
   if (!v.config_path)
     v.config_path = g_strdup (VGICD_DEFAULT_CONFIG);
+  if (!v.state_path)
+    v.state_path = g_strdup (VGICD_DEFAULT_STATE);
+  if (!v.vms_conf)
+    v.vms_conf = g_strdup (VGICD_DEFAULT_VMS_CONF);
+  if (!v.vms_dir)
+    v.vms_dir = g_strdup (VGICD_DEFAULT_VMS_DIR);
+  v.daemon.vms_conf = v.vms_conf;
+  v.daemon.vms_dir = v.vms_dir;
 
   v.daemon.config = vgicd_config_load (v.config_path, &error);
+  if (v.daemon.config && !vgicd_config_load_state (v.daemon.config, v.state_path, &error))
+    g_clear_pointer (&v.daemon.config, vgicd_config_free);
   if (!v.daemon.config)
     {
       g_printerr ("vgicd: %s\n", error->message);

@@ -236,14 +236,24 @@ set_mode_with_uid (GObject *source, GAsyncResult *result, gpointer user_data)
   /* Persist first: if the file cannot be written the caller is told and
    * nothing changes, so the running mode never disagrees with what the
    * caller believes was saved. */
-  if (call->persist && !vgicd_config_save_mode (d->config->path, mode, &error))
+  if (call->persist && !d->config->state_path)
+    {
+      g_dbus_method_invocation_return_dbus_error (
+        inv, "org.freedesktop.DBus.Error.Failed",
+        "this vgicd has no state file to save the mode in; change it for this run only");
+      return;
+    }
+  if (call->persist && !vgicd_config_save_mode (d->config->state_path, mode, &error))
     {
       g_dbus_method_invocation_return_dbus_error (
         inv, "org.freedesktop.DBus.Error.Failed", error->message);
       return;
     }
   if (call->persist)
-    d->config->mode = mode;
+    {
+      d->config->mode = mode;
+      d->config->mode_from_state = TRUE;
+    }
 
   old = d->mode;
   d->mode = mode;
@@ -252,8 +262,8 @@ set_mode_with_uid (GObject *source, GAsyncResult *result, gpointer user_data)
                     "VGICD_CALLER_UID", uid_str,
                     "MESSAGE", "mode %s → %s by uid %u (%s)",
                     vgicd_mode_to_string (old), vgicd_mode_to_string (mode), uid,
-                    call->persist ? "saved in the configuration file"
-                                  : "until vgicd restarts");
+                    call->persist ? "saved in the state file"
+                                  : "until vgicd restarts or reloads");
   vgicd_daemon_changed (d);
   g_dbus_method_invocation_return_value (inv, NULL);
 }

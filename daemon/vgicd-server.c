@@ -39,6 +39,7 @@ struct _VgicdServer {
   char *description;
   char *bound_path;	/* unlinked at exit when vgicd bound it */
   GArray *allowed;	/* uid_t */
+  GPtrArray *pending;	/* Pending *: accepted, before their first byte */
   GPtrArray *peers;	/* Peer * */
 };
 
@@ -197,16 +198,69 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
   g_dbus_connection_start_message_processing (connection);
 }
 
+/* A connection waiting for its first byte. */
+typedef struct {
+  VgicdServer *server;
+  GSocketConnection *stream;
+  GSource *source;
+} Pending;
+
+static void
+pending_free (Pending *p)
+{
+  if (p->source)
+    {
+      g_source_destroy (p->source);
+      g_source_unref (p->source);
+    }
+  g_clear_object (&p->stream);
+  g_free (p);
+}
+
+/*
+ * The first byte decides: a D-Bus client sends one (a NUL, then AUTH)
+ * before anything else, so a connection closed before it is someone asking
+ * whether vgicd is there (libvirt's qemu hook, a health check), not a
+ * failed handshake.  It is closed without a word; everything else gets the
+ * D-Bus handshake.
+ */
+static gboolean
+on_first_byte (GSocket *sock, GIOCondition cond, gpointer data)
+{
+  Pending *p = data;
+  VgicdServer *server = p->server;
+  char byte;
+  ssize_t n = recv (g_socket_get_fd (sock), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return G_SOURCE_CONTINUE;
+  if (n > 0)
+    g_dbus_connection_new (G_IO_STREAM (p->stream), server->guid,
+                           G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_SERVER |
+                           G_DBUS_CONNECTION_FLAGS_DELAY_MESSAGE_PROCESSING,
+                           server->observer, NULL, on_connection_ready, server);
+  else
+    g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_DEBUG,
+                      "MESSAGE", "a peer connected and closed: a reachability probe");
+  g_clear_pointer (&p->source, g_source_unref);	/* removed by returning */
+  g_ptr_array_remove (server->pending, p);
+  return G_SOURCE_REMOVE;
+}
+
 static gboolean
 on_incoming (GSocketService *service, GSocketConnection *stream, GObject *source,
              gpointer data)
 {
   VgicdServer *server = data;
+  Pending *p = g_new0 (Pending, 1);
 
-  g_dbus_connection_new (G_IO_STREAM (stream), server->guid,
-                         G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_SERVER |
-                         G_DBUS_CONNECTION_FLAGS_DELAY_MESSAGE_PROCESSING,
-                         server->observer, NULL, on_connection_ready, server);
+  p->server = server;
+  p->stream = g_object_ref (stream);
+  p->source = g_socket_create_source (g_socket_connection_get_socket (stream),
+                                      G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
+  g_source_set_callback (p->source, G_SOURCE_FUNC (on_first_byte), p, NULL);
+  g_source_attach (p->source, NULL);
+  g_ptr_array_add (server->pending, p);
   return TRUE;
 }
 
@@ -305,6 +359,7 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
   server->guid = g_dbus_generate_guid ();
   server->allowed = g_array_new (FALSE, FALSE, sizeof (uid_t));
   server->peers = g_ptr_array_new_with_free_func ((GDestroyNotify) peer_free);
+  server->pending = g_ptr_array_new_with_free_func ((GDestroyNotify) pending_free);
   server->observer = g_dbus_auth_observer_new ();
   g_signal_connect (server->observer, "allow-mechanism", G_CALLBACK (on_allow_mechanism), NULL);
 
@@ -365,6 +420,8 @@ vgicd_server_free (VgicdServer *server)
       g_socket_listener_close (G_SOCKET_LISTENER (server->service));
       g_object_unref (server->service);
     }
+  if (server->pending)
+    g_ptr_array_unref (server->pending);
   if (server->peers)
     g_ptr_array_unref (server->peers);
   if (server->bound_path)

@@ -48,6 +48,8 @@ struct _VgicdSession {
 
   char *name;
   char *uuid;
+  VgicdMode vm_mode;		/* the VM's own restriction (vgicd-vms.h), at attach */
+  char *vm_mode_source;		/* where it comes from */
   VgicShape *shape;
   gboolean kernel_batch;
   gboolean peer_guards;		/* the peer checks guards before writes */
@@ -97,6 +99,11 @@ void vgicd_steps_reset (VgicdSession *s);
 
 /* vgicd_steps_operation() - "save" or "load" while one is in progress, else NULL */
 const char *vgicd_steps_operation (VgicdSession *s);
+
+/* vgicd_session_mode() - the mode this VM's operations run in: the
+ * stricter of the host's (which may change while it is attached) and the
+ * VM's own */
+VgicdMode vgicd_session_mode (VgicdSession *s);
 
 /* ------------------------------------------------------------------ */
 /* vgicd-session-dbus.c: org.vgicd.Session1                           */

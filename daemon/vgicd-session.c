@@ -11,9 +11,40 @@
 #include <unistd.h>
 
 #include "vgicd-session-private.h"
+#include "vgicd-vms.h"
 #include "vgicd/protocol.h"
 
 static guint next_session_id;
+
+VgicdMode
+vgicd_session_mode (VgicdSession *s)
+{
+  return vgicd_mode_stricter (s->daemon->mode, s->vm_mode);
+}
+
+/* The VM's own restriction: its domain's choice, the host's per-VM policy.
+ * A policy that cannot be read is logged and ignored: it must not stop a
+ * VM from starting or migrating. */
+void
+vgicd_session_refresh_policy (VgicdSession *s)
+{
+  g_autoptr (GError) error = NULL;
+  char buf[256];
+  VgicdVmPolicy p;
+
+  s->vm_mode = VGICD_MODE_AUTO;
+  g_clear_pointer (&s->vm_mode_source, g_free);
+  if (!vgicd_vms_lookup (s->daemon->vms_conf, s->daemon->vms_dir, VGICD_MODE_AUTO,
+                         s->uuid, s->name, &p, buf, sizeof buf, &error))
+    {
+      vgicd_session_log (s, G_LOG_LEVEL_WARNING, NULL, NULL,
+                         "VM %s: per-VM policy ignored: %s", s->name, error->message);
+      s->vm_mode_source = g_strdup ("host (per-VM policy unreadable)");
+      return;
+    }
+  s->vm_mode = p.mode;
+  s->vm_mode_source = g_strdup (p.source);
+}
 
 /* The step channel's calls, into the state machine. */
 static GVariant *
@@ -147,6 +178,7 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
         }
     }
   s->attached_usec = g_get_real_time ();
+  vgicd_session_refresh_policy (s);
 
   /* What the executor found is the freshest word on the kernel. */
   if (daemon->kernel_batch != (s->kernel_batch ? 1 : 0))
@@ -157,10 +189,13 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
     }
   g_ptr_array_add (daemon->sessions, s);
   daemon->totals.sessions_total++;
-  msg = g_strdup_printf ("attached: %u vCPUs, %u IRQs, kernel batch %s, %s, pid %d uid %u",
+  msg = g_strdup_printf ("attached: %u vCPUs, %u IRQs, kernel batch %s, %s, pid %d uid %u%s%s%s",
                          s->shape->nr_vcpus, s->shape->nr_irqs,
                          s->kernel_batch ? "yes" : "no",
-                         s->peer_channel ? "step channel" : "D-Bus steps", (int) pid, (guint) uid);
+                         s->peer_channel ? "step channel" : "D-Bus steps", (int) pid, (guint) uid,
+                         s->vm_mode == VGICD_MODE_AUTO ? "" : ", VM mode ",
+                         s->vm_mode == VGICD_MODE_AUTO ? "" : vgicd_mode_to_string (s->vm_mode),
+                         s->vm_mode == VGICD_MODE_AUTO ? "" : " by policy");
   vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "attach", msg);
   vgicd_daemon_changed (daemon);
   return s;
@@ -194,6 +229,7 @@ vgicd_session_free (VgicdSession *s)
   vgic_shape_free (s->shape);
   g_free (s->name);
   g_free (s->uuid);
+  g_free (s->vm_mode_source);
   g_free (s->path);
   g_free (s);
 }
@@ -221,7 +257,7 @@ vgicd_session_get_info (VgicdSession *s, gint channel_handle)
   g_variant_builder_add (&b, "{sv}", VGICD_INFO_WINDOW_ENTRIES,
                          g_variant_new_uint32 (s->window->capacity));
   g_variant_builder_add (&b, "{sv}", VGICD_INFO_MODE,
-                         g_variant_new_string (vgicd_mode_to_string (s->daemon->mode)));
+                         g_variant_new_string (vgicd_mode_to_string (vgicd_session_mode (s))));
   g_variant_builder_add (&b, "{sv}", VGICD_INFO_PROTOCOL,
                          g_variant_new_uint32 (VGICD_PROTOCOL_VERSION));
   {
@@ -229,6 +265,8 @@ vgicd_session_get_info (VgicdSession *s, gint channel_handle)
     g_variant_builder_add (&b, "{sv}", VGICD_INFO_FEATURES, g_variant_new_strv (features, -1));
   }
   g_variant_builder_add (&b, "{sv}", VGICD_INFO_VERSION, g_variant_new_string (PACKAGE_VERSION));
+  g_variant_builder_add (&b, "{sv}", VGICD_INFO_TIMEOUT,
+                         g_variant_new_uint32 (s->daemon->config->client_timeout));
   return g_variant_builder_end (&b);
 }
 
@@ -243,6 +281,12 @@ vgicd_session_describe (VgicdSession *s)
   g_variant_builder_add (&b, "{sv}", "vcpus", g_variant_new_uint32 (s->shape->nr_vcpus));
   g_variant_builder_add (&b, "{sv}", "nr-irqs", g_variant_new_uint32 (s->shape->nr_irqs));
   g_variant_builder_add (&b, "{sv}", "kernel-batch", g_variant_new_boolean (s->kernel_batch));
+  g_variant_builder_add (&b, "{sv}", "mode",
+                         g_variant_new_string (vgicd_mode_to_string (vgicd_session_mode (s))));
+  g_variant_builder_add (&b, "{sv}", "mode-source",
+                         g_variant_new_string (s->daemon->mode == VGICD_MODE_OFF ||
+                                               s->vm_mode == VGICD_MODE_AUTO ? "host"
+                                               : s->vm_mode_source));
   g_variant_builder_add (&b, "{sv}", "saves", g_variant_new_uint64 (s->save.count));
   g_variant_builder_add (&b, "{sv}", "loads", g_variant_new_uint64 (s->load.count));
   g_variant_builder_add (&b, "{sv}", "last-save-ns", g_variant_new_uint64 (s->save.ns));

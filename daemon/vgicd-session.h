@@ -28,6 +28,10 @@ VgicdSession *vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connectio
 void vgicd_session_free (VgicdSession *session);
 
 const char *vgicd_session_get_path (VgicdSession *session);
+
+/* vgicd_session_refresh_policy() - read the VM's per-VM policy again (at
+ * attach, and when vgicd reloads its configuration) */
+void vgicd_session_refresh_policy (VgicdSession *session);
 int vgicd_session_get_window_fd (VgicdSession *session);
 
 /**

@@ -137,7 +137,7 @@ load_refused (VgicdSession *s, const GError *error)
 static const char *
 choose_via (VgicdSession *s)
 {
-  if (s->daemon->mode == VGICD_MODE_SINGLE)
+  if (vgicd_session_mode (s) == VGICD_MODE_SINGLE)
     return VGICD_VIA_SINGLE;
   if (!s->kernel_batch)
     {
@@ -328,10 +328,14 @@ start_save (VgicdSession *s)
   g_autoptr (VgicList) plan = NULL;
 
   begin_op (s);
-  if (s->daemon->mode == VGICD_MODE_OFF)
+  if (vgicd_session_mode (s) == VGICD_MODE_OFF)
     {
+      g_autofree char *msg = g_strdup_printf ("save declined: mode is off (%s)",
+                                              s->daemon->mode == VGICD_MODE_OFF ? "host"
+                                              : s->vm_mode_source);
+
       s->daemon->totals.declined++;
-      vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "save", "save declined: mode is off");
+      vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "save", msg);
       op_end (s);
       return step_simple (VGICD_ACTION_DECLINED, NULL, NULL);
     }

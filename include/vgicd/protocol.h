@@ -66,6 +66,7 @@
 #define VGICD_INFO_VERSION "version"	/* s: vgicd's version */
 #define VGICD_INFO_FEATURES "features"	/* as: VGICD_FEATURE_LOAD_WINDOW */
 #define VGICD_INFO_CHANNEL "channel"	/* h: the step channel, when asked for */
+#define VGICD_INFO_TIMEOUT "timeout-ms"	/* u: the host's bound on each later call */
 
 /* What vgicd can do (VGICD_INFO_FEATURES). */
 #define VGICD_FEATURE_LOAD_WINDOW "load-window"	/* Session1.LoadWindow exists */

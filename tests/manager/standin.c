@@ -44,6 +44,10 @@ vgicd_session_describe (VgicdSession *s)
   g_variant_dict_insert (&d, "vcpus", "u", s->vcpus);
   g_variant_dict_insert (&d, "nr-irqs", "u", 96);
   g_variant_dict_insert (&d, "kernel-batch", "b", TRUE);
+  /* The 8-vCPU VM is set apart by the host's per-VM policy. */
+  g_variant_dict_insert (&d, "mode", "s", s->vcpus == 8 ? "off" : "auto");
+  g_variant_dict_insert (&d, "mode-source", "s",
+                         s->vcpus == 8 ? "/etc/vgicd/vms.conf [name vm-1]" : "host");
   g_variant_dict_insert (&d, "saves", "t", (guint64) 2);
   g_variant_dict_insert (&d, "loads", "t", (guint64) 0);
   g_variant_dict_insert (&d, "last-save-ns", "t", (guint64) 1234567);
@@ -79,6 +83,7 @@ int
 main (int argc, char **argv)
 {
   g_autofree char *config_path = NULL;
+  g_autofree char *state_path = NULL;
   g_autoptr (GOptionContext) ctx = g_option_context_new (NULL);
   g_autoptr (GError) error = NULL;
   g_autoptr (GDBusConnection) bus = NULL;
@@ -88,6 +93,7 @@ main (int argc, char **argv)
   int nr_sessions = 0;
   GOptionEntry entries[] = {
     { "config", 0, 0, G_OPTION_ARG_FILENAME, &config_path, "config file", "FILE" },
+    { "state", 0, 0, G_OPTION_ARG_FILENAME, &state_path, "state file", "FILE" },
     { "sessions", 0, 0, G_OPTION_ARG_INT, &nr_sessions, "fake sessions", "N" },
     { NULL }
   };
@@ -100,6 +106,8 @@ main (int argc, char **argv)
     }
 
   d.config = vgicd_config_load (config_path, &error);
+  if (d.config && !vgicd_config_load_state (d.config, state_path, &error))
+    g_clear_pointer (&d.config, vgicd_config_free);
   if (!d.config)
     {
       g_printerr ("standin: %s\n", error->message);

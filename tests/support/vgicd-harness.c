@@ -141,13 +141,22 @@ harness_start (const char *vgicd, const char *policy, const char *config,
   if (!g_file_set_contents (h->config_path, conf, -1, error))
     return NULL;
 
+  /* vgicd's other files, kept in the folder too, so that a test never
+   * reads or writes the host's. */
+  h->state_path = g_build_filename (h->dir, "state.conf", NULL);
+  h->vms_conf = g_build_filename (h->dir, "vms.conf", NULL);
+  h->vms_dir = g_build_filename (h->dir, "vms", NULL);
+  mkdir (h->vms_dir, 0755);
+
   h->log_path = g_build_filename (h->dir, "vgicd.log", NULL);
   log_fd = open (h->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   env = g_environ_setenv (g_get_environ (), "DBUS_SYSTEM_BUS_ADDRESS", h->bus_address, TRUE);
   {
-    const char *direct[] = { vgicd, "--config", h->config_path, NULL };
+    const char *direct[] = { vgicd, "--config", h->config_path, "--state", h->state_path,
+                             "--vms-conf", h->vms_conf, "--vms-dir", h->vms_dir, NULL };
     const char *via_systemd[] = { "systemd-socket-activate", "-l", h->socket_path,
-                                  vgicd, "--config", h->config_path, NULL };
+                                  vgicd, "--config", h->config_path, "--state", h->state_path,
+                                  "--vms-conf", h->vms_conf, "--vms-dir", h->vms_dir, NULL };
     if (!g_spawn_async_with_fds (NULL, (char **) (activated ? via_systemd : direct), env,
                                  G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
                                  child_setup, NULL, &h->vgicd_pid, -1, log_fd, log_fd, error))
@@ -244,5 +253,8 @@ vgicd_harness_stop (VgicdHarness *h)
   g_free (h->socket_path);
   g_free (h->address);
   g_free (h->log_path);
+  g_free (h->state_path);
+  g_free (h->vms_conf);
+  g_free (h->vms_dir);
   g_free (h);
 }

@@ -17,6 +17,9 @@ typedef struct {
   GPid dbus_pid;
   GPid vgicd_pid;
   char *log_path;	/* vgicd's stderr */
+  char *state_path;	/* its state file (what SetMode persists) */
+  char *vms_conf;	/* its static per-VM policy (absent until written) */
+  char *vms_dir;	/* its folder of domains' choices (created empty) */
 } VgicdHarness;
 
 /**

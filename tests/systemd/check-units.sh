@@ -9,7 +9,8 @@
 #  2. systemd-analyze security --offline: the exposure score must not
 #     exceed MAX-EXPOSURE (0.0 best .. 10.0 worst);
 #  3. with SYSUSERS and TMPFILES: systemd-sysusers and systemd-tmpfiles
-#     applied to an empty root (the user exists, /etc/vgicd belongs to it).
+#     applied to an empty root (the user exists, /var/lib/vgicd belongs to
+#     it, /etc/vgicd and /run/vgicd/vms to root).
 #
 # The service names /usr/sbin/vgicd, which verify wants to exist: the copy
 # checked here runs the VGICD given instead (nothing else differs).
@@ -63,12 +64,15 @@ if [ -n "$sysusers" ]; then
 		printf '%s\n' "$out" | sed 's/^/  /'
 		failed=1
 	elif ! out=$(systemd-tmpfiles --root="$tmp/root" --create 2>&1) ||
-		[ "$(stat -c %u:%a "root/etc/vgicd")" != "$(awk -F: '$1 == "vgicd" { print $3 }' root/etc/passwd):755" ]; then
-		echo "FAIL: systemd-tmpfiles ($(stat -c %u:%a root/etc/vgicd 2>&1)):"
+		[ "$(stat -c %u:%a "root/var/lib/vgicd")" != "$(awk -F: '$1 == "vgicd" { print $3 }' root/etc/passwd):755" ] ||
+		[ "$(stat -c %u:%a "root/etc/vgicd")" != "0:755" ] ||
+		[ "$(stat -c %u:%a "root/run/vgicd/vms")" != "0:755" ]; then
+		echo "FAIL: systemd-tmpfiles (/var/lib/vgicd $(stat -c %u:%a root/var/lib/vgicd 2>&1)," \
+			"/etc/vgicd $(stat -c %u:%a root/etc/vgicd 2>&1), /run/vgicd/vms $(stat -c %u:%a root/run/vgicd/vms 2>&1)):"
 		printf '%s\n' "$out" | sed 's/^/  /'
 		failed=1
 	else
-		echo "ok: sysusers creates vgicd and kvm; tmpfiles gives it /etc/vgicd"
+		echo "ok: sysusers creates vgicd and kvm; tmpfiles gives it /var/lib/vgicd, root /etc/vgicd and /run/vgicd/vms"
 	fi
 fi
 exit $failed

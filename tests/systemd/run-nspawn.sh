@@ -4,7 +4,8 @@
 # systemd-nspawn, installs vgicd into it, and checks what an operator relies
 # on: socket activation, Type=notify and its STATUS=, the hardened unit
 # running as its own user, vgicctl over the container's real system bus (and
-# its policy refusing an unprivileged mode change), the journal fields of a
+# its policy refusing an unprivileged mode change), the mode saved in the
+# state directory, not in the configuration file, the journal fields of a
 # save, reload by SIGHUP and a clean stop.
 #
 #   tests/systemd/run-nspawn.sh                  # build tree (meson install)
@@ -325,9 +326,12 @@ c_mode() {
 	run_rc in_ct vgicctl mode single
 	expect "vgicctl mode single" "$RC" 0
 	expect "vgicctl mode" "$(in_ct vgicctl mode)" single
-	# Persisted through ProtectSystem=strict: /etc/vgicd is vgicd's.
-	expect_match "vgicd.conf" "$(in_ct cat /etc/vgicd/vgicd.conf)" '^Mode=single$'
-	expect "vgicd.conf owner (replaced by vgicd)" "$(in_ct stat -c '%U %a' /etc/vgicd/vgicd.conf)" "vgicd 644"
+	# Persisted through ProtectSystem=strict, in vgicd's state directory;
+	# the configuration file is root's and stays as it was.
+	expect_match "state file" "$(in_ct cat /var/lib/vgicd/state.conf)" '^Mode=single$'
+	expect "state file owner" "$(in_ct stat -c '%U %a' /var/lib/vgicd/state.conf)" "vgicd 644"
+	expect "vgicd.conf owner" "$(in_ct stat -c '%U' /etc/vgicd/vgicd.conf)" "root"
+	expect "vgicd.conf's Mode=" "$(in_ct sed -n 's/^Mode=//p' /etc/vgicd/vgicd.conf)" "auto"
 }
 
 c_journal() {
@@ -397,7 +401,7 @@ check "systemctl status: active (running) with its STATUS=" c_status
 check "runs as vgicd, no capabilities, NoNewPrivs, seccomp" c_unprivileged
 check "vgicctl status/stats/sessions as root (system bus)" c_vgicctl_root
 check "as nobody: status allowed, mode change refused (exit 4)" c_vgicctl_nobody
-check "vgicctl mode single persists to /etc/vgicd/vgicd.conf" c_mode
+check "vgicctl mode single persists to /var/lib/vgicd/state.conf" c_mode
 check "journal: VGICD_* fields of a save and a load" c_journal
 check "systemctl reload (SIGHUP) re-reads the file, same PID" c_reload
 check "mode single: the next save goes one by one" c_single

@@ -15,9 +15,16 @@
  *   vgicd_client_load (c, data, len, &err);     // destination, in post_load
  *   vgicd_client_free (c);
  *
- * Every call is synchronous and bounded by the client's timeout (5 s by
- * default).  Errors are in the VGICD_CLIENT_ERROR domain; the code says what
- * the caller should do (fall back, fail the migration, ...).
+ * Every call is synchronous and bounded.  Save and Load, the calls made
+ * inside a migration's downtime: the time each spends waiting for vgicd,
+ * over all its steps, is at most the client's timeout (250 ms by default,
+ * or what the host's vgicd says at attach, its ClientTimeout=, unless the
+ * caller names one); the kernel's own work between the waits is not
+ * counted.  So a stuck or dying vgicd costs a save at most that much
+ * before the caller takes its own path.  Connecting and attaching, made
+ * while the VM runs, by 2 s or that timeout if longer.  Errors
+ * are in the VGICD_CLIENT_ERROR domain; the code says what the caller
+ * should do (fall back, fail the migration, ...).
  *
  * The API and ABI are stable: symbols are versioned (VGICD_0.1).
  */
@@ -29,7 +36,10 @@
 
 G_BEGIN_DECLS
 
-#define VGICD_CLIENT_DEFAULT_TIMEOUT_MS 5000
+#define VGICD_CLIENT_DEFAULT_TIMEOUT_MS 250
+/* Connecting and attaching happen while the VM runs, not in a downtime:
+ * they are bounded by this, or by the client's timeout if longer. */
+#define VGICD_CLIENT_CONNECT_TIMEOUT_MS 2000
 
 typedef struct _VgicdClient VgicdClient;
 
@@ -50,6 +60,9 @@ GQuark vgicd_client_error_quark (void);
  * @VGICD_CLIENT_ERROR_PROTOCOL: vgicd sent something libvgicd will not run
  *	(a non-vGIC group, a count beyond the window); nothing was executed.
  * @VGICD_CLIENT_ERROR_INVALID: bad arguments, or not attached.
+ * @VGICD_CLIENT_ERROR_ABSENT: connect only: nothing listens at the address
+ *	(no such socket, or nobody accepting on it): the host runs no vgicd.
+ *	Use your own path; not worth a warning.
  */
 typedef enum {
   VGICD_CLIENT_ERROR_UNREACHABLE,
@@ -59,14 +72,17 @@ typedef enum {
   VGICD_CLIENT_ERROR_DEVICE,
   VGICD_CLIENT_ERROR_PROTOCOL,
   VGICD_CLIENT_ERROR_INVALID,
+  VGICD_CLIENT_ERROR_ABSENT,
 } VgicdClientError;
 
 /**
  * vgicd_client_connect() - connect to vgicd
  * @address: a D-Bus address, e.g. "unix:path=/run/vgicd/vgicd.sock"
- * @timeout_ms: bound on the connection and on every later call; 0 for
- *	VGICD_CLIENT_DEFAULT_TIMEOUT_MS
- * @error: UNREACHABLE when nobody answers
+ * @timeout_ms: bound on every save and load call (and, when longer than
+ *	VGICD_CLIENT_CONNECT_TIMEOUT_MS, on connecting and attaching); 0 for
+ *	VGICD_CLIENT_DEFAULT_TIMEOUT_MS, replaced by the host's at attach
+ * @error: ABSENT when nothing listens at @address, UNREACHABLE when
+ *	something does but does not answer in time
  *
  * Return: a client, or NULL with @error set.
  */

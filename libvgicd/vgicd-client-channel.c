@@ -9,6 +9,7 @@
  * Next with the same GVariants, one SOCK_SEQPACKET packet each way, on the
  * calling thread.
  */
+#define _GNU_SOURCE /* ppoll */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -85,28 +86,40 @@ send_call (VgicdClientChannel *ch, VgicdChannelMethod method, GVariant *args, GE
   return TRUE;
 }
 
-/* Wait for vgicd's answer, within the timeout. */
+/* Wait for vgicd's answer.  With @budget_us, within what is left of the
+ * caller's budget for the whole save or load, and what was spent waiting
+ * is taken off it; without, within the channel's timeout. */
 static GVariant *
-receive (VgicdClientChannel *ch, GError **error)
+receive (VgicdClientChannel *ch, gint64 *budget_us, GError **error)
 {
   g_autofree guint8 *buf = g_malloc (VGICD_CHANNEL_MAX);
   g_autoptr (GVariant) reply = NULL;
-  gint64 deadline = g_get_monotonic_time () + (gint64) ch->timeout_ms * 1000;
+  gint64 start = g_get_monotonic_time ();
+  gint64 deadline = start + (budget_us ? *budget_us : (gint64) ch->timeout_ms * 1000);
   GVariant *step;
   ssize_t n;
 
   for (;;)
     {
       struct pollfd p = { .fd = ch->fd, .events = POLLIN };
-      gint64 left = deadline - g_get_monotonic_time ();
+      gint64 now = g_get_monotonic_time ();
+      gint64 left = deadline - now;
       int r;
 
       if (left <= 0)
         {
-          lose (ch, error, "did not answer in %d ms", ch->timeout_ms);
+          if (budget_us)
+            *budget_us = 0;
+          lose (ch, error, "did not answer within %d ms%s", ch->timeout_ms,
+                budget_us ? " (the bound on a whole save or load)" : "");
           return NULL;
         }
-      r = poll (&p, 1, (int) MIN ((left + 999) / 1000, G_MAXINT));
+      struct timespec ts = { .tv_sec = left / G_USEC_PER_SEC,
+                             .tv_nsec = (left % G_USEC_PER_SEC) * 1000 };
+
+      /* ppoll: to the microsecond, where poll's milliseconds would
+       * overshoot the bound by up to one. */
+      r = ppoll (&p, 1, &ts, NULL);
       if (r < 0 && errno == EINTR)
         continue;
       if (r < 0)
@@ -121,6 +134,8 @@ receive (VgicdClientChannel *ch, GError **error)
         continue;
       break;
     }
+  if (budget_us)
+    *budget_us = MAX (0, *budget_us - (g_get_monotonic_time () - start));
   if (n == 0)
     lose (ch, error, "closed the connection");
   else if (n < 0)
@@ -139,7 +154,7 @@ receive (VgicdClientChannel *ch, GError **error)
 }
 
 gboolean
-vgicd_client_channel_settle (VgicdClientChannel *ch, GError **error)
+vgicd_client_channel_settle (VgicdClientChannel *ch, gint64 *budget_us, GError **error)
 {
   g_autoptr (GVariant) step = NULL;
 
@@ -149,7 +164,7 @@ vgicd_client_channel_settle (VgicdClientChannel *ch, GError **error)
   /* Every write was applied, so the load succeeded whatever the answer;
    * were it not done, vgicd found fault with the report alone, and has
    * logged and counted that itself. */
-  step = receive (ch, error);
+  step = receive (ch, budget_us, error);
   return step != NULL;
 }
 
@@ -157,9 +172,9 @@ vgicd_client_channel_settle (VgicdClientChannel *ch, GError **error)
  * consumed either way). */
 static gboolean
 settle_and_send (VgicdClientChannel *ch, VgicdChannelMethod method, GVariant *args,
-                 GError **error)
+                 gint64 *budget_us, GError **error)
 {
-  if (!vgicd_client_channel_settle (ch, error))
+  if (!vgicd_client_channel_settle (ch, budget_us, error))
     {
       if (args)
         g_variant_unref (g_variant_ref_sink (args));
@@ -170,18 +185,18 @@ settle_and_send (VgicdClientChannel *ch, VgicdChannelMethod method, GVariant *ar
 
 GVariant *
 vgicd_client_channel_call (VgicdClientChannel *ch, VgicdChannelMethod method,
-                           GVariant *args, GError **error)
+                           GVariant *args, gint64 *budget_us, GError **error)
 {
-  if (!settle_and_send (ch, method, args, error))
+  if (!settle_and_send (ch, method, args, budget_us, error))
     return NULL;
-  return receive (ch, error);
+  return receive (ch, budget_us, error);
 }
 
 gboolean
 vgicd_client_channel_call_deferred (VgicdClientChannel *ch, VgicdChannelMethod method,
-                                    GVariant *args, GError **error)
+                                    GVariant *args, gint64 *budget_us, GError **error)
 {
-  if (!settle_and_send (ch, method, args, error))
+  if (!settle_and_send (ch, method, args, budget_us, error))
     return FALSE;
   ch->deferred = TRUE;
   return TRUE;
@@ -194,7 +209,7 @@ vgicd_client_channel_free (VgicdClientChannel *ch)
     return;
   /* Take a deferred answer, so that vgicd does not find the channel closed
    * when it sends it (and log a failed send). */
-  vgicd_client_channel_settle (ch, NULL);
+  vgicd_client_channel_settle (ch, NULL, NULL);
   if (ch->fd >= 0)
     close (ch->fd);
   g_free (ch);

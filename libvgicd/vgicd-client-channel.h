@@ -4,6 +4,14 @@
  * (include/vgicd/protocol.h): a call is one packet out and one back,
  * bounded by a timeout, on the caller's thread.
  *
+ * Waits are bounded two ways.  A caller that passes @budget_us (libvgicd's
+ * save and load do) gives the time left to wait for vgicd over a whole
+ * operation: each wait is bounded by it, and what was spent waiting is
+ * taken off.  So a vgicd that answers each step just before a per-call
+ * timeout cannot stretch a save to steps x timeout; the caller's own work
+ * between waits (the kernel's) is not counted.  Without it (NULL), a wait
+ * is bounded by the channel's timeout.
+ *
  * A call that fails part-way (a send error, a closed socket, the timeout)
  * loses the channel for good: an answer could still arrive and be taken
  * for the next call's.  The channel is then closed and says so
@@ -34,20 +42,22 @@ gboolean vgicd_client_channel_lost (VgicdClientChannel *ch);
  * Return: the step (a{sv}), or NULL with @error set.
  */
 GVariant *vgicd_client_channel_call (VgicdClientChannel *ch, VgicdChannelMethod method,
-                                     GVariant *args, GError **error);
+                                     GVariant *args, gint64 *budget_us, GError **error);
 
 /**
  * vgicd_client_channel_call_deferred() - send a call whose answer the
  * caller knows already (the last Next of a load whose writes all
  * succeeded: it can only be done); the answer is taken before the next
- * call, or at free
+ * call, or at free (which waits at most the channel's timeout)
  */
 gboolean vgicd_client_channel_call_deferred (VgicdClientChannel *ch, VgicdChannelMethod method,
-                                             GVariant *args, GError **error);
+                                             GVariant *args, gint64 *budget_us,
+                                             GError **error);
 
 /**
  * vgicd_client_channel_settle() - take the deferred answer, if one is due,
  * so that it is not taken for the next call's
  * Return: FALSE with @error set when the channel was lost taking it.
  */
-gboolean vgicd_client_channel_settle (VgicdClientChannel *ch, GError **error);
+gboolean vgicd_client_channel_settle (VgicdClientChannel *ch, gint64 *budget_us,
+                                      GError **error);

@@ -21,6 +21,8 @@ struct _VgicdClient {
   GDBusConnection *connection;
   char *address;
   int timeout_ms;
+  gboolean timeout_chosen;	/* the caller named it: the host's does not apply */
+  gint64 wait_budget_us;	/* what a save or load may still wait for vgicd */
 
   int vgic_fd;
   gboolean kernel_batch;
@@ -40,7 +42,8 @@ struct _VgicdClient {
 
 /**
  * vgicd_client_call() - one Session1 call (Save, Load, LoadWindow, Next),
- * through the step channel when there is one, else by D-Bus
+ * through the step channel when there is one, else by D-Bus; its wait for
+ * vgicd comes out of c->wait_budget_us, which save and load set
  * @args: floating, or NULL
  * Return: the step, or NULL with @error set.
  */

@@ -166,7 +166,7 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
       if (!vgicd_client_channel_call_deferred (c->channel, VGICD_CHANNEL_NEXT,
                                                g_variant_new ("(@a{sv})",
                                                               g_variant_builder_end (&b)),
-                                               error))
+                                               &c->wait_budget_us, error))
         return NULL;
       return step_done ();
     }

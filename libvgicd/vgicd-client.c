@@ -76,7 +76,9 @@ vgicd_client_connect (const char *address, int timeout_ms, GError **error)
   GDBusConnection *conn;
 
   g_return_val_if_fail (address != NULL, NULL);
-  if (timeout_ms <= 0)
+  gboolean chosen = timeout_ms > 0;
+
+  if (!chosen)
     timeout_ms = VGICD_CLIENT_DEFAULT_TIMEOUT_MS;
 
   /* The handshake has no timeout of its own: run it on a private context
@@ -86,7 +88,7 @@ vgicd_client_connect (const char *address, int timeout_ms, GError **error)
   g_dbus_connection_new_for_address (address,
                                      G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
                                      NULL, cancel, on_ready, &w);
-  timeout = g_timeout_source_new (timeout_ms);
+  timeout = g_timeout_source_new (MAX (timeout_ms, VGICD_CLIENT_CONNECT_TIMEOUT_MS));
   g_source_set_callback (timeout, on_timeout, cancel, NULL);
   g_source_attach (timeout, ctx);
   g_main_loop_run (w.loop);
@@ -99,7 +101,13 @@ vgicd_client_connect (const char *address, int timeout_ms, GError **error)
 
   if (!conn)
     {
-      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
+      /* ENOENT or ECONNREFUSED: no vgicd here (a stale socket file is what
+       * a vgicd that stopped without systemd leaves). */
+      gboolean absent = g_error_matches (local, G_IO_ERROR, G_IO_ERROR_NOT_FOUND) ||
+                        g_error_matches (local, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED);
+
+      g_set_error (error, VGICD_CLIENT_ERROR,
+                   absent ? VGICD_CLIENT_ERROR_ABSENT : VGICD_CLIENT_ERROR_UNREACHABLE,
                    "cannot reach vgicd at %s: %s", address,
                    g_cancellable_is_cancelled (cancel) ? "no answer in time" : local->message);
       return NULL;
@@ -108,6 +116,7 @@ vgicd_client_connect (const char *address, int timeout_ms, GError **error)
   c->connection = conn;
   c->address = g_strdup (address);
   c->timeout_ms = timeout_ms;
+  c->timeout_chosen = chosen;
   c->vgic_fd = -1;
   c->window_fd = -1;
   return c;
@@ -199,7 +208,8 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
   reply = g_dbus_connection_call_with_unix_fd_list_sync (
     c->connection, NULL, VGICD_HELPER_PATH, VGICD_HELPER_IFACE, "Attach",
     g_variant_new ("(@a{sv})", g_variant_builder_end (&vm)), G_VARIANT_TYPE ("(oha{sv})"),
-    G_DBUS_CALL_FLAGS_NONE, c->timeout_ms, NULL, &fds, NULL, &local);
+    G_DBUS_CALL_FLAGS_NONE, MAX (c->timeout_ms, VGICD_CLIENT_CONNECT_TIMEOUT_MS), NULL,
+    &fds, NULL, &local);
   if (!reply)
     {
       set_call_error (error, local, "refused to attach");
@@ -208,6 +218,14 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
   g_variant_get (reply, "(&oh@a{sv})", &path, &handle, &info);
   g_variant_lookup (info, VGICD_INFO_WINDOW_ENTRIES, "u", &entries);
   g_variant_lookup (info, VGICD_INFO_MODE, "&s", &mode);
+  {
+    guint32 host_ms;
+
+    /* The host's bound, for every later call, unless the caller chose. */
+    if (!c->timeout_chosen && g_variant_lookup (info, VGICD_INFO_TIMEOUT, "u", &host_ms) &&
+        host_ms > 0 && host_ms <= G_MAXINT)
+      c->timeout_ms = (int) host_ms;
+  }
   {
     g_autofree const char **features = NULL;
 
@@ -252,6 +270,7 @@ vgicd_client_call (VgicdClient *c, const char *method, GVariant *args, GError **
 {
   g_autoptr (GError) local = NULL;
   GVariant *reply, *step;
+  gint64 start;
 
   if (c->channel && vgicd_client_channel_lost (c->channel))
     {
@@ -268,20 +287,40 @@ vgicd_client_call (VgicdClient *c, const char *method, GVariant *args, GError **
                              : strcmp (method, "Next") == 0 ? VGICD_CHANNEL_NEXT
                              : 0;
       if (m)
-        return vgicd_client_channel_call (c->channel, m, args, error);
+        return vgicd_client_channel_call (c->channel, m, args, &c->wait_budget_us, error);
       /* A D-Bus call (Load): the answer still due on the channel first. */
-      if (!vgicd_client_channel_settle (c->channel, error))
+      if (!vgicd_client_channel_settle (c->channel, &c->wait_budget_us, error))
         {
           if (args)
             g_variant_unref (g_variant_ref_sink (args));
           return NULL;
         }
     }
+  /* Over D-Bus (no step channel), the same budget bounds the call. */
+  if (c->wait_budget_us <= 0)
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
+                   "vgicd did not answer within %d ms (the bound on a whole save or load)",
+                   c->timeout_ms);
+      if (args)
+        g_variant_unref (g_variant_ref_sink (args));
+      return NULL;
+    }
+  start = g_get_monotonic_time ();
   reply = g_dbus_connection_call_sync (c->connection, NULL, c->session_path,
                                        VGICD_SESSION_IFACE, method, args,
                                        G_VARIANT_TYPE ("(a{sv})"),
-                                       G_DBUS_CALL_FLAGS_NONE, c->timeout_ms,
+                                       G_DBUS_CALL_FLAGS_NONE,
+                                       (int) MAX (1, (c->wait_budget_us + 999) / 1000),
                                        NULL, &local);
+  c->wait_budget_us = MAX (0, c->wait_budget_us - (g_get_monotonic_time () - start));
+  if (!reply && g_error_matches (local, G_IO_ERROR, G_IO_ERROR_TIMED_OUT))
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
+                   "vgicd did not answer within %d ms (the bound on a whole save or load)",
+                   c->timeout_ms);
+      return NULL;
+    }
   if (!reply)
     {
       set_call_error (error, local, "did not answer");
@@ -310,6 +349,7 @@ vgicd_client_save (VgicdClient *c, GBytes **record, GError **error)
   if (!check_attached (c, error))
     return FALSE;
   memset (&c->stats, 0, sizeof (c->stats));
+  c->wait_budget_us = (gint64) c->timeout_ms * 1000;
   step = vgicd_client_call (c, "Save", NULL, error);
   return step && vgicd_client_run (c, step, FALSE, record, error);
 }
@@ -322,6 +362,7 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
   if (!check_attached (c, error))
     return FALSE;
   memset (&c->stats, 0, sizeof (c->stats));
+  c->wait_budget_us = (gint64) c->timeout_ms * 1000;
   if (c->load_window && len > 0 && len <= c->window_size && len <= G_MAXUINT32)
     {
       /* The record through the window: one copy instead of a message's. */

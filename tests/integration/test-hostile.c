@@ -3,8 +3,12 @@
  * test-hostile.c - libvgicd against a vgicd that misbehaves: a window entry
  * in the CTRL group, a count beyond the window, a window that is not
  * sealed, guards that overrun the window or come without their ranges, a
- * saved record said to be larger than the window.  libvgicd must refuse each without issuing a single device ioctl
- * (the sim's counters prove it).  The hostile server speaks the real
+ * saved record said to be larger than the window.  libvgicd must refuse
+ * each without issuing a single device ioctl (the sim's counters prove it).
+ * And a vgicd that drips: it answers every step, each a little before the
+ * client's timeout, and never ends the save.  The timeout bounds the
+ * whole save's waiting, not each wait, so the save fails, unreachable,
+ * within it rather than never returning.  The hostile server speaks the real
  * protocol with the generated skeletons, on a real unix socket.
  */
 #define _GNU_SOURCE /* memfd_create */
@@ -20,8 +24,12 @@
 typedef struct kvm_vgic_batch_entry Entry;
 
 typedef enum {
-  BAD_GROUP, BAD_COUNT, UNSEALED, GUARD_BEYOND, GUARD_NO_RANGES, RECORD_TOO_BIG,
+  BAD_GROUP, BAD_COUNT, UNSEALED, GUARD_BEYOND, GUARD_NO_RANGES, RECORD_TOO_BIG, DRIP,
 } Misbehaviour;
+
+/* DRIP: the client's timeout, and how long each answer takes. */
+#define DRIP_TIMEOUT_MS 200
+#define DRIP_DELAY_MS (DRIP_TIMEOUT_MS * 2 / 5)
 
 typedef struct {
   Misbehaviour how;
@@ -40,12 +48,57 @@ typedef struct {
 
 #define WINDOW_ENTRIES 16
 
+/* A read step of 4 entries, "single" (the window's entries are GICD_CTLR). */
+static GVariant *
+read_step (void)
+{
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", "action", g_variant_new_string ("read"));
+  g_variant_builder_add (&b, "{sv}", "count", g_variant_new_uint32 (4));
+  g_variant_builder_add (&b, "{sv}", "via", g_variant_new_string ("single"));
+  return g_variant_builder_end (&b);
+}
+
+/* DRIP: answer a Save or Next with one more read step, late. */
+static gboolean
+drip (gpointer data)
+{
+  GDBusMethodInvocation *inv = data;
+
+  g_dbus_method_invocation_return_value (inv, g_variant_new ("(@a{sv})", read_step ()));
+  return G_SOURCE_REMOVE;
+}
+
+static void
+drip_later (Hostile *h, GDBusMethodInvocation *inv)
+{
+  GSource *later = g_timeout_source_new (DRIP_DELAY_MS);
+
+  g_source_set_callback (later, drip, g_object_ref (inv), g_object_unref);
+  g_source_attach (later, h->ctx);
+  g_source_unref (later);
+}
+
+static gboolean
+on_next (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, GVariant *report, gpointer data)
+{
+  drip_later (data, inv);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 static gboolean
 on_save (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, gpointer data)
 {
   Hostile *h = data;
   GVariantBuilder b;
 
+  if (h->how == DRIP)
+    {
+      drip_later (h, inv);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
   g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
   if (h->how == RECORD_TOO_BIG)
     {
@@ -118,6 +171,7 @@ on_attach (VgicdDbusHelper1 *skel, GDBusMethodInvocation *inv, GUnixFDList *in,
   h->session = vgicd_dbus_session1_skeleton_new ();
   g_signal_connect (h->session, "handle-save", G_CALLBACK (on_save), h);
   g_signal_connect (h->session, "handle-load", G_CALLBACK (on_load), h);
+  g_signal_connect (h->session, "handle-next", G_CALLBACK (on_next), h);
   g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (h->session),
                                     g_dbus_method_invocation_get_connection (inv),
                                     "/org/vgicd/Session1/1", NULL);
@@ -189,8 +243,28 @@ test_hostile (gconstpointer data)
   sim = vgic_sim_new (&config, &error);
   g_assert_no_error (error);
   mpidr = vgic_sim_get_mpidr (sim, 0);
-  c = vgicd_client_connect (h.address, 2000, &error);
+  c = vgicd_client_connect (h.address, h.how == DRIP ? DRIP_TIMEOUT_MS : 2000, &error);
   g_assert_no_error (error);
+  if (h.how == DRIP)
+    {
+      guint steps = 0;
+
+      g_assert_true (vgicd_client_attach (c, vgic_sim_get_fd (sim), "vm", NULL, 64, 1,
+                                          &mpidr, &error));
+      vgic_sim_counters_reset (sim);
+      g_assert_false (vgicd_client_save (c, &record, &error));
+      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
+      g_assert_nonnull (strstr (error->message, "the bound on a whole save or load"));
+      g_assert_null (record);
+      /* Each answer came within the timeout: only the whole save's bound
+       * can have ended it, after the steps that fit in it (2 of 2/5 of
+       * it each, then the third wait runs out). */
+      vgic_sim_counters_get (sim, &counters);
+      steps = counters.single_get / 4;
+      g_assert_cmpuint (steps, >=, 1);
+      g_assert_cmpuint (steps, <=, DRIP_TIMEOUT_MS / DRIP_DELAY_MS);
+      goto out;
+    }
   if (h.how == UNSEALED)
     {
       g_assert_false (vgicd_client_attach (c, vgic_sim_get_fd (sim), "vm", NULL, 64, 1,
@@ -223,6 +297,7 @@ test_hostile (gconstpointer data)
   vgic_sim_counters_get (sim, &counters);
   g_assert_cmpuint (counters.single_get + counters.single_set + counters.batch_calls, ==, 0);
 
+out:
   g_main_loop_quit (h.loop);
   g_thread_join (thread);
   g_main_loop_unref (h.loop);
@@ -255,6 +330,8 @@ main (int argc, char **argv)
   g_test_add_data_func ("/libvgicd/hostile/record-beyond-window", GINT_TO_POINTER (RECORD_TOO_BIG),
                         test_hostile);
   g_test_add_data_func ("/libvgicd/hostile/unsealed-window", GINT_TO_POINTER (UNSEALED),
+                        test_hostile);
+  g_test_add_data_func ("/libvgicd/hostile/drip-feeding-steps", GINT_TO_POINTER (DRIP),
                         test_hostile);
   return g_test_run ();
 }

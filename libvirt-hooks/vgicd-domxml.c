@@ -210,41 +210,63 @@ metadata_element (xmlDoc *doc)
                 VGICD_XMLNS, VGICD_XML_ELEMENT);
 }
 
+/* An attribute of @el, or NULL. */
+static char *
+prop (xmlNode *el, const char *name)
+{
+  xmlChar *value = xmlGetNoNsProp (el, BAD_CAST name);
+  char *s = g_strdup ((const char *) value);
+
+  xmlFree (value);
+  return s;
+}
+
 gboolean
-vgicd_domxml_opt_in (xmlDoc *doc, VgicdOptIn *opt_in, GError **error)
+vgicd_domxml_choice (xmlDoc *doc, VgicdVmChoice *choice, GError **error)
 {
   xmlNode *el = metadata_element (doc);
   g_autofree char *req = NULL;
-  xmlChar *value;
+  g_autofree char *mode = NULL;
 
-  *opt_in = VGICD_OPTIN_NONE;
+  *choice = VGICD_VM_DEFAULT;
   if (!el)
     return TRUE;
-  value = xmlGetNoNsProp (el, BAD_CAST "required");
-  req = g_strdup ((const char *) value);
-  xmlFree (value);
-  if (!req || g_str_equal (req, "no"))
-    *opt_in = VGICD_OPTIN_WANTED;
-  else if (g_str_equal (req, "yes"))
-    *opt_in = VGICD_OPTIN_REQUIRED;
-  else
+  req = prop (el, "required");
+  mode = prop (el, "mode");
+  if (mode && !g_str_equal (mode, "off"))
+    {
+      g_set_error (error, domxml_error_quark (), 0,
+                   "<vgicd:vgicd mode=\"%s\"> in the domain's metadata: "
+                   "mode is \"off\" or absent", mode);
+      return FALSE;
+    }
+  if (req && !g_str_equal (req, "no") && !g_str_equal (req, "yes"))
     {
       g_set_error (error, domxml_error_quark (), 0,
                    "<vgicd:vgicd required=\"%s\"> in the domain's metadata: "
                    "required must be \"yes\" or \"no\"", req);
       return FALSE;
     }
+  if (mode && req && g_str_equal (req, "yes"))
+    {
+      g_set_error (error, domxml_error_quark (), 0,
+                   "<vgicd:vgicd mode=\"off\" required=\"yes\"> in the domain's "
+                   "metadata: a domain cannot both require vgicd and turn it off");
+      return FALSE;
+    }
+  *choice = mode ? VGICD_VM_OFF
+          : req && g_str_equal (req, "yes") ? VGICD_VM_REQUIRED : VGICD_VM_WANTED;
   return TRUE;
 }
 
 void
-vgicd_domxml_set_opt_in (xmlDoc *doc, VgicdOptIn opt_in)
+vgicd_domxml_set_choice (xmlDoc *doc, VgicdVmChoice choice)
 {
   xmlNode *root = xmlDocGetRootElement (doc);
   xmlNode *metadata = child (root, NULL, "metadata");
   xmlNode *el = metadata_element (doc);
 
-  if (opt_in == VGICD_OPTIN_NONE)
+  if (choice == VGICD_VM_DEFAULT)
     {
       if (el)
         remove_element (el);
@@ -278,8 +300,15 @@ vgicd_domxml_set_opt_in (xmlDoc *doc, VgicdOptIn opt_in)
       append_element (metadata, el);
       xmlSetNs (el, namespace_for (el, VGICD_XMLNS, VGICD_XMLNS_PREFIX));
     }
+  if (choice == VGICD_VM_OFF)
+    {
+      xmlUnsetProp (el, BAD_CAST "required");
+      xmlSetProp (el, BAD_CAST "mode", BAD_CAST "off");
+      return;
+    }
+  xmlUnsetProp (el, BAD_CAST "mode");
   xmlSetProp (el, BAD_CAST "required",
-              BAD_CAST (opt_in == VGICD_OPTIN_REQUIRED ? "yes" : "no"));
+              BAD_CAST (choice == VGICD_VM_REQUIRED ? "yes" : "no"));
 }
 
 static char *
@@ -379,30 +408,6 @@ vgicd_domxml_remove_arg (xmlDoc *doc)
   return removed;
 }
 
-void
-vgicd_domxml_add_arg (xmlDoc *doc, const char *socket_path)
-{
-  xmlNode *root = xmlDocGetRootElement (doc);
-  g_autofree char *value = g_strdup_printf (ARG_PREFIX "unix:path=%s", socket_path);
-  xmlNode *cl;
-  xmlNs *ns;
-
-  vgicd_domxml_remove_arg (doc);
-
-  cl = child (root, QEMU_XMLNS, "commandline");
-  if (!cl)
-    {
-      /* The qemu namespace is declared on <domain>, as libvirt does. */
-      ns = namespace_for (root, QEMU_XMLNS, "qemu");
-      cl = append_element (root, xmlNewDocNode (doc, ns, BAD_CAST "commandline", NULL));
-    }
-  ns = cl->ns;
-  xmlSetProp (append_element (cl, xmlNewDocNode (doc, ns, BAD_CAST "arg", NULL)),
-              BAD_CAST "value", BAD_CAST "-global");
-  xmlSetProp (append_element (cl, xmlNewDocNode (doc, ns, BAD_CAST "arg", NULL)),
-              BAD_CAST "value", BAD_CAST value);
-}
-
 static xmlNode *
 find_path (xmlDoc *doc, const char *path)
 {
@@ -443,6 +448,18 @@ vgicd_domxml_text (xmlDoc *doc, const char *path)
   s = g_strstrip (g_strdup ((const char *) v));
   xmlFree (v);
   return s;
+}
+
+char *
+vgicd_domxml_uuid (xmlDoc *doc)
+{
+  return vgicd_domxml_text (doc, "uuid");
+}
+
+char *
+vgicd_domxml_name (xmlDoc *doc)
+{
+  return vgicd_domxml_text (doc, "name");
 }
 
 char *

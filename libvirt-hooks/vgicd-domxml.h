@@ -3,20 +3,25 @@
  * vgicd-domxml.h - the few edits vgicd makes to a libvirt domain definition,
  * shared by the qemu.d hook (50-vgicd) and `vgicctl enable|disable`.
  *
- * A domain opts in with one element in vgicd's own namespace:
+ * A patched QEMU uses the host's vgicd without any argument.  A domain
+ * states a choice of its own with one element in vgicd's namespace:
  *
  *   <metadata>
- *     <vgicd:vgicd xmlns:vgicd="https://vgicd.example/xmlns/1" required="no"/>
+ *     <vgicd:vgicd xmlns:vgicd="https://vgicd.example/xmlns/1" required="yes"/>
  *   </metadata>
  *
- * and QEMU reaches vgicd through one pair of command-line arguments:
+ * required="yes": not started, nor migrated in, where vgicd is down;
+ * required="no" (or nothing): vgicd where the host has it; mode="off": never.
+ *
+ * Earlier versions pointed QEMU at vgicd with a command-line argument,
  *
  *   <qemu:commandline>
  *     <qemu:arg value="-global"/>
  *     <qemu:arg value="kvm-arm-gicv3.vgicd=unix:path=/run/vgicd/vgicd.sock"/>
  *   </qemu:commandline>
  *
- * See libvirt-hooks/README.md.
+ * which a QEMU without vgicd's patches refuses; the hook and vgicctl remove
+ * it where it must go.  See libvirt-hooks/README.md.
  */
 #pragma once
 
@@ -32,22 +37,22 @@
 /* The QEMU property the qemu-patch series adds to the GIC. */
 #define VGICD_QEMU_PROPERTY "kvm-arm-gicv3.vgicd"
 
-typedef enum {
-  VGICD_OPTIN_NONE,		/* no vgicd metadata: leave the domain alone */
-  VGICD_OPTIN_WANTED,		/* required="no" (or absent) */
-  VGICD_OPTIN_REQUIRED,		/* required="yes" */
-} VgicdOptIn;
+#include "vgicd-vms.h"	/* VgicdVmChoice */
 
 /* vgicd_domxml_parse() - parse a domain definition without touching the
  * network or expanding entities; NULL and @error on failure */
 xmlDoc *vgicd_domxml_parse (const char *data, gsize len, GError **error);
 
-/* vgicd_domxml_opt_in() - the domain's choice; a bad required= value is an
- * error that names it */
-gboolean vgicd_domxml_opt_in (xmlDoc *doc, VgicdOptIn *opt_in, GError **error);
+/* vgicd_domxml_choice() - the domain's choice (VGICD_VM_DEFAULT without
+ * vgicd metadata); a bad required= or mode= value is an error that names it */
+gboolean vgicd_domxml_choice (xmlDoc *doc, VgicdVmChoice *choice, GError **error);
 
-/* vgicd_domxml_set_opt_in() - add, update or (NONE) remove the metadata */
-void vgicd_domxml_set_opt_in (xmlDoc *doc, VgicdOptIn opt_in);
+/* vgicd_domxml_set_choice() - add, update or (DEFAULT) remove the metadata */
+void vgicd_domxml_set_choice (xmlDoc *doc, VgicdVmChoice choice);
+
+/* vgicd_domxml_uuid(), vgicd_domxml_name() - the domain's <uuid>, <name> */
+char *vgicd_domxml_uuid (xmlDoc *doc);
+char *vgicd_domxml_name (xmlDoc *doc);
 
 /* vgicd_domxml_arg() - the value of the first vgicd argument, or NULL */
 char *vgicd_domxml_arg (xmlDoc *doc);
@@ -56,9 +61,6 @@ char *vgicd_domxml_arg (xmlDoc *doc);
  * pair (and a <qemu:commandline> left empty); returns how many */
 guint vgicd_domxml_remove_arg (xmlDoc *doc);
 
-/* vgicd_domxml_add_arg() - make "-global kvm-arm-gicv3.vgicd=unix:path=
- * @socket_path" the domain's only vgicd argument */
-void vgicd_domxml_add_arg (xmlDoc *doc, const char *socket_path);
 
 /* vgicd_domxml_attr() - an attribute of the element at an absolute path of
  * element names below <domain> ("os/type", "arch"), or NULL */

@@ -1,28 +1,38 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * vgicd-hook.c - libvirt's qemu hook for vgicd, installed as
- * /etc/libvirt/hooks/qemu.d/50-vgicd.
+ * /usr/sbin/vgicd-qemu-hook and linked from /etc/libvirt/hooks/qemu.d/50-vgicd
+ * (libvirtd's AppArmor profile lets it run programs in /usr/sbin, under
+ * their own profile: the hook has one).
  *
  * libvirtd runs it as `50-vgicd DOMAIN OPERATION SUB-OPERATION EXTRA` with
- * the domain's XML on standard input.  It acts on two calls, and only for
- * domains that opted in (<vgicd:vgicd> in their metadata):
+ * the domain's XML on standard input.  A patched QEMU uses the host's vgicd
+ * without any argument, so the hook changes nothing in a domain unless it
+ * must; it acts on three calls:
  *
- *   prepare begin   a domain that requires vgicd does not start on a host
- *                   where vgicd is unreachable (exit 1, libvirt shows the
- *                   message); one that merely wants it starts anyway.
- *   migrate begin   (destination) the incoming XML is filtered: the QEMU
- *                   argument that points the GIC at vgicd is added where this
- *                   host offers vgicd, and removed where it does not; a
- *                   domain that requires vgicd is refused there instead.
+ *   prepare begin   (every start, and an incoming migration's) the domain's
+ *                   own choice (<vgicd:vgicd> in its metadata) is written
+ *                   where vgicd reads it when the VM's QEMU attaches; a
+ *                   domain that requires vgicd does not start where vgicd is
+ *                   unreachable (exit 1, libvirt shows the message)
+ *   migrate begin   (destination) a domain that requires vgicd is refused
+ *                   where vgicd is unreachable; a domain that still carries
+ *                   the command-line argument earlier versions added loses
+ *                   it when this host's QEMU cannot take it.  Otherwise the
+ *                   hook writes nothing, and libvirt keeps the XML it sent:
+ *                   no re-parse, no hook-script taint.
+ *   release end     the domain's choice is forgotten
  *
- * Everything else exits 0 at once.  A domain that did not opt in comes out of
- * the migrate filter byte for byte as it went in.  The hook never calls back
- * into libvirt (that would deadlock libvirtd).
+ * Everything else exits 0 at once.  The hook never calls back into libvirt
+ * (that would deadlock libvirtd).
  *
- * "This host offers vgicd" means: something accepts a connection on vgicd's
- * socket (vgicd itself, or systemd's vgicd.socket).  The socket is
- * $VGICD_SOCKET, else Socket= in $VGICD_CONFIG or /etc/vgicd/vgicd.conf,
- * else /run/vgicd/vgicd.sock.
+ * "vgicd is reachable" means something accepts a connection on vgicd's
+ * socket (vgicd itself, or systemd's vgicd.socket); vgicd takes a
+ * connection closed before its first byte for the probe it is, and logs
+ * nothing.  The socket is $VGICD_SOCKET, else Socket= in $VGICD_CONFIG or
+ * /etc/vgicd/vgicd.conf, else /run/vgicd/vgicd.sock.  $VGICD_VMS_DIR and
+ * $VGICD_EMULATOR_CACHE move the choices' folder and the QEMU answers'
+ * cache (for tests).
  *
  * Exit status: 0 go on, 1 refuse (the message is on standard error).
  */
@@ -34,6 +44,8 @@
 #include <glib.h>
 
 #include "vgicd-domxml.h"
+#include "vgicd-emulator.h"
+#include "vgicd-vms.h"
 
 #define REMEDY "start it with \"systemctl start vgicd.socket\""
 
@@ -125,58 +137,112 @@ host_vgicd (HostVgicd *h)
   h->up = vgicd_socket_reachable (h->socket_path, &h->why);
 }
 
-static int
-on_prepare (const char *dom, xmlDoc *doc, VgicdOptIn opt_in)
+static const char *
+env_or (const char *name, const char *fallback)
 {
-  HostVgicd h = { NULL };
+  const char *v = g_getenv (name);
+
+  return v && *v ? v : fallback;
+}
+
+/* Does the domain carry the argument of earlier versions, which this host's
+ * QEMU refuses?  Then *why says why it cannot take it. */
+static gboolean
+arg_unwelcome (xmlDoc *doc, char **why)
+{
+  g_autofree char *arg = vgicd_domxml_arg (doc);
+  g_autofree char *emulator = NULL;
+
+  if (!arg)
+    return FALSE;
+  emulator = vgicd_domxml_text (doc, "devices/emulator");
+  if (!emulator || !*emulator)
+    {
+      *why = g_strdup ("the domain names no <emulator>");
+      return TRUE;
+    }
+  return !vgicd_emulator_has_vgicd (emulator, g_getenv ("VGICD_EMULATOR_CACHE"), why);
+}
+
+static int
+on_prepare (const char *dom, xmlDoc *doc, VgicdVmChoice choice)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *uuid = vgicd_domxml_uuid (doc);
+  g_autofree char *name = vgicd_domxml_name (doc);
   g_autofree char *host = host_name ();
+  g_autofree char *why = NULL;
+  HostVgicd h = { NULL };
   int status = 0;
 
+  /* The choice goes where vgicd looks when the VM's QEMU attaches. */
+  if (uuid && !vgicd_vms_write (env_or ("VGICD_VMS_DIR", VGICD_DEFAULT_VMS_DIR), uuid,
+                                name ? name : dom, choice, &error))
+    fprintf (stderr, "vgicd: warning: domain '%s': cannot record its choice \"%s\" for "
+             "vgicd (%s); vgicd applies the host's mode to it\n", dom,
+             vgicd_vm_choice_to_string (choice), error->message);
+  if (arg_unwelcome (doc, &why))
+    fprintf (stderr, "vgicd: warning: domain '%s' carries the argument -global %s=..., "
+             "which this host's QEMU refuses (%s); remove it with \"vgicctl enable %s\" "
+             "(a patched QEMU needs no argument)\n", dom, VGICD_QEMU_PROPERTY, why, dom);
+  if (choice == VGICD_VM_OFF)
+    return 0;
   host_vgicd (&h);
-  if (!h.up && opt_in == VGICD_OPTIN_REQUIRED)
+  if (!h.up && choice == VGICD_VM_REQUIRED)
     status = refuse ("domain '%s' requires vgicd, but vgicd is not reachable "
                      "on host %s (%s: %s); " REMEDY ", or make vgicd optional "
                      "for the domain with \"vgicctl enable %s\"",
                      dom, host, h.socket_path, h.why, dom);
-  else if (!h.up)
-    fprintf (stderr, "vgicd: warning: domain '%s' runs without vgicd on host %s "
-             "(%s: %s)\n", dom, host, h.socket_path, h.why);
   g_free (h.socket_path);
   g_free (h.why);
   return status;
 }
 
 static int
-on_migrate (const char *dom, xmlDoc *doc, VgicdOptIn opt_in)
+on_migrate (const char *dom, xmlDoc *doc, VgicdVmChoice choice)
 {
-  HostVgicd h = { NULL };
   g_autofree char *host = host_name ();
   g_autofree char *out = NULL;
+  g_autofree char *why = NULL;
+  HostVgicd h = { NULL };
   gsize len;
 
-  host_vgicd (&h);
-  if (h.up)
-    vgicd_domxml_add_arg (doc, h.socket_path);
-  else if (opt_in == VGICD_OPTIN_REQUIRED)
+  if (choice == VGICD_VM_REQUIRED)
     {
-      int status = refuse ("refusing incoming migration of domain '%s': it "
-                           "requires vgicd, but vgicd is not reachable on host "
-                           "%s (%s: %s); " REMEDY " on %s and migrate again",
-                           dom, host, h.socket_path, h.why, host);
+      int status = 0;
 
+      host_vgicd (&h);
+      if (!h.up)
+        status = refuse ("refusing incoming migration of domain '%s': it "
+                         "requires vgicd, but vgicd is not reachable on host "
+                         "%s (%s: %s); " REMEDY " on %s and migrate again",
+                         dom, host, h.socket_path, h.why, host);
       g_free (h.socket_path);
       g_free (h.why);
-      return status;
+      if (status)
+        return status;
     }
-  else
-    vgicd_domxml_remove_arg (doc);
-  g_free (h.socket_path);
-  g_free (h.why);
+  if (!arg_unwelcome (doc, &why))
+    return 0;	/* nothing written: libvirt keeps its own XML */
 
+  fprintf (stderr, "vgicd: domain '%s': removing -global %s=... from the incoming "
+           "definition: %s\n", dom, VGICD_QEMU_PROPERTY, why);
+  vgicd_domxml_remove_arg (doc);
   out = vgicd_domxml_format (doc, &len);
   if (!write_all (out, len))
     return refuse ("domain '%s': cannot write the filtered XML: %s", dom,
                    g_strerror (errno));
+  return 0;
+}
+
+static int
+on_release (xmlDoc *doc)
+{
+  g_autofree char *uuid = vgicd_domxml_uuid (doc);
+
+  if (uuid)
+    vgicd_vms_write (env_or ("VGICD_VMS_DIR", VGICD_DEFAULT_VMS_DIR), uuid, NULL,
+                     VGICD_VM_DEFAULT, NULL);
   return 0;
 }
 
@@ -187,8 +253,8 @@ main (int argc, char **argv)
   g_autoptr (GBytes) input = NULL;
   g_autoptr (xmlDoc) doc = NULL;
   const char *dom, *op, *subop;
-  gboolean migrate, prepare;
-  VgicdOptIn opt_in;
+  gboolean migrate, prepare, release;
+  VgicdVmChoice choice;
   const char *data;
   gsize len;
 
@@ -204,7 +270,8 @@ main (int argc, char **argv)
   subop = argv[3];
   migrate = g_str_equal (op, "migrate") && g_str_equal (subop, "begin");
   prepare = g_str_equal (op, "prepare") && g_str_equal (subop, "begin");
-  if (!migrate && !prepare)
+  release = g_str_equal (op, "release") && g_str_equal (subop, "end");
+  if (!migrate && !prepare && !release)
     return 0;
 
   input = read_stdin (&error);
@@ -214,20 +281,17 @@ main (int argc, char **argv)
   data = g_bytes_get_data (input, &len);
 
   doc = vgicd_domxml_parse (data, len, &error);
-  if (doc && !vgicd_domxml_opt_in (doc, &opt_in, &error))
-    return refuse ("domain '%s': %s; fix it with \"vgicctl enable %s [--required]\"",
-                   dom, error->message, dom);
-  if (!doc || opt_in == VGICD_OPTIN_NONE)
+  if (!doc)
     {
-      /* Not ours (or not XML libvirt would accept anyway): hand the input
-       * back untouched, byte for byte, and let libvirt judge it. */
-      if (!doc)
-        fprintf (stderr, "vgicd: warning: domain '%s': %s; left alone\n", dom,
-                 error->message);
-      if (migrate && !write_all (data, len))
-        return refuse ("domain '%s': cannot write the XML: %s", dom,
-                       g_strerror (errno));
+      /* Not XML libvirt would accept anyway: leave it to libvirt. */
+      fprintf (stderr, "vgicd: warning: domain '%s': %s; left alone\n", dom,
+               error->message);
       return 0;
     }
-  return migrate ? on_migrate (dom, doc, opt_in) : on_prepare (dom, doc, opt_in);
+  if (release)
+    return on_release (doc);
+  if (!vgicd_domxml_choice (doc, &choice, &error))
+    return refuse ("domain '%s': %s; fix it with \"vgicctl enable %s [--required]\" "
+                   "or \"vgicctl disable %s\"", dom, error->message, dom, dom);
+  return migrate ? on_migrate (dom, doc, choice) : on_prepare (dom, doc, choice);
 }

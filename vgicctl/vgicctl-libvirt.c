@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * vgicctl-libvirt.c - `vgicctl enable|disable DOMAIN`: edit a domain's
- * persistent definition through the libvirt API (never the XML files): the
- * vgicd metadata the qemu.d hook acts on, and the QEMU argument that points
- * the GIC at vgicd.  The hook makes the same edit to incoming migrations on
- * the destination; both use libvirt-hooks' domain XML edits.
+ * vgicctl-libvirt.c - `vgicctl enable|disable DOMAIN`: a domain's own choice
+ * for vgicd, in its metadata, edited through the libvirt API (never the XML
+ * files).  A patched QEMU uses the host's vgicd without any argument, so
+ * the metadata is all there is to edit; the command-line argument earlier
+ * versions added is removed on the way.  The qemu hook hands the choice to
+ * vgicd at each start and incoming migration.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,13 +18,14 @@
 #include <libvirt/virterror.h>
 
 #include "vgicd-domxml.h"
+#include "vgicd-emulator.h"
 
 /* What the command line asked for. */
 typedef struct {
   const char *cmd;	/* "enable" or "disable" */
   const char *uri;	/* --connect, or NULL for libvirt's default */
   const char *domain;
-  VgicdOptIn want;
+  VgicdVmChoice want;
   gboolean allow_tcg;
   char *what;		/* "enable DOMAIN", the prefix of every message */
 } Request;
@@ -33,7 +35,7 @@ typedef struct {
   virConnectPtr conn;
   virDomainPtr dom;
   xmlDoc *doc;		/* its persistent definition */
-  VgicdOptIn was;
+  VgicdVmChoice was;
 } Domain;
 
 static void
@@ -85,35 +87,6 @@ libvirt_failure (const char *what, const char *fallback)
     }
 }
 
-/* qemu_has_vgicd() - does @emulator's GIC have the vgicd property?  FALSE
- * with *why when it does not, or cannot be asked. */
-static gboolean
-qemu_has_vgicd (const char *emulator, char **why)
-{
-  const char *argv[] = { emulator, "-nodefaults", "-device", "kvm-arm-gicv3,help", NULL };
-  g_autofree char *out = NULL;
-  g_autofree char *err = NULL;
-  g_autoptr (GError) error = NULL;
-  int wait_status;
-
-  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-                     &out, &err, &wait_status, &error))
-    {
-      *why = g_strdup_printf ("cannot run %s: %s", emulator, error->message);
-      return FALSE;
-    }
-  if ((out && strstr (out, VGICD_QEMU_PROPERTY "=")) ||
-      (out && strstr (out, "  vgicd=")))
-    return TRUE;
-  if (err && strstr (err, "not found"))
-    *why = g_strdup_printf ("%s has no kvm-arm-gicv3 device (a QEMU without "
-                            "KVM for arm64)", emulator);
-  else
-    *why = g_strdup_printf ("%s's kvm-arm-gicv3 has no vgicd property (a QEMU "
-                            "without vgicd's patches)", emulator);
-  return FALSE;
-}
-
 /* The command line: DOMAIN, --connect URI (which parse_flags(), knowing
  * only switches, cannot take), --required, --allow-tcg. */
 static int
@@ -151,7 +124,7 @@ parse_request (int argc, char **argv, gboolean enable, Request *r)
     return usage_error ("disable: --required and --allow-tcg are for enable");
   r->domain = args[0];
   r->allow_tcg = seen[2];
-  r->want = !enable ? VGICD_OPTIN_NONE : seen[0] ? VGICD_OPTIN_REQUIRED : VGICD_OPTIN_WANTED;
+  r->want = !enable ? VGICD_VM_OFF : seen[0] ? VGICD_VM_REQUIRED : VGICD_VM_WANTED;
   r->what = g_strdup_printf ("%s %s", r->cmd, r->domain);
   return EXIT_OK;
 }
@@ -191,11 +164,11 @@ open_domain (const Request *r, Domain *d)
       fprintf (stderr, "vgicctl: %s: libvirt's definition: %s\n", r->what, error->message);
       return EXIT_DBUS;
     }
-  if (!vgicd_domxml_opt_in (d->doc, &d->was, &error))
+  if (!vgicd_domxml_choice (d->doc, &d->was, &error))
     {
       /* A hand-edited bad value: enable/disable rewrite it anyway. */
       fprintf (stderr, "vgicctl: %s: warning: %s (replaced)\n", r->what, error->message);
-      d->was = VGICD_OPTIN_WANTED;
+      d->was = VGICD_VM_WANTED;
     }
   return EXIT_OK;
 }
@@ -226,22 +199,16 @@ check_target (const Request *r, const Domain *d)
   return EXIT_OK;
 }
 
-/* The edit, and libvirt's new persistent definition. */
+/* The edit, and libvirt's new persistent definition.  *@arg_removed says
+ * whether the argument of earlier versions went. */
 static int
-define_edited (const Request *r, Domain *d)
+define_edited (const Request *r, Domain *d, gboolean *arg_removed)
 {
-  g_autofree char *warning = NULL;
-  g_autofree char *socket_path = vgicd_socket_path (&warning);
   g_autofree char *xml = NULL;
   virDomainPtr defined;
 
-  if (warning)
-    fprintf (stderr, "vgicctl: %s: warning: %s\n", r->what, warning);
-  vgicd_domxml_set_opt_in (d->doc, r->want);
-  if (r->want != VGICD_OPTIN_NONE)
-    vgicd_domxml_add_arg (d->doc, socket_path);
-  else
-    vgicd_domxml_remove_arg (d->doc);
+  vgicd_domxml_set_choice (d->doc, r->want);
+  *arg_removed = vgicd_domxml_remove_arg (d->doc) > 0;
   xml = vgicd_domxml_format (d->doc, NULL);
   if (!(defined = virDomainDefineXML (d->conn, xml)))
     return libvirt_failure (r->what, "cannot define the edited definition");
@@ -249,51 +216,69 @@ define_edited (const Request *r, Domain *d)
   return EXIT_OK;
 }
 
+/* Is @uri this host's libvirt? */
+static gboolean
+uri_is_local (const char *uri)
+{
+  return !uri || !strstr (uri, "://") || strstr (uri, ":///");
+}
+
 /* A running domain migrates with its live definition: give it the
- * metadata too, so the destination's hook sees the choice.  (QEMU's
- * arguments cannot change while it runs.)  *@active says whether it runs. */
+ * metadata too, so the destination's hook sees the choice; and on this
+ * host, hand the choice to vgicd now (it applies it when the VM's QEMU next
+ * attaches, or when vgicd is reloaded).  *@active says whether it runs. */
 static int
 update_live (const Request *r, Domain *d, gboolean *active)
 {
   g_autofree char *meta = NULL;
+  g_autofree char *uuid = vgicd_domxml_uuid (d->doc);
+  g_autoptr (GError) error = NULL;
 
   *active = virDomainIsActive (d->dom) == 1;
   if (!*active)
     return EXIT_OK;
-  if (r->want != VGICD_OPTIN_NONE)
-    meta = g_strdup_printf ("<" VGICD_XML_ELEMENT " required=\"%s\"/>",
-                            r->want == VGICD_OPTIN_REQUIRED ? "yes" : "no");
+  meta = r->want == VGICD_VM_OFF ? g_strdup ("<" VGICD_XML_ELEMENT " mode=\"off\"/>")
+       : g_strdup_printf ("<" VGICD_XML_ELEMENT " required=\"%s\"/>",
+                          r->want == VGICD_VM_REQUIRED ? "yes" : "no");
   if (virDomainSetMetadata (d->dom, VIR_DOMAIN_METADATA_ELEMENT, meta,
                             VGICD_XMLNS_PREFIX, VGICD_XMLNS, VIR_DOMAIN_AFFECT_LIVE) < 0)
     return libvirt_failure (r->what, "cannot update the running domain's metadata");
+  if (uri_is_local (r->uri) && uuid &&
+      !vgicd_vms_write (VGICD_DEFAULT_VMS_DIR, uuid, r->domain, r->want, &error))
+    fprintf (stderr, "vgicctl: %s: warning: cannot hand the choice to this host's "
+             "vgicd now (%s); it applies from the domain's next start\n", r->what,
+             error->message);
   return EXIT_OK;
 }
 
 /* What changed, and (enable, on this host) whether this host's QEMU can
  * use vgicd at all. */
 static void
-report (const Request *r, const Domain *d, gboolean active)
+report (const Request *r, const Domain *d, gboolean active, gboolean arg_removed)
 {
   g_autofree char *emulator = NULL;
   g_autofree char *why = NULL;
 
-  if (r->want == VGICD_OPTIN_NONE)
-    {
-      printf ("Domain %s: vgicd %s, from its next start.\n", r->domain,
-              d->was == VGICD_OPTIN_NONE ? "was not enabled; nothing to do" : "disabled");
-      return;
-    }
-  printf ("Domain %s: vgicd %s (%s), from its next start%s.\n", r->domain,
-          d->was == VGICD_OPTIN_NONE ? "enabled" : "settings updated",
-          r->want == VGICD_OPTIN_REQUIRED ?
-          "required: it does not start or migrate where vgicd is down" :
-          "optional: it runs without vgicd where vgicd is down",
-          active ? " or its next migration" : "");
-  /* Only meaningful for the local host. */
-  if (r->uri && strstr (r->uri, "://") && !strstr (r->uri, ":///"))
+  if (r->want == VGICD_VM_OFF)
+    printf ("Domain %s: vgicd %s, from its next start%s.\n", r->domain,
+            d->was == VGICD_VM_OFF ? "was already off" : "off",
+            active ? " or migration (or once vgicd is reloaded)" : "");
+  else
+    printf ("Domain %s: vgicd %s (%s), from its next start%s.\n", r->domain,
+            d->was == r->want ? "settings kept" : "on",
+            r->want == VGICD_VM_REQUIRED ?
+            "required: it does not start or migrate where vgicd is down" :
+            "optional: it runs without vgicd where vgicd is down",
+            active ? " or migration (or once vgicd is reloaded)" : "");
+  if (arg_removed)
+    printf ("Domain %s: removed the argument -global %s=... that earlier versions "
+            "added; a patched QEMU reaches vgicd without it.\n", r->domain,
+            VGICD_QEMU_PROPERTY);
+  if (r->want == VGICD_VM_OFF || !uri_is_local (r->uri))
     return;
   emulator = vgicd_domxml_text (d->doc, "devices/emulator");
-  if (!qemu_has_vgicd (emulator ? emulator : "qemu-system-aarch64", &why))
+  if (!vgicd_emulator_has_vgicd (emulator ? emulator : "/usr/bin/qemu-system-aarch64",
+                                 NULL, &why))
     fprintf (stderr, "vgicctl: %s: warning: this host's QEMU cannot use "
              "vgicd: %s; the domain runs without vgicd here until QEMU "
              "is updated\n", r->what, why);
@@ -304,19 +289,19 @@ enable_disable (int argc, char **argv, gboolean enable)
 {
   Request r = { 0 };
   g_auto (Domain) d = { 0 };
-  gboolean active = FALSE;
+  gboolean active = FALSE, arg_removed = FALSE;
   int status;
 
   if ((status = parse_request (argc, argv, enable, &r)) ||
       (status = open_domain (&r, &d)) ||
       (enable && (status = check_target (&r, &d))) ||
-      (status = define_edited (&r, &d)) ||
+      (status = define_edited (&r, &d, &arg_removed)) ||
       (status = update_live (&r, &d, &active)))
     {
       g_free (r.what);
       return status;
     }
-  report (&r, &d, active);
+  report (&r, &d, active, arg_removed);
   g_free (r.what);
   return EXIT_OK;
 }

@@ -48,15 +48,16 @@ static const char usage_text[] =
   "  mode                       print the mode (auto, single or off)\n"
   "  mode auto|single|off [--runtime]\n"
   "                             change the mode (root only); it is saved in\n"
-  "                             vgicd's configuration file unless --runtime\n"
+  "                             vgicd's state file unless --runtime\n"
   "  sessions [--json]          the VMs attached to vgicd\n"
   "  stats [--json]             host totals since vgicd started\n"
   "  dump [--all-irqs] FILE|-   decode a vGIC state record into a table\n"
   "  enable DOMAIN [--required] [--connect URI]\n"
-  "                             let a libvirt domain use vgicd (--required: it\n"
-  "                             does not start or migrate where vgicd is down)\n"
+  "                             a libvirt domain uses vgicd where the host has\n"
+  "                             it (--required: it does not start or migrate\n"
+  "                             where vgicd is down)\n"
   "  disable DOMAIN [--connect URI]\n"
-  "                             stop a libvirt domain from using vgicd\n"
+  "                             a libvirt domain never uses vgicd\n"
   "\n"
   "'vgicctl COMMAND --help' describes a command.\n"
   "\n"
@@ -344,9 +345,9 @@ cmd_mode (int argc, char **argv)
     return status;
 
   if (seen[0])
-    printf ("Mode is now %s, until vgicd restarts.\n", vgicd_mode_to_string (mode));
+    printf ("Mode is now %s, until vgicd restarts or reloads.\n", vgicd_mode_to_string (mode));
   else
-    printf ("Mode is now %s, saved in the configuration file.\n",
+    printf ("Mode is now %s, saved in vgicd's state file.\n",
             vgicd_mode_to_string (mode));
   return EXIT_OK;
 }
@@ -398,7 +399,7 @@ cmd_sessions (int argc, char **argv)
       return EXIT_OK;
     }
 
-  printf ("%-20s %-36s %5s %11s  %-28s %-28s\n", "NAME", "UUID", "VCPUS",
+  printf ("%-20s %-36s %5s %-6s %11s  %-28s %-28s\n", "NAME", "UUID", "VCPUS", "MODE",
           "SAVES/LOADS", "LAST SAVE (ms/ioctls/via)", "LAST LOAD (ms/ioctls/via)");
   for (gsize i = 0; i < n; i++)
     {
@@ -410,9 +411,21 @@ cmd_sessions (int argc, char **argv)
       g_autofree char *counts = g_strdup_printf ("%" G_GUINT64_FORMAT "/%"
                                                  G_GUINT64_FORMAT, saves, loads);
 
-      printf ("%-20s %-36s %5u %11s  %-28s %-28s\n", dict_str (s, "name"),
-              dict_str (s, "uuid"), dict_u32 (s, "vcpus"), counts, last_save,
-              last_load);
+      printf ("%-20s %-36s %5u %-6s %11s  %-28s %-28s\n", dict_str (s, "name"),
+              dict_str (s, "uuid"), dict_u32 (s, "vcpus"), dict_str (s, "mode"), counts,
+              last_save, last_load);
+    }
+  /* Where a VM's mode is not the host's, say what set it. */
+  for (gsize i = 0; i < n; i++)
+    {
+      g_autoptr (GVariant) entry = g_variant_get_child_value (list, i);
+      g_autoptr (GVariantDict) s = g_variant_dict_new (entry);
+      const char *source = NULL;
+
+      if (g_variant_dict_lookup (s, "mode-source", "&s", &source) &&
+          strcmp (source, "host") != 0)
+        printf ("  %s: mode %s, set by %s\n", dict_str (s, "name"), dict_str (s, "mode"),
+                source);
     }
   return EXIT_OK;
 }
@@ -534,8 +547,9 @@ static const Command commands[] = {
     "  auto    batch when the kernel has it, else one register per ioctl\n"
     "  single  never batch\n"
     "  off     decline saves (QEMU uses its own path); loads are still served\n"
-    "The new mode is saved in vgicd's configuration file unless --runtime is\n"
-    "given, in which case it lasts until vgicd restarts.\n",
+    "The new mode is saved in vgicd's state file (/var/lib/vgicd/state.conf),\n"
+    "where it wins over Mode= of vgicd.conf, unless --runtime is given, in\n"
+    "which case it lasts until vgicd restarts or reloads.\n",
     cmd_mode },
   { "sessions", "sessions [--json]",
     "List the attached VMs: name, uuid, vCPUs, saves/loads, and the last save\n"
@@ -553,21 +567,23 @@ static const Command commands[] = {
     "is not valid.\n",
     cmd_dump },
   { "enable", "enable DOMAIN [--required] [--allow-tcg] [--connect URI]",
-    "Let a libvirt domain use vgicd: add vgicd's metadata and the QEMU\n"
-    "argument -global kvm-arm-gicv3.vgicd=unix:path=SOCKET to its persistent\n"
-    "definition (through the libvirt API; it takes effect at the next start).\n"
-    "On a running domain the live metadata changes too, so its next\n"
-    "migration gets vgicd on the destination (the vgicd qemu hook adds the\n"
-    "argument there).  With --required the domain does not start, and is\n"
-    "not migrated in, where vgicd is not reachable; without it, it runs\n"
-    "without vgicd there.  Only aarch64 KVM domains are accepted (--allow-tcg\n"
-    "also accepts aarch64 type='qemu' domains, for tests).  Warns when this\n"
-    "host's QEMU has no vgicd property.  --connect URI: a libvirt URI\n"
+    "A patched QEMU uses the host's vgicd with no argument: every domain does\n"
+    "by default.  enable records that this domain wants it, in vgicd's metadata\n"
+    "of its persistent definition (through the libvirt API; from its next\n"
+    "start), and of its live definition when it runs (so that its next\n"
+    "migration carries the choice; on this host vgicd applies it at the next\n"
+    "start, migration or reload).  With --required the domain does not start,\n"
+    "and is not migrated in, where vgicd is not reachable; without it, it runs\n"
+    "without vgicd there.  The argument -global kvm-arm-gicv3.vgicd=... that\n"
+    "earlier versions added is removed.  Only aarch64 KVM domains are accepted\n"
+    "(--allow-tcg also accepts aarch64 type='qemu' domains, for tests).  Warns\n"
+    "when this host's QEMU has no vgicd property.  --connect URI: a libvirt URI\n"
     "(default: libvirt's default, qemu:///system for root).\n",
     vgicctl_enable },
   { "disable", "disable DOMAIN [--connect URI]",
-    "Remove vgicd's metadata and QEMU argument from a libvirt domain's\n"
-    "persistent definition (and the metadata from a running domain).\n",
+    "Record in a libvirt domain's metadata (persistent, and live when it runs)\n"
+    "that it never uses vgicd: its saves take QEMU's own path.  The argument\n"
+    "earlier versions added is removed.\n",
     vgicctl_disable },
 };
 

@@ -13,17 +13,22 @@
 # TCG): it runs under the heavy-work lock, as a whole.
 #
 # What it checks:
-#   1. an opted-in domain (required="no") migrates A -> B with vgicd up on B
-#      (the real vgicd binary): B's running definition carries B's
-#      -global kvm-arm-gicv3.vgicd=unix:path=... and QEMU got it;
+#   1. a domain with vgicd metadata (required="no") migrates A -> B with
+#      vgicd up on B (the real vgicd binary): the hook writes nothing, so B
+#      runs libvirt's own definition, with no vgicd argument, and B's domain
+#      log shows no custom-argv or hook-script taint; B's hook handed the
+#      domain's choice to B's vgicd, A's forgot it when the domain left;
 #   2. with vgicd stopped on B, a required domain's migration fails: virsh
 #      exits non-zero printing the hook's message, the domain runs on A;
 #   3. a required domain does not start on A while A's vgicd is down;
 #   4. vgicctl enable refuses the x86 guest; on an aarch64 (TCG) definition
-#      enable/disable edit the persistent XML; on a running aarch64 guest
-#      enable also changes the live metadata, so migrating it to B gets
-#      B's vgicd argument;
-#   5. the hook calls libvirtd made, in order (every call is logged).
+#      enable/disable edit the metadata only, and remove the argument of
+#      earlier versions; on a running aarch64 guest enable also changes the
+#      live metadata, so that migrating it to B hands the choice to B;
+#   5. a domain that still carries that argument migrates to B, whose QEMU
+#      has no vgicd property: B's hook removes the argument (and that is
+#      the one case where the hook writes, so libvirt taints hook-script);
+#   6. the hook calls libvirtd made, in order (every call is logged).
 set -euo pipefail
 
 . "$(dirname "$0")/../../scripts/lib/common.sh"
@@ -58,6 +63,7 @@ step_end
 
 W=$(mktemp -d /tmp/vgicd-libvirt.XXXXXX)
 CREATED_ETC_VGICD=
+CREATED_RUN_VGICD=
 PASS=0
 FAIL=0
 pass() { PASS=$((PASS + 1)); echo "  ok   $*"; }
@@ -80,7 +86,8 @@ vgicd_start() {
 	local i=$1
 	rm -f "$W/$i/vgicd.sock"
 	"$VGICD" --no-system-bus --config "$W/$i/etc-vgicd/vgicd.conf" \
-		> "$W/$i/vgicd.log" 2>&1 &
+		--state "$W/$i/vgicd-state.conf" --vms-conf "$W/$i/etc-vgicd/vms.conf" \
+		--vms-dir "$W/$i/run-vgicd/vms" > "$W/$i/vgicd.log" 2>&1 &
 	VGICD_PID[$i]=$!
 	for _ in $(seq 100); do
 		[ -S "$W/$i/vgicd.sock" ] && return 0
@@ -119,19 +126,21 @@ cleanup() {
 		vgicd_stop "$i"
 	done
 	[ -n "$CREATED_ETC_VGICD" ] && rmdir /etc/vgicd 2>/dev/null
+	[ -n "$CREATED_RUN_VGICD" ] && rmdir /run/vgicd 2>/dev/null
 	if [ -n "${KEEP:-}" ]; then echo "work files kept in $W"; else rm -rf "$W"; fi
 }
 trap cleanup EXIT
 
 # One libvirtd in a private mount namespace: its own /etc/libvirt (with the
 # hooks), /run/libvirt, /var/lib/libvirt, /var/log/libvirt,
-# /var/cache/libvirt and /etc/vgicd (the hook reads Socket= there).
+# /var/cache/libvirt, /etc/vgicd (the hook reads Socket= there) and
+# /run/vgicd (the hook hands domains' choices to vgicd there).
 libvirtd_start() {
 	local i=$1 d=$W/$1 n
 	n=$([ "$i" = A ] && echo 1 || echo 2)
 	# QEMU capabilities are probed once per instance and kept (20 s cold).
 	local cache=${VGICD_CACHE:-/var/cache/vgicd}/libvirt-$i
-	mkdir -p "$d"/{etc/hooks/qemu.d,run,lib,log,etc-vgicd} "$cache"
+	mkdir -p "$d"/{etc/hooks/qemu.d,run,lib,log,etc-vgicd,run-vgicd/vms} "$cache"
 	cat > "$d/etc/libvirtd.conf" <<-EOF
 		host_uuid = "6a3f4b6e-0000-4000-8000-00000000000$n"
 		auth_unix_rw = "none"
@@ -149,12 +158,13 @@ libvirtd_start() {
 		cgroup_controllers = [ ]
 		namespaces = [ ]
 	EOF
-	# Every hook call, in order, with a timestamp.  It runs first and hands
-	# the XML on unchanged, so 50-vgicd gets what libvirt sent.
+	# Every hook call, in order, with a timestamp.  It runs first and
+	# writes nothing, so that libvirt hands 50-vgicd its own XML and uses
+	# it as it is unless 50-vgicd writes some.
 	cat > "$d/etc/hooks/qemu.d/10-log" <<-EOF
 		#!/bin/sh
 		echo "\$(date +%s.%N) $i \$*" >> "$W/hooks.log"
-		case "\$2" in migrate|restore) exec cat ;; *) exec cat >/dev/null ;; esac
+		exec cat >/dev/null
 	EOF
 	chmod 755 "$d/etc/hooks/qemu.d/10-log"
 	# A symlink to the program, as the package installs it.
@@ -168,6 +178,7 @@ libvirtd_start() {
 		mount --bind '$d/log' /var/log/libvirt
 		mount --bind '$cache' /var/cache/libvirt
 		mount --bind '$d/etc-vgicd' /etc/vgicd
+		mount --bind '$d/run-vgicd' /run/vgicd
 		exec libvirtd -d --config /etc/libvirt/libvirtd.conf --pid-file /run/libvirt/libvirtd.pid"
 	for _ in $(seq 100); do
 		V "$i" version >/dev/null 2>&1 && return 0
@@ -180,15 +191,19 @@ libvirtd_start() {
 
 # A minimal guest: no disk, no network, no display; the firmware finds
 # nothing to boot and the guest idles.  TCG, so any host runs it.
-domain_xml() { # domain_xml NAME ARCH REQUIRED(yes|no|"")
-	local name=$1 arch=$2 req=$3 machine=pc emulator=/usr/bin/qemu-system-x86_64 meta=
+domain_xml() { # domain_xml NAME ARCH REQUIRED(yes|no|"") [old-arg]
+	local name=$1 arch=$2 req=$3 machine=pc emulator=/usr/bin/qemu-system-x86_64 meta= ns= cl=
 	if [ "$arch" = aarch64 ]; then
 		machine=virt
 		emulator=/usr/bin/qemu-system-aarch64
 	fi
 	[ -n "$req" ] && meta="<metadata><vgicd:vgicd xmlns:vgicd=\"https://vgicd.example/xmlns/1\" required=\"$req\"/></metadata>"
+	if [ "${4:-}" = old-arg ]; then
+		ns=" xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'"
+		cl="<qemu:commandline><qemu:arg value='-global'/><qemu:arg value='kvm-arm-gicv3.vgicd=unix:path=/run/vgicd/vgicd.sock'/></qemu:commandline>"
+	fi
 	cat <<-EOF
-		<domain type='qemu'>
+		<domain type='qemu'$ns>
 		  <name>$name</name>
 		  $meta
 		  <memory unit='MiB'>64</memory>
@@ -198,8 +213,18 @@ domain_xml() { # domain_xml NAME ARCH REQUIRED(yes|no|"")
 		    <emulator>$emulator</emulator>
 		    <memballoon model='none'/>
 		  </devices>
+		  $cl
 		</domain>
 	EOF
+}
+
+uuid_of() { # uuid_of INSTANCE DOMAIN
+	V "$1" domuuid "$2" 2>/dev/null | head -1
+}
+
+# no_taint INSTANCE DOMAIN KIND - libvirt's domain log has no such taint
+no_taint() {
+	! grep -q "tainted: $3" "$W/$1/log/qemu/$2.log"
 }
 
 migrate() { # migrate DOMAIN - A to B, live; virsh's stderr in $W/migrate.err
@@ -220,6 +245,10 @@ timed() { # timed LABEL COMMAND... - run, print how long it took, keep status
 if [ ! -d /etc/vgicd ]; then
 	mkdir /etc/vgicd
 	CREATED_ETC_VGICD=1
+fi
+if [ ! -d /run/vgicd ]; then
+	mkdir /run/vgicd
+	CREATED_RUN_VGICD=1
 fi
 mkdir -p /run/libvirt /var/lib/libvirt /var/log/libvirt /var/cache/libvirt
 
@@ -245,16 +274,18 @@ fi
 expect "t1 runs on B" [ "$(V B domstate vgicd-t1 2>/dev/null)" = running ]
 expect "t1 no longer runs on A" [ "$(V A domstate vgicd-t1 2>/dev/null)" = "shut off" ]
 V B dumpxml vgicd-t1 > "$W/t1-on-B.xml" 2>/dev/null || true
-expect "B's running definition has -global kvm-arm-gicv3.vgicd=unix:path=<B's socket>" \
-	grep -Fq -B1 "value='kvm-arm-gicv3.vgicd=unix:path=$SOCK_B'" "$W/t1-on-B.xml"
-expect "... right after -global" \
-	bash -c "grep -F -B1 \"kvm-arm-gicv3.vgicd=\" '$W/t1-on-B.xml' | head -1 | grep -q \"value='-global'\""
-expect "... exactly once" [ "$(grep -c 'kvm-arm-gicv3.vgicd=' "$W/t1-on-B.xml")" = 1 ]
+expect "B's running definition has no vgicd argument" \
+	bash -c "! grep -q 'kvm-arm-gicv3' '$W/t1-on-B.xml'"
 expect "B's running definition keeps the vgicd metadata" grep -q 'vgicd.example/xmlns/1' "$W/t1-on-B.xml"
-expect "B's running definition validates (virt-xml-validate)" \
-	bash -c "virt-xml-validate '$W/t1-on-B.xml' domain >/dev/null 2>&1"
-expect "B's QEMU was started with the argument" \
-	grep -Fq -- "-global kvm-arm-gicv3.vgicd=unix:path=$SOCK_B" "$W/B/log/qemu/vgicd-t1.log"
+expect "B's QEMU was started without a vgicd argument" \
+	bash -c "! grep -q 'kvm-arm-gicv3' '$W/B/log/qemu/vgicd-t1.log'"
+expect "no hook-script taint on B (the hook wrote nothing)" no_taint B vgicd-t1 hook-script
+expect "no custom-argv taint on B" no_taint B vgicd-t1 custom-argv
+grep -h 'tainted' "$W/B/log/qemu/vgicd-t1.log" | sed 's/^/  (B) /' | sort -u || true
+T1_UUID=$(uuid_of B vgicd-t1)
+expect "B's hook handed the domain's choice to B's vgicd" \
+	grep -qx 'Choice=wanted' "$W/B/run-vgicd/vms/$T1_UUID.conf"
+expect "A's hook forgot it when the domain left A" [ ! -e "$W/A/run-vgicd/vms/$T1_UUID.conf" ]
 V A dumpxml --inactive vgicd-t1 > "$W/t1-on-A.xml"
 expect "A's persistent definition is untouched (no argument)" \
 	bash -c "! grep -q kvm-arm-gicv3 '$W/t1-on-A.xml'"
@@ -323,9 +354,11 @@ if V A define "$W/arm-kvm.xml" > /dev/null 2> "$W/err"; then
 else
 	echo "  note: aarch64 type='kvm' is not definable on this host: $(head -1 "$W/err")"
 fi
-domain_xml vgicd-arm aarch64 "" > "$W/arm.xml"
+domain_xml vgicd-arm aarch64 "" old-arg > "$W/arm.xml"
 V A define "$W/arm.xml" >/dev/null
 V A dumpxml --inactive vgicd-arm > "$W/arm-before.xml"
+expect "the aarch64 definition carries the argument of earlier versions" \
+	grep -q 'kvm-arm-gicv3.vgicd=' "$W/arm-before.xml"
 rc=0
 "$VGICCTL" enable vgicd-arm --connect "$(uri A)" > "$W/out" 2> "$W/err" || rc=$?
 expect "enable refuses type='qemu' without --allow-tcg (exit 3)" [ "$rc" = 3 ]
@@ -336,35 +369,39 @@ timed "vgicctl enable --required --allow-tcg" \
 echo "  vgicctl printed: $(cat "$W/out") / $(cat "$W/err")"
 expect "enable --required: exit 0" [ "$rc" = 0 ]
 expect "... warns that this host's QEMU has no vgicd property" grep -q "QEMU cannot use vgicd" "$W/err"
+expect "... says it removed the old argument" grep -q "removed the argument" "$W/out"
 V A dumpxml --inactive vgicd-arm > "$W/arm-enabled.xml"
 expect "... persistent XML: metadata required=yes" \
 	grep -q "<vgicd:vgicd xmlns:vgicd=\"https://vgicd.example/xmlns/1\" required=\"yes\"/>" "$W/arm-enabled.xml"
-expect "... persistent XML: the argument with this host's socket" \
-	grep -Fq "value='kvm-arm-gicv3.vgicd=unix:path=$SOCK_A'" "$W/arm-enabled.xml"
+expect "... persistent XML: no vgicd argument" bash -c "! grep -q kvm-arm-gicv3 '$W/arm-enabled.xml'"
 expect "... validates" bash -c "virt-xml-validate '$W/arm-enabled.xml' domain >/dev/null 2>&1"
 "$VGICCTL" enable vgicd-arm --allow-tcg --connect "$(uri A)" > /dev/null 2>&1
 V A dumpxml --inactive vgicd-arm > "$W/arm-enabled2.xml"
-expect "enable again without --required: required=no, still one argument" \
-	bash -c "grep -q 'required=\"no\"' '$W/arm-enabled2.xml' &&
-		[ \$(grep -c kvm-arm-gicv3.vgicd= '$W/arm-enabled2.xml') = 1 ]"
+expect "enable again without --required: required=no" grep -q 'required="no"' "$W/arm-enabled2.xml"
 rc=0
 "$VGICCTL" disable vgicd-arm --connect "$(uri A)" > "$W/out" 2> "$W/err" || rc=$?
 V A dumpxml --inactive vgicd-arm > "$W/arm-disabled.xml"
 expect "disable: exit 0" [ "$rc" = 0 ]
-expect "disable gives back the original definition exactly" cmp -s "$W/arm-before.xml" "$W/arm-disabled.xml"
-diff "$W/arm-before.xml" "$W/arm-disabled.xml" | head -10 || true
+expect "disable: metadata mode=off" grep -q 'mode="off"' "$W/arm-disabled.xml"
+expect "disable: no required= left" bash -c "! grep -q 'required=' '$W/arm-disabled.xml'"
+expect "disable: validates" bash -c "virt-xml-validate '$W/arm-disabled.xml' domain >/dev/null 2>&1"
+expect "disable: nothing else changed" \
+	bash -c "diff <(grep -v 'vgicd\\|metadata\\|commandline\\|qemu:arg' '$W/arm-before.xml') \
+		<(grep -v 'vgicd\\|metadata\\|commandline\\|qemu:arg' '$W/arm-disabled.xml')"
 
 # enable on a running domain changes its live metadata: its next migration
-# gets B's argument from B's hook, although A's QEMU was started without.
+# hands the choice to B's vgicd, through B's hook.
 echo "--- test 4" >> "$W/hooks.log"
 if timed "start the aarch64 TCG guest on A" V A start vgicd-arm > /dev/null 2> "$W/err"; then
 	"$VGICCTL" enable vgicd-arm --allow-tcg --connect "$(uri A)" > "$W/out" 2> "$W/err" || true
 	expect "enable on the running domain sets its live metadata" \
-		bash -c "virsh -q -c '$(uri A)' dumpxml vgicd-arm | grep -q 'vgicd.example/xmlns/1'"
+		bash -c "virsh -q -c '$(uri A)' dumpxml vgicd-arm | grep -q 'required=\"no\"'"
 	if timed "virsh migrate --live aarch64 guest A -> B" migrate vgicd-arm; then
 		pass "the aarch64 guest migrated to B"
-		expect "B runs it with B's vgicd argument" \
-			bash -c "virsh -q -c '$(uri B)' dumpxml vgicd-arm | grep -Fq 'kvm-arm-gicv3.vgicd=unix:path=$SOCK_B'"
+		ARM_UUID=$(uuid_of B vgicd-arm)
+		expect "B's vgicd has the domain's choice" \
+			grep -qx 'Choice=wanted' "$W/B/run-vgicd/vms/$ARM_UUID.conf"
+		expect "no hook-script taint on B" no_taint B vgicd-arm hook-script
 	else
 		fail "the aarch64 guest did not migrate: $(cat "$W/migrate.err")"
 	fi
@@ -372,6 +409,27 @@ else
 	echo "  note: the aarch64 TCG guest does not start here: $(cat "$W/err")"
 fi
 unset VGICD_SOCKET
+step_end
+
+step_begin "5. the argument of earlier versions, migrated to a QEMU without vgicd"
+# An x86 QEMU has no kvm-arm-gicv3 and only warns about the -global; the
+# hook on B asks B's QEMU, which has no vgicd property, and removes it.
+domain_xml vgicd-t5 x86_64 no old-arg > "$W/t5.xml"
+V A define "$W/t5.xml" >/dev/null
+echo "--- test 5" >> "$W/hooks.log"
+timed "start t5 on A" V A start vgicd-t5 >/dev/null
+if timed "virsh migrate --live t5 A -> B" migrate vgicd-t5; then
+	pass "t5 migrated to B"
+else
+	fail "t5 migration: $(cat "$W/migrate.err")"
+fi
+V B dumpxml vgicd-t5 > "$W/t5-on-B.xml" 2>/dev/null || true
+expect "B's running definition lost the old argument" \
+	bash -c "! grep -q 'kvm-arm-gicv3' '$W/t5-on-B.xml'"
+expect "B's QEMU was started without it" \
+	bash -c "! grep -q 'kvm-arm-gicv3' '$W/B/log/qemu/vgicd-t5.log'"
+expect "B's hook cached its QEMU's answer" \
+	grep -q '^Vgicd=false' "$W/B/run-vgicd/emulators/emulators.conf"
 step_end
 
 echo

@@ -7,10 +7,13 @@
 #   2. the same suites built with AddressSanitizer + UBSan;
 #   3. the libFuzzer build (clang) replaying the record decoder's corpus;
 #   4. the aarch64 cross-build, with its tests under qemu-user where that works;
-#   5. the planner's access counts for docs/kernel-interface.md's table;
+#   5. the planner's access counts for docs/kernel-interface.md's table, and
+#      the benchmark of what a stuck or dying vgicd adds to a save's pause;
 #   6. the tiers that run the real things: a booted systemd (nspawn) from the
 #      build tree and from the Debian packages (built and checked by lintian),
-#      two libvirtd instances migrating a domain through the hook;
+#      two libvirtd instances migrating a domain through the hook; the
+#      AppArmor profiles and the SELinux module compiled with Debian 12's
+#      and 13's own tools;
 #   7. the QEMU series applied to Debian stable's QEMU and its changed objects
 #      cross-compiled for aarch64 with -Werror, with and without vgicd;
 #   8. the nested tier: the kernel series built, and real arm64 kernels (with
@@ -125,6 +128,12 @@ echo "(under qemu-user: the planner, record, fuzz-corpus and dump suites)"
 run_suites "$VGICD_BUILD/aarch64" --suite planner --suite record --suite fuzz --suite dump
 step_end
 
+step_begin "bounded pause: a stuck or dying vgicd (bench/bench-stuck-vgicd)"
+# Prints the figures (docs/operations.md quotes them); fails only when a
+# save does not fall back, or a failed load writes a register.
+run_tier "stuck-vgicd bench" "$VGICD_BUILD/gcc/bench/bench-stuck-vgicd"
+step_end
+
 step_begin "planner counts (docs/kernel-interface.md)"
 # The test asserts the totals of docs/kernel-interface.md; --verbose prints them.
 "$VGICD_BUILD/gcc/tests/planner/test-plan" -p /planner/counts/facts-table --verbose ||
@@ -138,6 +147,10 @@ step_end
 
 step_begin "Debian packages (dpkg-buildpackage, lintian)"
 run_tier "Debian packages" bash tests/debian/build-deb.sh --nocheck
+step_end
+
+step_begin "AppArmor profiles and SELinux module (Debian 12 and 13 tools)"
+run_tier "confinement policies" bash tests/security/check-policies.sh "$VGICD_BUILD/gcc"
 step_end
 
 step_begin "booted systemd (nspawn) from the installed .debs"

@@ -25,14 +25,18 @@ PKGS_CROSS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64
 PKGS_NSPAWN=(mmdebstrap systemd-container
 	procps)		# pgrep: finding the container's PID 1
 # The Debian packages (tests/debian/build-deb.sh).
-PKGS_DEB=(dpkg-dev debhelper lintian fakeroot)
+PKGS_DEB=(dpkg-dev debhelper dh-apparmor lintian fakeroot)
+# Compiling the AppArmor profiles and the SELinux module of Debian 12 and 13
+# with their own tools, unpacked (tests/security/check-policies.sh).
+PKGS_POLICY=(make m4 dpkg-dev)
 # Two libvirtd (tests/libvirt/run-libvirtd.sh).
 PKGS_LIBVIRT=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86
 	qemu-system-arm)
 # The QEMU series' build check and the patched QEMU (qemu-patch/).
 PKGS_QEMU=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross pkgconf:arm64 libglib2.0-dev:arm64
 	zlib1g-dev:arm64 libfdt-dev:arm64 libpixman-1-dev:arm64 libsystemd-dev:arm64
-	ccache ninja-build meson pkg-config dpkg-dev git bc python3-venv)
+	ccache ninja-build meson pkg-config dpkg-dev git bc python3-venv
+	libxml2-dev:arm64 libvirt-dev:arm64)	# the aarch64 hook the QEMU e2e tier runs
 # The kernel series and its selftest (kernel-patch/build-kernel.sh).
 PKGS_KERNEL=(linux-source-6.1 gcc-aarch64-linux-gnu libc6-dev-arm64-cross ccache make
 	flex bison bc libssl-dev libelf-dev xz-utils git perl python3 cpio util-linux

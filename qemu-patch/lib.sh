@@ -141,7 +141,7 @@ QP_PKG_CONFIG_LIBDIR=$QP_CACHE/pkgconfig-aarch64:/usr/lib/aarch64-linux-gnu/pkgc
 qp_libvgicd_aarch64() {
 	local b=${VGICD_BUILD:-$QP_ROOT/_build}/aarch64 pc
 	if [ ! -f "$b/build.ninja" ]; then
-		(cd "$QP_ROOT" && heavy meson setup "$b" --werror \
+		(cd "$QP_ROOT" && heavy meson setup "$b" --werror -Dlibvirt=enabled \
 			--cross-file cross/aarch64-linux-gnu.ini >/dev/null)
 	fi
 	if ! heavy ninja -C "$b" >"$QP_CACHE/libvgicd-aarch64.log" 2>&1; then

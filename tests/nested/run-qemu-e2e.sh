@@ -3,7 +3,9 @@
 # run-qemu-e2e.sh - the QEMU end-to-end tier: the patched qemu-system-aarch64
 # (qemu-patch/) and Debian stable's stock arm64 QEMU 10.0, run with KVM
 # inside an arm64 machine booted at EL2 under qemu-system-aarch64 (TCG), on
-# the patched kernel (kernel-patch/), with a real vgicd.
+# the patched kernel (kernel-patch/), with a real vgicd on the well-known
+# socket.  No QEMU is given a vgicd argument: the patched one uses the
+# host's vgicd by default.
 #
 # From a fresh Debian 12 machine, as root:
 #   bash tests/nested/run-qemu-e2e.sh [--quick] [--timeout SECONDS]
@@ -18,8 +20,13 @@
 #       cont;
 #   (b) B into the stock QEMU fails (unknown subsection) and the source
 #       stays alive; A loads into the patched QEMU with vgicd by QEMU's own
-#       path; with vgicd unreachable the patched QEMU starts (warning) and
-#       saves by its own path;
+#       path; with an explicit vgicd address that is unreachable the patched
+#       QEMU starts (warning) and saves by its own path; on a host without
+#       vgicd it starts and saves by its own path without a word; the stock
+#       QEMU, given the same command line as the patched one on this host
+#       with vgicd, boots the guest and migrates it live to another stock
+#       QEMU; libvirt's hook (aarch64) removes the argument of earlier
+#       versions for the stock QEMU only, and writes nothing otherwise;
 #   (c) the GIC section's save and load times (QEMU trace events) at 64 and
 #       128 vCPUs (--quick: 128), stock vs patched through vgicd, the median
 #       of --reps runs each (--quick: 1).  Target at 128: patched <= 1/20 of
@@ -81,6 +88,8 @@ ANALYZE=$VGICD_CACHE/qemu/src/pristine/scripts/analyze-migration.py
 [ -f "$ANALYZE" ] || nested_die "no $ANALYZE (the QEMU source build-qemu.sh unpacks)"
 VGICD_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd' -type f | head -n 1)
 [ -n "$VGICD_BIN" ] || nested_die "no vgicd in $QEMU_OUT/vgicd"
+HOOK_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd-qemu-hook' -type f | head -n 1)
+[ -n "$HOOK_BIN" ] || nested_die "no vgicd-qemu-hook in $QEMU_OUT/vgicd (the aarch64 build needs -Dlibvirt=enabled)"
 grep -E 'waited|vgicd support' "$NESTED_OUT/build-qemu.log" | sort -u || true
 step_end
 
@@ -134,6 +143,7 @@ initramfs_busybox "$stage" "$NESTED_CACHE/busybox/bin/busybox"
 initramfs_elf "$stage" "$STOCK_ROOT/usr/bin/qemu-system-aarch64" /usr/bin/qemu-stock
 initramfs_elf "$stage" "$QEMU_OUT/qemu-system-aarch64" /usr/bin/qemu-patched
 initramfs_elf "$stage" "$VGICD_BIN" /usr/sbin/vgicd
+initramfs_elf "$stage" "$HOOK_BIN" /usr/sbin/vgicd-qemu-hook
 initramfs_file "$stage" "$NESTED_OUT/qmp" /usr/bin/qmp 0755
 initramfs_file "$stage" "$PATCHED_IMAGE" /l2/Image
 initramfs_file "$stage" "$NESTED_OUT/l2.cpio" /l2/initrd

@@ -1,9 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # /init of the QEMU end-to-end tier's L1 machine (run-qemu-e2e.sh): an arm64
-# host with KVM, a real vgicd (--no-system-bus, Mode=auto, AllowUsers=root),
-# the patched qemu-system-aarch64 (/usr/bin/qemu-patched) and Debian
-# stable's stock one (/usr/bin/qemu-stock).  It runs the scenarios, prints
+# host with KVM, a real vgicd (--no-system-bus, Mode=auto, AllowUsers=root)
+# on the well-known socket, the patched qemu-system-aarch64
+# (/usr/bin/qemu-patched), Debian stable's stock one (/usr/bin/qemu-stock)
+# and libvirt's qemu hook (/usr/sbin/vgicd-qemu-hook).  No QEMU gets a
+# vgicd argument: the patched one uses the host's vgicd by default, and the
+# stock one gets the same command line, as the hook and vgicctl now leave
+# every domain's.  It runs the scenarios, prints
 # E2E-CHECK lines (PASS/FAIL) and ships the migration streams and QEMU
 # trace logs to the host on the console (gzip + base64 between
 # E2E-FILE-BEGIN/E2E-FILE-END), where they are analysed.
@@ -40,8 +44,8 @@ Q=/tmp/q			# QMP sockets, consoles, traces, streams
 mkdir -p $Q /run/vgicd /etc/vgicd /var/log
 PQ=/usr/bin/qemu-patched
 SQ=/usr/bin/qemu-stock
+# The patched QEMU's default address (qemu-patch/, -Dvgicd_address).
 SOCK=/run/vgicd/vgicd.sock
-VGICD_PROP="kvm-arm-gicv3.vgicd=unix:path=$SOCK"
 FAILS=0
 
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -190,15 +194,28 @@ stamp init
 echo "E2E: patched: $($PQ --version | head -n 1)"
 echo "E2E: stock:   $($SQ --version | head -n 1)"
 
+# start_vgicd - vgicd on $SOCK, as vgicd.socket would have it; waits for it.
+start_vgicd() {
+	vgicd --no-system-bus --config /etc/vgicd/vgicd.conf >> /var/log/vgicd.log 2>&1 &
+	VGICD_PID=$!
+	local i=0
+	while [ ! -S $SOCK ]; do
+		i=$((i + 1))
+		[ $i -lt 300 ] || return 1
+		sleep 0.1
+	done
+}
+# stop_vgicd - no vgicd on this host (and no socket file left behind)
+stop_vgicd() {
+	kill "$VGICD_PID" 2>/dev/null
+	wait "$VGICD_PID" 2>/dev/null
+	VGICD_PID=
+	rm -f $SOCK
+}
+
 set_mode auto
-vgicd --no-system-bus --config /etc/vgicd/vgicd.conf > /var/log/vgicd.log 2>&1 &
-VGICD_PID=$!
-i=0
-while [ ! -S $SOCK ]; do
-	i=$((i + 1))
-	[ $i -lt 300 ] || { cat /var/log/vgicd.log; finish "vgicd did not start"; }
-	sleep 0.1
-done
+: > /var/log/vgicd.log
+start_vgicd || { cat /var/log/vgicd.log; finish "vgicd did not start"; }
 sed 's/^/E2E: vgicd | /' /var/log/vgicd.log
 stamp vgicd-up
 
@@ -226,7 +243,7 @@ for n in $(echo "$A" | tr , ' '); do
 	say "(a) N=$n: boot the L2 guest on the patched QEMU with vgicd"
 	mem="$(l2_args "$n") $KERNEL"
 	# shellcheck disable=SC2086
-	start s$n $PQ "$n" $mem -append "$APPEND" -global "$VGICD_PROP"
+	start s$n $PQ "$n" $mem -append "$APPEND"
 	stamp "a$n-started"
 	if ! wait_ticks s$n 3 900; then
 		check "a$n.boot" FAIL "no L2-TICK 3 within 900 s"
@@ -239,6 +256,13 @@ for n in $(echo "$A" | tr , ' '); do
 	qmpq s$n '{"execute":"stop"}'
 	caps s$n x-ignore-shared=true
 	stopped_at=$(ticks s$n)
+
+	# S: the patched QEMU, no vgicd argument, attached to the host's vgicd
+	if has s$n kvm_arm_gicv3_vgicd_attach && ! grep -q vgicd $Q/s$n.err; then
+		check "a$n.default-attach" PASS "no argument: $(grep -m1 kvm_arm_gicv3_vgicd_attach $Q/s$n.trace | sed 's/.*vgicd_attach //')"
+	else
+		check "a$n.default-attach" FAIL "trace: $(grep vgicd $Q/s$n.trace | head -n 3); stderr: $(cat $Q/s$n.err)"
+	fi
 
 	# A: vgicd in mode off declines, QEMU's own path
 	set_mode off || check "a$n.mode-off" FAIL "vgicd did not switch to mode off"
@@ -253,7 +277,7 @@ for n in $(echo "$A" | tr , ' '); do
 
 	# S2: A into the patched QEMU with vgicd: QEMU's own path
 	# shellcheck disable=SC2086
-	start r$n $PQ "$n" $mem -append "$APPEND" -global "$VGICD_PROP" -incoming defer -S
+	start r$n $PQ "$n" $mem -append "$APPEND" -incoming defer -S
 	caps r$n x-ignore-shared=true
 	if load r$n $Q/a$n-A.mig && has r$n kvm_arm_gicv3_vgicd_attach && ! has r$n kvm_arm_gicv3_vgicd_load; then
 		check "a$n.load-A" PASS "the patched QEMU with vgicd loaded A by QEMU's own path (vgicd attached, no vgicd load)"
@@ -303,7 +327,7 @@ for n in $(echo "$A" | tr , ' '); do
 
 	say "(a) N=$n: load B into a third patched QEMU through vgicd, save C with vgicd off"
 	# shellcheck disable=SC2086
-	start d$n $PQ "$n" $mem -append "$APPEND" -global "$VGICD_PROP" -incoming defer -S
+	start d$n $PQ "$n" $mem -append "$APPEND" -incoming defer -S
 	caps d$n x-ignore-shared=true
 	if load d$n $Q/a$n-B.mig && has d$n kvm_arm_gicv3_vgicd_load; then
 		check "a$n.load-B" PASS "through vgicd: $(grep -m1 kvm_arm_gicv3_vgicd_load $Q/d$n.trace | sed 's/.*vgicd_load //')"
@@ -338,12 +362,11 @@ for n in $(echo "$A" | tr , ' '); do
 done
 
 # ---------------------------------------------------------------------------
-# (b3) vgicd unreachable (the property names a socket nobody listens on):
-# QEMU starts with a warning and saves by its own path; the stock QEMU loads
-# that stream.
+# (b3) an address set explicitly that nobody listens on: QEMU starts with a
+# warning and saves by its own path; the stock QEMU loads that stream.
 # ---------------------------------------------------------------------------
 if [ "$B" != 0 ]; then
-	say "(b) N=$B: the patched QEMU with vgicd unreachable"
+	say "(b) N=$B: the patched QEMU, an explicit vgicd address that is unreachable"
 	start u $PQ "$B" -m 128M -S -global "kvm-arm-gicv3.vgicd=unix:path=/run/vgicd/dead.sock"
 	qmpq u '{"execute":"query-status"}'
 	if alive u && grep -q 'vgicd' $Q/u.err; then
@@ -366,6 +389,113 @@ if [ "$B" != 0 ]; then
 	stop_qemu v
 	ship b-unreach.mig $Q/b-unreach.mig
 	keep u b-unreach
+
+	# (b4) no vgicd on the host at all: the patched QEMU, no argument,
+	# starts without a word about vgicd (a trace event only), saves by its
+	# own path, and the stock QEMU loads the stream.
+	say "(b) N=$B: the patched QEMU on a host without vgicd"
+	stop_vgicd
+	start w $PQ "$B" -m 128M -S
+	qmpq w '{"execute":"query-status"}'
+	if alive w && ! grep -qi vgicd $Q/w.err && has w kvm_arm_gicv3_vgicd_absent; then
+		check "b.no-vgicd-starts-quietly" PASS "$(grep -m1 kvm_arm_gicv3_vgicd_absent $Q/w.trace | sed 's/.*vgicd_absent //'); nothing on stderr about vgicd"
+	else
+		check "b.no-vgicd-starts-quietly" FAIL "alive=$(alive w && echo yes || echo no); trace: $(grep vgicd $Q/w.trace | head -n 3); stderr: $(cat $Q/w.err)"
+	fi
+	if save w $Q/b-novgicd.mig && ! has w kvm_arm_gicv3_vgicd_save && has w kvm_arm_gicv3_vgicd_unattached &&
+		! grep -qi vgicd $Q/w.err; then
+		check "b.no-vgicd-saves-own-path" PASS "QEMU's own path, quietly"
+	else
+		check "b.no-vgicd-saves-own-path" FAIL "$(cat $Q/w.mig-status $Q/w.err)"
+	fi
+	stop_qemu w
+	start x $SQ "$B" -m 128M -S -incoming defer
+	if load x $Q/b-novgicd.mig; then
+		check "b.no-vgicd-stream-loads-in-stock" PASS "completed"
+	else
+		check "b.no-vgicd-stream-loads-in-stock" FAIL "$(cat $Q/x.mig-status $Q/x.err)"
+	fi
+	stop_qemu x
+	keep w b-novgicd
+	start_vgicd || check "b.vgicd-restarts" FAIL "$(tail -n 5 /var/log/vgicd.log)"
+
+	# (b5) Debian's stock QEMU with exactly the command line the patched one
+	# had (what the hook and vgicctl now leave a domain with), on this host
+	# with vgicd: the L2 guest boots, migrates live to a second stock QEMU,
+	# and runs on there.
+	say "(b) N=$B: the stock QEMU, the same command line, on a host with vgicd"
+	mem="$(l2_args stock) $KERNEL"
+	# shellcheck disable=SC2086
+	start y $SQ "$B" $mem -append "$APPEND"
+	if wait_ticks y 3 900; then
+		check "b.stock-same-cmdline-starts" PASS "L2 ticking on the stock QEMU"
+		# shellcheck disable=SC2086
+		start z $SQ "$B" $mem -append "$APPEND" -incoming defer
+		caps y x-ignore-shared=true
+		caps z x-ignore-shared=true
+		qmpq z "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"unix:$Q/z.sock\"}}"
+		sleep 1
+		qmpq y "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"unix:$Q/z.sock\"}}"
+		qmp y --wait-migrate 600 > $Q/y.mig-status 2>&1
+		at=$(ticks y)
+		qmpq z '{"execute":"cont"}'
+		if grep -q '"status": "completed"' $Q/y.mig-status && wait_ticks z $((at + 3)) 600; then
+			check "b.stock-same-cmdline-migrates" PASS "migrated at tick $at, tick $(ticks z) on the destination"
+		else
+			check "b.stock-same-cmdline-migrates" FAIL "$(cat $Q/y.mig-status $Q/z.err) ticks: $at -> $(ticks z)"
+		fi
+		stop_qemu z
+	else
+		check "b.stock-same-cmdline-starts" FAIL "no L2-TICK 3 within 900 s: $(cat $Q/y.err)"
+	fi
+	stop_qemu y
+	rm -f /tmp/ram-stock
+
+	# (b6) libvirt's hook (the aarch64 build) asks each QEMU about vgicd's
+	# property: a domain that still carries the argument of earlier
+	# versions loses it on its way into the stock QEMU, keeps it into the
+	# patched one (the hook writes nothing), and a domain without it is
+	# never written.
+	say "(b) the hook against the stock and the patched QEMU"
+	export VGICD_EMULATOR_CACHE=$Q/emulators.conf VGICD_VMS_DIR=$Q/vms
+	for emu in $SQ $PQ; do
+		for arg in with without; do
+			x=$Q/dom-$arg.xml
+			{
+				echo "<domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
+				echo "  <name>e2e</name><uuid>5a1c0de5-0000-4000-8000-0000000000e2</uuid>"
+				echo "  <memory unit='KiB'>131072</memory><vcpu>1</vcpu>"
+				echo "  <os><type arch='aarch64' machine='virt'>hvm</type></os>"
+				echo "  <devices><emulator>$emu</emulator></devices>"
+				if [ $arg = with ]; then
+					echo "  <qemu:commandline><qemu:arg value='-global'/>"
+					echo "    <qemu:arg value='kvm-arm-gicv3.vgicd=unix:path=$SOCK'/></qemu:commandline>"
+				fi
+				echo "</domain>"
+			} > "$x"
+			out=$Q/hook-$arg.out
+			/usr/sbin/vgicd-qemu-hook e2e migrate begin - < "$x" > "$out" 2> "$Q/hook.err"
+			hrc=$?
+			name="b.hook.$(basename $emu).$arg-old-arg"
+			if [ $arg = without ]; then
+				if [ $hrc = 0 ] && [ ! -s "$out" ]; then check "$name" PASS "exit 0, nothing written"
+				else check "$name" FAIL "exit $hrc, output $(wc -c < "$out") bytes: $(cat $Q/hook.err)"; fi
+			elif [ $emu = $SQ ]; then
+				if [ $hrc = 0 ] && [ -s "$out" ] && ! grep -q vgicd "$out" && grep -q "<name>e2e</name>" "$out"; then
+					check "$name" PASS "argument removed: $(cat $Q/hook.err)"
+				else check "$name" FAIL "exit $hrc: $(cat "$out" $Q/hook.err)"; fi
+			else
+				if [ $hrc = 0 ] && [ ! -s "$out" ]; then check "$name" PASS "exit 0, nothing written (the patched QEMU takes it)"
+				else check "$name" FAIL "exit $hrc, output $(wc -c < "$out") bytes: $(cat $Q/hook.err)"; fi
+			fi
+		done
+	done
+	if grep -q 'qemu-stock' $Q/emulators.conf && grep -q 'qemu-patched' $Q/emulators.conf; then
+		check "b.hook.answers-cached" PASS "$(grep -c = $Q/emulators.conf) lines in the cache"
+	else
+		check "b.hook.answers-cached" FAIL "$(cat $Q/emulators.conf 2>&1)"
+	fi
+	unset VGICD_EMULATOR_CACHE VGICD_VMS_DIR
 fi
 
 # ---------------------------------------------------------------------------
@@ -378,14 +508,14 @@ fi
 [ "$C_VMDESC" = off ] && MOPT=,suppress-vmdesc=on
 for n in $(echo "$C" | tr , ' '); do
 	for side in stock patched; do
-		if [ $side = stock ]; then bin=$SQ prop=; else bin=$PQ prop="-global $VGICD_PROP"; fi
+		if [ $side = stock ]; then bin=$SQ; else bin=$PQ; fi
 		stamp "c$n-$side-started"
 		# One save and one load per run, each in a fresh QEMU (QEMU 10.0
 		# migrates a VM once); the host reports the median of the runs.
 		for r in $(seq 1 "$REPS"); do
 			say "(c) N=$n: $side: save ($r of $REPS)"
 			# shellcheck disable=SC2086
-			start c$n$side-save $bin "$n" -m 128M -S $prop
+			start c$n$side-save $bin "$n" -m 128M -S
 			if save c$n$side-save $Q/c$n-$side.mig; then
 				check "c$n.$side.save.$r" PASS
 			else
@@ -394,7 +524,7 @@ for n in $(echo "$C" | tr , ' '); do
 			stop_qemu c$n$side-save
 			say "(c) N=$n: $side: load ($r of $REPS)"
 			# shellcheck disable=SC2086
-			start c$n$side-load $bin "$n" -m 128M -S -incoming defer $prop
+			start c$n$side-load $bin "$n" -m 128M -S -incoming defer
 			if load c$n$side-load $Q/c$n-$side.mig; then
 				check "c$n.$side.load.$r" PASS
 			else

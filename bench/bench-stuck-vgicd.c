@@ -43,6 +43,7 @@
 #include "vgic-record.h"
 #include "vgic-sim.h"
 #include "vgicd-harness.h"
+#include "figures.h"
 
 #define MAX_RUNS 15
 
@@ -56,27 +57,6 @@ die (const char *what, const GError *error)
 {
   fprintf (stderr, "bench-stuck-vgicd: %s: %s\n", what, error ? error->message : "failed");
   exit (1);
-}
-
-static double
-ms_since (gint64 t0)
-{
-  return (g_get_monotonic_time () - t0) / 1000.0;
-}
-
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-
-  return x < y ? -1 : x > y;
-}
-
-static double
-median (double *v, guint n)
-{
-  qsort (v, n, sizeof (double), cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 typedef struct {
@@ -146,7 +126,7 @@ pre_save (Vm *vm, VgicdClient **client, gboolean *fell_back, double *extra_ms,
   else
     {
       if (extra_ms)
-        *extra_ms = *client ? ms_since (t0) : 0;
+        *extra_ms = *client ? figures_ms_since (t0) : 0;
       if (*client)
         vgicd_client_get_stats (*client, &st);
       g_clear_pointer (client, vgicd_client_free);
@@ -154,28 +134,7 @@ pre_save (Vm *vm, VgicdClient **client, gboolean *fell_back, double *extra_ms,
     }
   if (entries)
     *entries = st.entries;
-  return ms_since (t0);
-}
-
-/* vgicd's mode, over its (private) system bus. */
-static void
-set_mode (const char *bus_address, const char *mode)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GDBusConnection) bus = NULL;
-  g_autoptr (GVariant) reply = NULL;
-
-  bus = g_dbus_connection_new_for_address_sync (bus_address,
-                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                NULL, NULL, &error);
-  if (bus)
-    reply = g_dbus_connection_call_sync (bus, "org.vgicd.Manager1", "/org/vgicd/Manager1",
-                                         "org.vgicd.Manager1", "SetMode",
-                                         g_variant_new ("(sb)", mode, FALSE), NULL,
-                                         G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &error);
-  if (!reply)
-    die ("set vgicd's mode", error);
+  return figures_ms_since (t0);
 }
 
 /* A signal to a process after a delay, from another thread. */
@@ -244,25 +203,6 @@ typedef struct {
   char note[96];
 } Row;
 
-static double
-row_median (const double *v, guint n)
-{
-  double tmp[MAX_RUNS];
-
-  memcpy (tmp, v, n * sizeof (double));
-  return median (tmp, n);
-}
-
-static double
-row_max (const double *v, guint n)
-{
-  double m = 0;
-
-  for (guint i = 0; i < n; i++)
-    m = MAX (m, v[i]);
-  return m;
-}
-
 static void
 print_row (const Row *r)
 {
@@ -270,13 +210,13 @@ print_row (const Row *r)
 
   if (!r->no_extra)
     {
-      g_snprintf (extra, sizeof extra, "%.1f", row_median (r->extra, r->runs));
-      g_snprintf (worst, sizeof worst, "%.1f", row_max (r->extra, r->runs));
+      g_snprintf (extra, sizeof extra, "%.1f", figures_median (r->extra, r->runs));
+      g_snprintf (worst, sizeof worst, "%.1f", figures_max (r->extra, r->runs));
     }
   if (!r->no_other)
-    g_snprintf (other, sizeof other, "%.1f", row_median (r->other, r->runs));
+    g_snprintf (other, sizeof other, "%.1f", figures_median (r->other, r->runs));
   printf ("| %-34s | %8.1f | %8s | %8s | %8s | %s\n", r->name,
-          row_median (r->pause, r->runs), extra, worst, other, r->note);
+          figures_median (r->pause, r->runs), extra, worst, other, r->note);
 }
 
 /* Stop vgicd (SIGSTOP) part-way through saves: run i after
@@ -347,7 +287,7 @@ bench_timeout (Vm *vm, guint timeout_ms)
 
       if (!c)
         die ("attach", error);
-      healthy.other[i] = ms_since (t0);
+      healthy.other[i] = figures_ms_since (t0);
       healthy.pause[i] = pre_save (vm, &c, &fell, NULL, NULL);
       if (fell)
         die ("a healthy vgicd's save fell back", NULL);
@@ -356,7 +296,7 @@ bench_timeout (Vm *vm, guint timeout_ms)
     }
   g_snprintf (healthy.note, sizeof healthy.note, "through vgicd (%u entries); other: attach",
               full);
-  healthy_ms = row_median (healthy.pause, healthy.runs);
+  healthy_ms = figures_median (healthy.pause, healthy.runs);
 
   /* The mute listener: the attach (VM running) fails; the save is own. */
   {
@@ -368,7 +308,7 @@ bench_timeout (Vm *vm, guint timeout_ms)
         gint64 t0 = g_get_monotonic_time ();
         VgicdClient *c = attach (m->address, vm->src, vm->shape, &e);
 
-        mute.other[i] = ms_since (t0);
+        mute.other[i] = figures_ms_since (t0);
         if (c)
           die ("a mute listener let the attach through", NULL);
         mute.pause[i] = pre_save (vm, &c, &fell, &mute.extra[i], NULL);
@@ -398,7 +338,8 @@ bench_timeout (Vm *vm, guint timeout_ms)
    * one by one, where the steps take long enough for stops to land
    * between them (the budget is spent over several waits). */
   stop_mid_save (vm, h, &mid, healthy_ms, stuck_runs, full);
-  set_mode (h->bus_address, "single");
+  if (!vgicd_harness_set_mode (h, "single", &error))
+    die ("set vgicd's mode", error);
   {
     double single_ms;
     Row probe = { 0 };
@@ -412,11 +353,12 @@ bench_timeout (Vm *vm, guint timeout_ms)
         probe.pause[i] = pre_save (vm, &c, &fell, NULL, NULL);
         g_clear_pointer (&c, vgicd_client_free);
       }
-    single_ms = row_median (probe.pause, probe.runs);
+    single_ms = figures_median (probe.pause, probe.runs);
     mid_single.one_by_one = TRUE;
     stop_mid_save (vm, h, &mid_single, single_ms, stuck_runs, full);
   }
-  set_mode (h->bus_address, "auto");
+  if (!vgicd_harness_set_mode (h, "auto", &error))
+    die ("set vgicd's mode", error);
 
   /* The destination: a load with vgicd stopped fails, writes nothing. */
   for (guint i = 0; i < stuck_runs; i++, load.runs++)
@@ -438,7 +380,7 @@ bench_timeout (Vm *vm, guint timeout_ms)
       if (vgicd_client_load (c, g_bytes_get_data (vm->reference, NULL),
                              g_bytes_get_size (vm->reference), &e))
         die ("a stopped vgicd's load succeeded", NULL);
-      load.pause[i] = load.other[i] = load.extra[i] = ms_since (t0);
+      load.pause[i] = load.other[i] = load.extra[i] = figures_ms_since (t0);
       kill (h->vgicd_pid, SIGCONT);
       vgic_sim_counters_get (dst, &counters);
       if (counters.single_set + counters.batch_calls != 0)

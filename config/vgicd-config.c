@@ -88,6 +88,36 @@ config_defaults (const char *path)
 
 /* Prefix an error from the key file with where it came from, since the
  * daemon's log line is all the operator gets. */
+gboolean
+vgicd_config_read_mode (GKeyFile *file, const char *path, const char *group,
+                        VgicdMode *mode, gboolean *found, GError **error)
+{
+  g_autofree char *value = NULL;
+  GError *local = NULL;
+
+  *found = FALSE;
+  if (!g_key_file_has_key (file, group, "Mode", NULL))
+    return TRUE;
+  value = g_key_file_get_string (file, group, "Mode", &local);
+  if (!value)
+    {
+      g_set_error (error, G_KEY_FILE_ERROR, local->code, "%s: [%s] Mode: %s", path, group,
+                   local->message);
+      g_error_free (local);
+      return FALSE;
+    }
+  g_strstrip (value);
+  if (!vgicd_mode_from_string (value, mode, NULL))
+    {
+      g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                   "%s: [%s] Mode=%s is not a mode; accepted values: " ACCEPTED_MODES,
+                   path, group, value);
+      return FALSE;
+    }
+  *found = TRUE;
+  return TRUE;
+}
+
 static gboolean
 config_error (GError **error, GError *cause, const char *path, const char *key)
 {
@@ -107,6 +137,7 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
   const char *path = config->path;
   g_auto (GStrv) keys = NULL;
   GError *local = NULL;
+  gboolean found;
 
   if (!g_key_file_has_group (file, GROUP))
     return TRUE;
@@ -120,21 +151,8 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
                         "ClientTimeout)",
                         path, keys[i]);
 
-  if (g_key_file_has_key (file, GROUP, "Mode", NULL))
-    {
-      g_autofree char *mode = g_key_file_get_string (file, GROUP, "Mode", &local);
-
-      if (!mode)
-        return config_error (error, local, path, "Mode");
-      g_strstrip (mode);
-      if (!vgicd_mode_from_string (mode, &config->mode, NULL))
-        {
-          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                       "%s: [" GROUP "] Mode=%s is not a mode; accepted values: "
-                       ACCEPTED_MODES, path, mode);
-          return FALSE;
-        }
-    }
+  if (!vgicd_config_read_mode (file, path, GROUP, &config->mode, &found, error))
+    return FALSE;
 
   if (g_key_file_has_key (file, GROUP, "Socket", NULL))
     {
@@ -264,8 +282,8 @@ gboolean
 vgicd_config_load_state (VgicdConfig *config, const char *state_path, GError **error)
 {
   g_autoptr (GKeyFile) file = g_key_file_new ();
-  g_autofree char *mode = NULL;
   GError *local = NULL;
+  gboolean found;
 
   g_free (config->state_path);
   config->state_path = g_strdup (state_path);
@@ -285,18 +303,9 @@ vgicd_config_load_state (VgicdConfig *config, const char *state_path, GError **e
       g_error_free (local);
       return FALSE;
     }
-  mode = g_key_file_get_string (file, GROUP, "Mode", NULL);
-  if (!mode)
-    return TRUE;
-  g_strstrip (mode);
-  if (!vgicd_mode_from_string (mode, &config->mode, NULL))
-    {
-      g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                   "%s: [" GROUP "] Mode=%s is not a mode; accepted values: "
-                   ACCEPTED_MODES, state_path, mode);
-      return FALSE;
-    }
-  config->mode_from_state = TRUE;
+  if (!vgicd_config_read_mode (file, state_path, GROUP, &config->mode, &found, error))
+    return FALSE;
+  config->mode_from_state = found;
   return TRUE;
 }
 

@@ -29,6 +29,15 @@ const char *vgicd_mode_to_string (VgicdMode mode);
 VgicdMode vgicd_mode_stricter (VgicdMode a, VgicdMode b);
 gboolean vgicd_mode_from_string (const char *str, VgicdMode *mode, GError **error);
 
+/**
+ * vgicd_config_read_mode() - Mode= of @group in the key file @file (read
+ * from @path, which messages name)
+ * @found: (out): whether the key is there (@mode is left alone if not)
+ * @error: a value that is not a mode, naming the accepted ones
+ */
+gboolean vgicd_config_read_mode (GKeyFile *file, const char *path, const char *group,
+                                 VgicdMode *mode, gboolean *found, GError **error);
+
 typedef struct {
   char *path;		/* the file it was read from (it may not exist) */
   char *state_path;	/* the state file applied over it, or NULL */

@@ -48,31 +48,6 @@ vgicd_vms_uuid_ok (const char *uuid)
   return n <= 64;
 }
 
-/* The static policy's Mode= for @group, if the group is there. */
-static gboolean
-static_mode (GKeyFile *file, const char *path, const char *group, gboolean *found,
-             VgicdMode *mode, GError **error)
-{
-  g_autofree char *value = NULL;
-
-  *found = FALSE;
-  if (!g_key_file_has_group (file, group))
-    return TRUE;
-  value = g_key_file_get_string (file, group, "Mode", NULL);
-  if (!value)
-    return TRUE;
-  g_strstrip (value);
-  if (!vgicd_mode_from_string (value, mode, NULL))
-    {
-      g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                   "%s: [%s] Mode=%s is not a mode; accepted values: auto, single, off",
-                   path, group, value);
-      return FALSE;
-    }
-  *found = TRUE;
-  return TRUE;
-}
-
 gboolean
 vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
                   const char *uuid, const char *name, VgicdVmPolicy *policy,
@@ -133,7 +108,7 @@ vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
       if (!key || !*key)
         continue;
       group = g_strdup_printf ("%s %s", by ? "name" : "uuid", key);
-      if (!static_mode (file, vms_conf, group, &found, &m, error))
+      if (!vgicd_config_read_mode (file, vms_conf, group, &m, &found, error))
         return FALSE;
       if (found && vgicd_mode_stricter (m, policy->mode) != policy->mode)
         {

@@ -28,6 +28,7 @@
 #include "vgic-sim.h"
 #include "vgic-direct.h"
 #include "vgicd-harness.h"
+#include "figures.h"
 
 typedef VgicEntry Entry;
 
@@ -43,35 +44,11 @@ static guint opt_vcpus = 160;
 static guint opt_irqs = 992;
 static guint opt_runs = 7;
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-
-  return x < y ? -1 : x > y;
-}
-
-static double
-median (const double *v, guint n)
-{
-  double tmp[MAX_RUNS];
-
-  memcpy (tmp, v, n * sizeof (double));
-  qsort (tmp, n, sizeof (double), cmp_double);
-  return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
-}
-
 static G_NORETURN void
 die (const char *what, const GError *error)
 {
   fprintf (stderr, "vgicd-demo: %s: %s\n", what, error ? error->message : "failed");
   exit (1);
-}
-
-static double
-ms_since (gint64 t0)
-{
-  return (g_get_monotonic_time () - t0) / 1000.0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -118,26 +95,6 @@ attach (const char *address, VgicSim *sim, const char *name, const VgicShape *sh
                                   shape->nr_vcpus, shape->mpidrs, &error))
     die ("attach to vgicd", error);
   return g_steal_pointer (&c);
-}
-
-static void
-set_mode (const char *bus_address, const char *mode)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GDBusConnection) bus = NULL;
-  g_autoptr (GVariant) reply = NULL;
-
-  bus = g_dbus_connection_new_for_address_sync (bus_address,
-                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                NULL, NULL, &error);
-  if (bus)
-    reply = g_dbus_connection_call_sync (bus, "org.vgicd.Manager1", "/org/vgicd/Manager1",
-                                         "org.vgicd.Manager1", "SetMode",
-                                         g_variant_new ("(sb)", mode, FALSE), NULL,
-                                         G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &error);
-  if (!reply)
-    die ("set vgicd's mode", error);
 }
 
 /* The destination's whole register file must equal the source's, but for
@@ -245,10 +202,10 @@ main (int argc, char **argv)
 
             t0 = g_get_monotonic_time ();
             state = qemu_get (shape, vgic_sim_get_fd (src), &paths[p].get_ioctls);
-            paths[p].get_ms[run] = ms_since (t0);
+            paths[p].get_ms[run] = figures_ms_since (t0);
             t0 = g_get_monotonic_time ();
             qemu_put (shape, vgic_sim_get_fd (dst), state, &paths[p].put_ioctls);
-            paths[p].put_ms[run] = ms_since (t0);
+            paths[p].put_ms[run] = figures_ms_since (t0);
             if (!same_state (shape, dst, reference) ||
                 !same_register_file (src, dst, opt_irqs))
               {
@@ -261,11 +218,12 @@ main (int argc, char **argv)
         g_autoptr (VgicdClient) dst_client = attach (h->address, dst, "demo-dst", shape);
         VgicdClientStats st;
 
-        set_mode (h->bus_address, p == 1 ? "single" : "auto");
+        if (!vgicd_harness_set_mode (h, p == 1 ? "single" : "auto", &error))
+          die ("set vgicd's mode", error);
         t0 = g_get_monotonic_time ();
         if (!vgicd_client_save (src_client, &record, &error))
           die ("save through vgicd", error);
-        paths[p].get_ms[run] = ms_since (t0);
+        paths[p].get_ms[run] = figures_ms_since (t0);
         vgicd_client_get_stats (src_client, &st);
         paths[p].get_ioctls = st.ioctls;
 
@@ -273,7 +231,7 @@ main (int argc, char **argv)
         if (!vgicd_client_load (dst_client, g_bytes_get_data (record, NULL),
                                 g_bytes_get_size (record), &error))
           die ("load through vgicd", error);
-        paths[p].put_ms[run] = ms_since (t0);
+        paths[p].put_ms[run] = figures_ms_since (t0);
         vgicd_client_get_stats (dst_client, &st);
         paths[p].put_ioctls = st.ioctls;
 
@@ -295,13 +253,13 @@ main (int argc, char **argv)
   printf ("|------------------------|-------------|---------|-------------|---------|\n");
   for (guint p = 0; p < G_N_ELEMENTS (paths); p++)
     printf ("| %-22s | %11.2f | %7u | %11.2f | %7u |\n", paths[p].name,
-            median (paths[p].get_ms, opt_runs), paths[p].get_ioctls,
-            median (paths[p].put_ms, opt_runs), paths[p].put_ioctls);
+            figures_median (paths[p].get_ms, opt_runs), paths[p].get_ioctls,
+            figures_median (paths[p].put_ms, opt_runs), paths[p].put_ioctls);
   for (guint p = 1; p < G_N_ELEMENTS (paths); p++)
     printf ("| improvement, %-9s | %10.0f%% |         | %10.0f%% |         |\n",
             p == 1 ? "1-by-1" : "batched",
-            100 * (1 - median (paths[p].get_ms, opt_runs) / median (paths[0].get_ms, opt_runs)),
-            100 * (1 - median (paths[p].put_ms, opt_runs) / median (paths[0].put_ms, opt_runs)));
+            100 * (1 - figures_median (paths[p].get_ms, opt_runs) / figures_median (paths[0].get_ms, opt_runs)),
+            100 * (1 - figures_median (paths[p].put_ms, opt_runs) / figures_median (paths[0].put_ms, opt_runs)));
   printf ("\n(medians of %u runs; seed figures at 160 vCPUs: 120 ms get / 158 ms put one "
           "by one, 19 / 40 ms batched)\n", opt_runs);
   printf ("Destination equals source after every transfer: %s\n"

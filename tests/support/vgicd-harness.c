@@ -201,6 +201,24 @@ vgicd_harness_start_activated (const char *vgicd, const char *policy, const char
   return harness_start (vgicd, policy, config, TRUE, error);
 }
 
+gboolean
+vgicd_harness_set_mode (VgicdHarness *h, const char *mode, GError **error)
+{
+  g_autoptr (GDBusConnection) bus = NULL;
+  g_autoptr (GVariant) reply = NULL;
+
+  bus = g_dbus_connection_new_for_address_sync (h->bus_address,
+                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                NULL, NULL, error);
+  if (bus)
+    reply = g_dbus_connection_call_sync (bus, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                                         "org.vgicd.Manager1", "SetMode",
+                                         g_variant_new ("(sb)", mode, FALSE), NULL,
+                                         G_DBUS_CALL_FLAGS_NONE, 5000, NULL, error);
+  return reply != NULL;
+}
+
 void
 vgicd_harness_kill_vgicd (VgicdHarness *h)
 {

@@ -41,6 +41,10 @@ VgicdHarness *vgicd_harness_start (const char *vgicd, const char *policy,
 VgicdHarness *vgicd_harness_start_activated (const char *vgicd, const char *policy,
                                              const char *config, GError **error);
 
+/* vgicd_harness_set_mode() - SetMode(@mode, not persisted) over the private
+ * system bus, as root's vgicctl mode --runtime would */
+gboolean vgicd_harness_set_mode (VgicdHarness *h, const char *mode, GError **error);
+
 /* vgicd_harness_kill_vgicd() - SIGKILL vgicd (for failure tests) */
 void vgicd_harness_kill_vgicd (VgicdHarness *h);
 

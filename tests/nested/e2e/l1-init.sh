@@ -365,6 +365,17 @@ done
 # (b3) an address set explicitly that nobody listens on: QEMU starts with a
 # warning and saves by its own path; the stock QEMU loads that stream.
 # ---------------------------------------------------------------------------
+# stock_loads CHECK FILE - a fresh stock QEMU (N=$B, paused) loads FILE.
+stock_loads() {
+	start sl $SQ "$B" -m 128M -S -incoming defer
+	if load sl "$2"; then
+		check "$1" PASS "completed"
+	else
+		check "$1" FAIL "$(cat $Q/sl.mig-status $Q/sl.err)"
+	fi
+	stop_qemu sl
+}
+
 if [ "$B" != 0 ]; then
 	say "(b) N=$B: the patched QEMU, an explicit vgicd address that is unreachable"
 	start u $PQ "$B" -m 128M -S -global "kvm-arm-gicv3.vgicd=unix:path=/run/vgicd/dead.sock"
@@ -380,13 +391,7 @@ if [ "$B" != 0 ]; then
 		check "b.unreachable-saves" FAIL "$(cat $Q/u.mig-status $Q/u.err)"
 	fi
 	stop_qemu u
-	start v $SQ "$B" -m 128M -S -incoming defer
-	if load v $Q/b-unreach.mig; then
-		check "b.unreachable-stream-loads-in-stock" PASS "completed"
-	else
-		check "b.unreachable-stream-loads-in-stock" FAIL "$(cat $Q/v.mig-status $Q/v.err)"
-	fi
-	stop_qemu v
+	stock_loads b.unreachable-stream-loads-in-stock $Q/b-unreach.mig
 	ship b-unreach.mig $Q/b-unreach.mig
 	keep u b-unreach
 
@@ -409,13 +414,7 @@ if [ "$B" != 0 ]; then
 		check "b.no-vgicd-saves-own-path" FAIL "$(cat $Q/w.mig-status $Q/w.err)"
 	fi
 	stop_qemu w
-	start x $SQ "$B" -m 128M -S -incoming defer
-	if load x $Q/b-novgicd.mig; then
-		check "b.no-vgicd-stream-loads-in-stock" PASS "completed"
-	else
-		check "b.no-vgicd-stream-loads-in-stock" FAIL "$(cat $Q/x.mig-status $Q/x.err)"
-	fi
-	stop_qemu x
+	stock_loads b.no-vgicd-stream-loads-in-stock $Q/b-novgicd.mig
 	keep w b-novgicd
 	start_vgicd || check "b.vgicd-restarts" FAIL "$(tail -n 5 /var/log/vgicd.log)"
 

@@ -456,7 +456,7 @@ if [ "$B" != 0 ]; then
 	# patched one (the hook writes nothing), and a domain without it is
 	# never written.
 	say "(b) the hook against the stock and the patched QEMU"
-	export VGICD_EMULATOR_CACHE=$Q/emulators.conf VGICD_VMS_DIR=$Q/vms
+	export VGICD_EMULATOR_CACHE=$Q/emulators VGICD_VMS_DIR=$Q/vms
 	for emu in $SQ $PQ; do
 		for arg in with without; do
 			x=$Q/dom-$arg.xml
@@ -489,10 +489,12 @@ if [ "$B" != 0 ]; then
 			fi
 		done
 	done
-	if grep -q 'qemu-stock' $Q/emulators.conf && grep -q 'qemu-patched' $Q/emulators.conf; then
-		check "b.hook.answers-cached" PASS "$(grep -c = $Q/emulators.conf) lines in the cache"
+	c=$Q/emulators/emulators.conf
+	if grep -q '^\[/usr/bin/qemu-stock\]' $c && grep -q '^\[/usr/bin/qemu-patched\]' $c &&
+		[ "$(grep -c '^Vgicd=true' $c)" = 1 ] && [ "$(grep -c '^Vgicd=false' $c)" = 1 ]; then
+		check "b.hook.answers-cached" PASS "one answer per QEMU: $(grep '^Vgicd=' $c | tr '\n' ' ')"
 	else
-		check "b.hook.answers-cached" FAIL "$(cat $Q/emulators.conf 2>&1)"
+		check "b.hook.answers-cached" FAIL "$(cat $c 2>&1)"
 	fi
 	unset VGICD_EMULATOR_CACHE VGICD_VMS_DIR
 fi

@@ -19,6 +19,15 @@
  * against the plan, entry by entry.  The good path costs one pass; only a
  * record that fails pays for naming the difference.
  *
+ * QEMU's own restore arrives as a list instead (kvm_arm_gicv3_put's writes,
+ * when the stream carries QEMU's fields rather than a record).  The same
+ * rule holds: vgicd runs it only when it is exactly the restore vgicd would
+ * plan for the values it writes, so the list is turned back into values
+ * (the writes to registers a save reads; the clear-alls are the planner's
+ * to add) and re-planned, and the two lists must agree access for access.
+ * That one comparison carries every ordering rule (R1 to R5) and the
+ * register set of this shape.
+ *
  * The destination's own answers (its GICD_TYPER and GICR_TYPER) decide the
  * rest: room for every IRQ, and LPIs on both sides or neither.  Those rules
  * exist once, as guards (mask, min, max); vgicd hands them to a peer that
@@ -265,6 +274,132 @@ vgic_validate_destination (const VgicShape *shape, const VgicValues *state,
       return FALSE;
     }
   return TRUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* QEMU's own restore                                                 */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+  guint32 group;
+  guint64 attr;
+} Key;
+
+static guint
+key_hash (gconstpointer p)
+{
+  const Key *k = p;
+
+  return g_int64_hash (&k->attr) ^ k->group;
+}
+
+static gboolean
+key_equal (gconstpointer a, gconstpointer b)
+{
+  const Key *x = a, *y = b;
+
+  return x->group == y->group && x->attr == y->attr;
+}
+
+/* Every register a save of @shape can read, whatever its round 2. */
+static GHashTable *
+any_save_register (const VgicShape *shape)
+{
+  g_autoptr (VgicList) first = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) second = vgic_plan_save_guess (shape, TRUE, 4);
+  GHashTable *set = g_hash_table_new_full (key_hash, key_equal, g_free, NULL);
+  const VgicList *lists[] = { first, second };
+
+  for (guint l = 0; l < G_N_ELEMENTS (lists); l++)
+    for (guint i = 0; i < lists[l]->len; i++)
+      {
+        Key *k = g_new (Key, 1);
+
+        *k = (Key) { lists[l]->entries[i].group, lists[l]->entries[i].attr };
+        g_hash_table_add (set, k);
+      }
+  return set;
+}
+
+VgicValues *
+vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
+                      GError **error)
+{
+  g_autoptr (GHashTable) saved = any_save_register (shape);
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (key_hash, key_equal, g_free, NULL);
+  g_autoptr (VgicList) kept = vgic_list_new (n + 1);
+  g_autoptr (VgicValues) state = NULL;
+  g_autoptr (VgicList) plan = NULL;
+  g_autoptr (GError) local = NULL;
+  const guint64 propbaser = vgic_attr (shape->mpidrs[0], GICR_PROPBASER);
+  gboolean lpis = FALSE;
+  VgicEntry typer;
+
+  for (gsize i = 0; i < n; i++)
+    {
+      const VgicEntry *e = &writes[i];
+      Key k = { e->group, e->attr };
+
+      if (!vgic_entry_group_is_data (e->group))
+        {
+          g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                       "QEMU's restore, write %" G_GSIZE_FORMAT ": group %u is not a vGIC "
+                       "register group; nothing written", i, e->group);
+          return NULL;
+        }
+      if (!vgic_validate_width (e, &local))
+        {
+          g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                       "QEMU's restore, write %" G_GSIZE_FORMAT ": %s; nothing written", i,
+                       local->message);
+          return NULL;
+        }
+      /* A register QEMU writes twice (IROUTER's overlapping words) counts
+       * once; a second value that differs shows in the comparison below. */
+      if (g_hash_table_contains (saved, &k) && !g_hash_table_contains (seen, &k))
+        {
+          g_hash_table_add (seen, g_memdup2 (&k, sizeof k));
+          vgic_list_append (kept, e, 1);
+        }
+      lpis |= e->group == GRP_REDIST && e->attr == propbaser;
+    }
+  /* QEMU's put writes the LPI bases exactly when the destination has LPIs;
+   * the state says so the way a save's would, for the planner and the
+   * guards. */
+  typer = (VgicEntry) { .group = GRP_REDIST, .attr = vgic_attr (shape->mpidrs[0], GICR_TYPER),
+                        .value = lpis ? GICR_TYPER_PLPIS : 0 };
+  vgic_list_append (kept, &typer, 1);
+  state = vgic_values_new (kept->entries, kept->len, error);
+  if (!state)
+    return NULL;	/* not reached: each register is kept once, and fits */
+  plan = vgic_plan_restore_write (shape, state, &local);
+  if (!plan)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                   "QEMU's restore does not write a whole vGIC of this VM (%s); "
+                   "nothing written", local->message);
+      return NULL;
+    }
+  for (guint i = 0; i < MAX (plan->len, n); i++)
+    {
+      const VgicEntry *want = i < plan->len ? &plan->entries[i] : NULL;
+      const VgicEntry *got = i < n ? &writes[i] : NULL;
+      g_autofree char *w = NULL, *g = NULL;
+
+      if (want && got && want->group == got->group && want->attr == got->attr &&
+          want->value == got->value)
+        continue;
+      w = want ? vgic_reg_describe (want->group, want->attr) : g_strdup ("nothing");
+      g = got ? vgic_reg_describe (got->group, got->attr) : g_strdup ("nothing");
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                   "QEMU's restore differs from the one vgicd plans at write %u of %"
+                   G_GSIZE_FORMAT ": QEMU writes %s = 0x%" G_GINT64_MODIFIER "x, vgicd "
+                   "would write %s = 0x%" G_GINT64_MODIFIER "x; nothing written",
+                   i, n, g, got ? (guint64) got->value : 0, w,
+                   want ? (guint64) want->value : 0);
+      return NULL;
+    }
+  return g_steal_pointer (&state);
 }
 
 /* ------------------------------------------------------------------ */

@@ -9,6 +9,7 @@
  *   IRQ, LPIs on both sides or neither), as guards a peer checks before it
  *   writes, and as a check vgicd makes itself: vgic_validate_guards(),
  *   vgic_validate_destination()
+ *   QEMU's own restore, as a list of writes: vgic_validate_writes()
  *   what an executor hands back: vgic_validate_results()
  *
  * The record's byte format (magic, version, lengths, checksum) is the
@@ -87,6 +88,23 @@ VgicList *vgic_validate_guards (const VgicShape *shape, const VgicValues *state)
  */
 gboolean vgic_validate_destination (const VgicShape *shape, const VgicValues *state,
                                     const VgicValues *check, GError **error);
+
+/**
+ * vgic_validate_writes() - may @writes, the list QEMU's own restore makes
+ * (kvm_arm_gicv3_put's writes, in its order, with its values), run on @shape?
+ * @error: VGICD_ERROR_REGISTER_SET naming the first write that is not a vGIC
+ *	register, does not fit its register, or differs from the restore vgicd
+ *	plans; nothing has been written then
+ *
+ * The list must be exactly vgic_plan_restore_write() of the values it
+ * writes: the same accesses, in the same order, with the same values.
+ *
+ * Return: those values (with GICR_TYPER.PLPIS of vCPU 0 set as the list's
+ * LPI base writes say), for vgic_validate_guards() and the restore, or NULL
+ * with @error set.
+ */
+VgicValues *vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
+                                  GError **error);
 
 /**
  * vgic_validate_results() - what an executor handed back for @sent: the

@@ -2,8 +2,9 @@
 /*
  * test-validate.c - vgic/vgic-validate.c on its own: the record entry
  * point with and without the VM's round-1 plan, the destination's guards
- * against vgicd's own destination check (they must always agree), and the
- * check of what an executor hands back.
+ * against vgicd's own destination check (they must always agree), QEMU's
+ * own restore as a list of writes, and the check of what an executor hands
+ * back.
  */
 #include <string.h>
 
@@ -231,6 +232,126 @@ test_width (void)
   g_assert_true (vgic_validate_width (&e, &error));
 }
 
+/* The restore vgicd plans for a save's values, handed back as QEMU's list
+ * of writes, gives the same values back (with and without LPIs, every APR
+ * count); each kind of difference is refused, naming the write. */
+static VgicList *
+restore_of (const VgicShape *shape, gboolean plpis, guint pri_bits, guint32 seed,
+            VgicValues **values)
+{
+  g_autoptr (VgicList) reads = fake_save (shape, plpis, pri_bits, seed, NULL);
+  g_autoptr (GError) error = NULL;
+  VgicList *plan;
+
+  *values = vgic_values_from_reads (reads->entries, reads->len, &error);
+  g_assert_no_error (error);
+  plan = vgic_plan_restore_write (shape, *values, &error);
+  g_assert_no_error (error);
+  return plan;
+}
+
+static void
+test_writes_round_trip (void)
+{
+  g_autoptr (VgicShape) shape = shape_new (4, 160);
+
+  for (int plpis = 0; plpis < 2; plpis++)
+    for (guint pri = 5; pri <= 7; pri++)
+      {
+        g_autoptr (VgicValues) saved = NULL;
+        g_autoptr (VgicList) writes = restore_of (shape, plpis, pri, 7 + pri, &saved);
+        g_autoptr (GError) error = NULL;
+        g_autoptr (VgicValues) got = vgic_validate_writes (shape, writes->entries,
+                                                           writes->len, &error);
+        g_autoptr (VgicList) again = NULL;
+
+        g_assert_no_error (error);
+        g_assert_nonnull (got);
+        again = vgic_plan_restore_write (shape, got, &error);
+        g_assert_no_error (error);
+        g_assert_cmpuint (again->len, ==, writes->len);
+        g_assert_cmpmem (again->entries, again->len * sizeof (VgicEntry), writes->entries,
+                         writes->len * sizeof (VgicEntry));
+        /* The guards see the LPIs the list writes bases for. */
+        {
+          uint64_t typer = 0;
+
+          g_assert_true (vgic_values_lookup (got, GRP_REDIST,
+                                             vgic_attr (shape->mpidrs[0], GICR_TYPER), &typer));
+          g_assert_cmpuint ((typer & GICR_TYPER_PLPIS) != 0, ==, plpis);
+        }
+      }
+}
+
+typedef enum { SWAP, VALUE, CLEAR, SHORT, LONG, GROUP, WIDE } Damage;
+
+static void
+test_writes_refused (gconstpointer data)
+{
+  Damage how = GPOINTER_TO_INT (data);
+  g_autoptr (VgicShape) shape = shape_new (4, 160);
+  g_autoptr (VgicValues) saved = NULL;
+  g_autoptr (VgicList) writes = restore_of (shape, TRUE, 6, 3, &saved);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicValues) got = NULL;
+  VgicEntry *e = writes->entries;
+  guint n = writes->len, k = n / 2;
+  const char *want = "differs from the one vgicd plans";
+
+  switch (how)
+    {
+    case SWAP:	/* two writes out of order (an ordering rule broken) */
+      while (e[k].group == e[k + 1].group && e[k].attr == e[k + 1].attr)
+        k++;	/* (IROUTER's overlapping words repeat an access) */
+      {
+        VgicEntry t = e[k];
+        e[k] = e[k + 1];
+        e[k + 1] = t;
+      }
+      break;
+    case VALUE:	/* a repeated register written two ways (IROUTER's overlap) */
+      for (k = 0; k < n; k++)
+        if (e[k].group == GRP_DIST && e[k].attr == vgic_attr (0, GICD_IROUTER + 4 * 33))
+          break;
+      g_assert_cmpuint (k, <, n);
+      e[k].value ^= 1;
+      break;
+    case CLEAR:	/* a clear-all that clears less */
+      for (k = 0; k < n; k++)
+        if (e[k].group == GRP_REDIST && e[k].attr == vgic_attr (shape->mpidrs[1], GICR_ICENABLER0))
+          break;
+      g_assert_cmpuint (k, <, n);
+      e[k].value = 1;
+      break;
+    case SHORT:	/* the last write missing */
+      n--;
+      want = "does not write a whole vGIC of this VM (missing register: ICC_AP1R0_EL1";
+      break;
+    case LONG:	/* one write more than a restore makes */
+      {
+        VgicEntry extra = e[0];
+        vgic_list_append (writes, &extra, 1);
+        e = writes->entries;
+        n++;
+      }
+      break;
+    case GROUP:	/* a write to the CTRL group */
+      e[k].group = KVM_DEV_ARM_VGIC_GRP_CTRL;
+      want = "is not a vGIC register group";
+      break;
+    case WIDE:	/* a 32-bit register given 64 bits */
+      e[1].value |= 1ULL << 40;
+      want = "is a 32-bit register";
+      break;
+    }
+  got = vgic_validate_writes (shape, e, n, &error);
+  g_assert_null (got);
+  g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
+  if (!strstr (error->message, want))
+    g_error ("\"%s\" not in: %s", want, error->message);
+  g_assert_nonnull (strstr (error->message, "nothing written"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -240,6 +361,16 @@ main (int argc, char **argv)
   g_test_add_func ("/validate/guards-agree-with-destination-check",
                    test_guards_agree_with_destination_check);
   g_test_add_func ("/validate/results", test_results);
+  g_test_add_func ("/validate/writes/round-trip", test_writes_round_trip);
+  g_test_add_data_func ("/validate/writes/out-of-order", GINT_TO_POINTER (SWAP), test_writes_refused);
+  g_test_add_data_func ("/validate/writes/irouter-overlap-disagrees", GINT_TO_POINTER (VALUE),
+                        test_writes_refused);
+  g_test_add_data_func ("/validate/writes/clear-all-clears-less", GINT_TO_POINTER (CLEAR),
+                        test_writes_refused);
+  g_test_add_data_func ("/validate/writes/one-short", GINT_TO_POINTER (SHORT), test_writes_refused);
+  g_test_add_data_func ("/validate/writes/one-more", GINT_TO_POINTER (LONG), test_writes_refused);
+  g_test_add_data_func ("/validate/writes/ctrl-group", GINT_TO_POINTER (GROUP), test_writes_refused);
+  g_test_add_data_func ("/validate/writes/wide-value", GINT_TO_POINTER (WIDE), test_writes_refused);
   g_test_add_func ("/validate/width", test_width);
   return g_test_run ();
 }

@@ -30,7 +30,7 @@ static const char *const mode_names[] = {
 
 /* The keys vgicd reads; anything else in [vgicd] is most likely a typo. */
 static const char *const known_keys[] = {
-  "Mode", "Socket", "SocketGroup", "AllowUsers", "Probe", "ClientTimeout", NULL,
+  "Mode", "Socket", "SocketGroup", "AllowUsers", "Probe", "ClientTimeout", "Record", NULL,
 };
 
 /* vgicd_mode_to_string() - "auto", "single" or "off" */
@@ -118,6 +118,32 @@ vgicd_config_read_mode (GKeyFile *file, const char *path, const char *group,
   return TRUE;
 }
 
+gboolean
+vgicd_config_read_bool (GKeyFile *file, const char *path, const char *group, const char *key,
+                        gboolean *value, gboolean *found, GError **error)
+{
+  GError *local = NULL;
+  gboolean v;
+
+  *found = FALSE;
+  if (!g_key_file_has_key (file, group, key, NULL))
+    return TRUE;
+  v = g_key_file_get_boolean (file, group, key, &local);
+  if (local)
+    {
+      g_autofree char *text = g_key_file_get_value (file, group, key, NULL);
+
+      g_error_free (local);
+      g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                   "%s: [%s] %s=%s is not a boolean; accepted values: true, false",
+                   path, group, key, text ? text : "");
+      return FALSE;
+    }
+  *value = v;
+  *found = TRUE;
+  return TRUE;
+}
+
 static gboolean
 config_error (GError **error, GError *cause, const char *path, const char *key)
 {
@@ -148,7 +174,7 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
                         "MESSAGE", "%s: unknown key [" GROUP "] %s ignored "
                         "(known: Mode, Socket, SocketGroup, AllowUsers, Probe, "
-                        "ClientTimeout)",
+                        "ClientTimeout, Record)",
                         path, keys[i]);
 
   if (!vgicd_config_read_mode (file, path, GROUP, &config->mode, &found, error))
@@ -228,20 +254,9 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
       config->client_timeout = (guint) ms;
     }
 
-  if (g_key_file_has_key (file, GROUP, "Probe", NULL))
-    {
-      config->probe = g_key_file_get_boolean (file, GROUP, "Probe", &local);
-      if (local)
-        {
-          g_autofree char *value = g_key_file_get_value (file, GROUP, "Probe", NULL);
-
-          g_error_free (local);
-          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                       "%s: [" GROUP "] Probe=%s is not a boolean; accepted "
-                       "values: true, false", path, value ? value : "");
-          return FALSE;
-        }
-    }
+  if (!vgicd_config_read_bool (file, path, GROUP, "Probe", &config->probe, &found, error) ||
+      !vgicd_config_read_bool (file, path, GROUP, "Record", &config->record, &found, error))
+    return FALSE;
   return TRUE;
 }
 

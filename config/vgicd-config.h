@@ -38,6 +38,11 @@ gboolean vgicd_mode_from_string (const char *str, VgicdMode *mode, GError **erro
 gboolean vgicd_config_read_mode (GKeyFile *file, const char *path, const char *group,
                                  VgicdMode *mode, gboolean *found, GError **error);
 
+/* vgicd_config_read_bool() - the same for a boolean @key ("true", "false") */
+gboolean vgicd_config_read_bool (GKeyFile *file, const char *path, const char *group,
+                                 const char *key, gboolean *value, gboolean *found,
+                                 GError **error);
+
 typedef struct {
   char *path;		/* the file it was read from (it may not exist) */
   char *state_path;	/* the state file applied over it, or NULL */
@@ -48,6 +53,7 @@ typedef struct {
   gboolean socket_group_set;	/* SocketGroup= was in the file */
   char **allow_users;	/* [vgicd] AllowUsers= user names, ;-separated */
   gboolean probe;	/* [vgicd] Probe=true: start-up /dev/kvm probe */
+  gboolean record;	/* [vgicd] Record=: saves carry a state record */
   guint client_timeout;	/* [vgicd] ClientTimeout= ms, for libvgicd's calls */
 } VgicdConfig;
 

@@ -14,6 +14,7 @@
  *   /etc/vgicd/vms.conf
  *   [uuid 0b6c...]      or      [name web-1]
  *   Mode=auto|single|off
+ *   Record=true|false
  */
 #include "vgicd-vms.h"
 
@@ -50,7 +51,7 @@ vgicd_vms_uuid_ok (const char *uuid)
 
 gboolean
 vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
-                  const char *uuid, const char *name, VgicdVmPolicy *policy,
+                  gboolean host_record, const char *uuid, const char *name, VgicdVmPolicy *policy,
                   char *buf, gsize buf_size, GError **error)
 {
   g_autoptr (GKeyFile) runtime = g_key_file_new ();
@@ -61,6 +62,7 @@ vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
 
   policy->mode = host;
   policy->source = "host";
+  policy->record = host_record;
 
   /* The domain's own choice, from its metadata, by UUID. */
   if (vms_dir && vgicd_vms_uuid_ok (uuid))
@@ -104,11 +106,15 @@ vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
     {
       const char *key = by ? name : uuid;
       g_autofree char *group = NULL;
+      gboolean has_record = FALSE;
 
       if (!key || !*key)
         continue;
       group = g_strdup_printf ("%s %s", by ? "name" : "uuid", key);
-      if (!vgicd_config_read_mode (file, vms_conf, group, &m, &found, error))
+
+      if (!vgicd_config_read_mode (file, vms_conf, group, &m, &found, error) ||
+          !vgicd_config_read_bool (file, vms_conf, group, "Record", &policy->record,
+                                   &has_record, error))
         return FALSE;
       if (found && vgicd_mode_stricter (m, policy->mode) != policy->mode)
         {
@@ -116,6 +122,7 @@ vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
           g_snprintf (buf, buf_size, "%s [%s]", vms_conf, group);
           policy->source = buf;
         }
+      found |= has_record;
       if (found)
         break;
     }

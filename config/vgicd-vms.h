@@ -14,8 +14,12 @@
  *
  *   the host's static policy, /etc/vgicd/vms.conf, for fleets whose
  *   orchestrator rewrites domain XML (OpenStack Nova, KubeVirt): groups
- *   [uuid UUID] or [name NAME] with Mode=; configuration management puts
- *   the same file on every host.
+ *   [uuid UUID] or [name NAME] with Mode= and Record=; configuration
+ *   management puts the same file on every host.
+ *
+ * Record= (the host's in vgicd.conf, a VM's in vms.conf, which wins) says
+ * whether the VM's saves carry a state record rather than QEMU's own GIC
+ * fields: for pools where every destination has vgicd.
  *
  * Both are key files; this is the one reader and writer of their format.
  */
@@ -47,6 +51,7 @@ const char *vgicd_vm_choice_to_string (VgicdVmChoice choice);
 typedef struct {
   VgicdMode mode;
   const char *source;
+  gboolean record;
 } VgicdVmPolicy;
 
 /**
@@ -54,16 +59,18 @@ typedef struct {
  * @vms_conf: the static policy file (may not exist)
  * @vms_dir: the folder of runtime files (may not exist)
  * @host: the host's mode
+ * @host_record: the host's Record=
  * @uuid: the VM's UUID as QEMU gave it (may be empty)
  * @name: the VM's name
  * @policy: (out): the result; @source points to a static string or into
- *	@buf
+ *	@buf; @record is the VM's group's Record= if it has one, else @host_record
  * @buf: room for @source
  * @error: set when a file that exists cannot be read or holds a bad value
  *	(the caller logs it and applies the host's mode: a broken policy file
  *	must not stop a migration)
  */
 gboolean vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
+                           gboolean host_record,
                            const char *uuid, const char *name, VgicdVmPolicy *policy,
                            char *buf, gsize buf_size, GError **error);
 

@@ -63,7 +63,7 @@ test_all_keys (void)
 {
   g_autofree char *path = write_config ("all.conf",
     "# comment\n[vgicd]\nMode=off\nSocket=/tmp/x.sock\nSocketGroup= qemu \n"
-    "AllowUsers=alice; bob\nProbe=false\n");
+    "AllowUsers=alice; bob\nProbe=false\nRecord=true\n");
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicdConfig) c = vgicd_config_load (path, &error);
 
@@ -75,6 +75,7 @@ test_all_keys (void)
   g_assert_cmpuint (g_strv_length (c->allow_users), ==, 2);
   g_assert_cmpstr (c->allow_users[1], ==, "bob");
   g_assert_false (c->probe);
+  g_assert_true (c->record);
 }
 
 /* The distribution's file with everything commented out is all defaults. */
@@ -90,6 +91,8 @@ test_shipped_file (void)
   g_assert_cmpstr (c->socket_group, ==, "kvm");
   g_assert_false (c->socket_group_set);
   g_assert_true (c->probe);
+  /* The stream stays QEMU's own unless the operator says otherwise. */
+  g_assert_false (c->record);
 }
 
 /* What the operator reads in the journal must say which file, which key
@@ -117,6 +120,8 @@ test_bad_probe_and_syntax (void)
   g_autofree char *p2 = write_config ("syntax.conf", "[vgicd\nMode=auto\n");
   g_autofree char *p3 = write_config ("relsock.conf", "[vgicd]\nSocket=x.sock\n");
   g_autofree char *p4 = write_config ("nogroup.conf", "[vgicd]\nSocketGroup= \n");
+  g_autofree char *p5 = write_config ("record.conf", "[vgicd]\nRecord=sometimes\n");
+  g_autoptr (GError) e5 = NULL;
   g_autoptr (GError) e4 = NULL;
   g_autoptr (GError) e1 = NULL;
   g_autoptr (GError) e2 = NULL;
@@ -135,6 +140,10 @@ test_bad_probe_and_syntax (void)
 
   g_assert_null (vgicd_config_load (p4, &e4));
   g_assert_nonnull (strstr (e4->message, "SocketGroup= is empty"));
+
+  g_assert_null (vgicd_config_load (p5, &e5));
+  g_assert_nonnull (strstr (e5->message, "Record=sometimes"));
+  g_assert_nonnull (strstr (e5->message, "true, false"));
 }
 
 static void

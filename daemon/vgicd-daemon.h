@@ -16,7 +16,9 @@ typedef struct _VgicdSession VgicdSession;
 typedef struct {
   guint64 saves;		/* saves completed */
   guint64 loads;		/* loads completed */
-  guint64 declined;		/* saves declined (mode off) */
+  guint64 declined;		/* saves and field loads declined (mode off) */
+  guint64 record_saves;		/* saves that produced a state record */
+  guint64 record_loads;		/* loads from a state record (the rest: QEMU's fields) */
   guint64 fallbacks;		/* operations run one by one for lack of kernel batch */
   guint64 second_rounds;	/* saves that read round 2 apart (the shape guess missed) */
   guint64 failures;		/* saves or loads that failed */

@@ -31,6 +31,7 @@ vgicd_session_log_op (VgicdSession *s, GLogLevelFlags level, const char *operati
                     "VGICD_BUSY_NS", busy_ns,
                     "VGICD_IOCTLS", ioctls,
                     "VGICD_VIA", s->step_via ? s->step_via : "-",
+                    "VGICD_STREAM", s->op_fields ? "fields" : "record",
                     "MESSAGE", "%s", line);
 }
 

@@ -150,6 +150,8 @@ get_stats (VgicdManager *m)
   T ("saves", t->saves);
   T ("loads", t->loads);
   T ("declined", t->declined);
+  T ("record-saves", t->record_saves);
+  T ("record-loads", t->record_loads);
   T ("fallbacks", t->fallbacks);
   T ("second-rounds", t->second_rounds);
   T ("failures", t->failures);

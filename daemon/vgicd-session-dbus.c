@@ -33,6 +33,21 @@ on_load_window (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, guint size,
 }
 
 static gboolean
+on_save_fields (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, gpointer data)
+{
+  vgicd_dbus_session1_complete_save_fields (skel, inv, vgicd_steps_save_fields (data));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+on_load_list (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, guint count,
+              gpointer data)
+{
+  vgicd_dbus_session1_complete_load_list (skel, inv, vgicd_steps_load_list (data, count));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
 on_next (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, GVariant *report,
          gpointer data)
 {
@@ -47,6 +62,8 @@ vgicd_session_dbus_export (VgicdSession *s, GError **error)
   g_signal_connect (s->skeleton, "handle-save", G_CALLBACK (on_save), s);
   g_signal_connect (s->skeleton, "handle-load", G_CALLBACK (on_load), s);
   g_signal_connect (s->skeleton, "handle-load-window", G_CALLBACK (on_load_window), s);
+  g_signal_connect (s->skeleton, "handle-save-fields", G_CALLBACK (on_save_fields), s);
+  g_signal_connect (s->skeleton, "handle-load-list", G_CALLBACK (on_load_list), s);
   g_signal_connect (s->skeleton, "handle-next", G_CALLBACK (on_next), s);
   return g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (s->skeleton),
                                            s->connection, s->path, error);

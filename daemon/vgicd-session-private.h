@@ -35,8 +35,13 @@ typedef struct {
   guint64 ns;		/* executor time, summed over steps */
   guint ioctls;
   const char *via;
+  const char *stream;	/* VGICD_STREAM_FIELDS or _RECORD */
   guint64 count;
 } OpStats;
+
+/* What a save or load moved: QEMU's own GIC fields, or a state record. */
+#define VGICD_STREAM_FIELDS "fields"
+#define VGICD_STREAM_RECORD "record"
 
 struct _VgicdSession {
   VgicdDaemon *daemon;
@@ -50,6 +55,7 @@ struct _VgicdSession {
   char *uuid;
   VgicdMode vm_mode;		/* the VM's own restriction (vgicd-vms.h), at attach */
   char *vm_mode_source;		/* where it comes from */
+  gboolean vm_record;		/* its saves should carry a record (host's, vms.conf) */
   VgicShape *shape;
   gboolean kernel_batch;
   gboolean peer_guards;		/* the peer checks guards before writes */
@@ -71,6 +77,9 @@ struct _VgicdSession {
   VgicList *reads;	/* save: everything read so far */
   VgicRecord *record;	/* load: the validated record */
   gsize record_len;
+  VgicValues *list_state;	/* load: the values of QEMU's list of writes */
+  const VgicValues *state;	/* load: what is written, the record's or the list's */
+  gboolean op_fields;	/* the stream carries QEMU's fields: SaveFields, LoadList */
   gint64 op_start;
   guint op_ioctls;
   guint64 op_ns;
@@ -92,6 +101,8 @@ struct _VgicdSession {
 GVariant *vgicd_steps_save (VgicdSession *s);
 GVariant *vgicd_steps_load (VgicdSession *s, const guint8 *record, gsize len);
 GVariant *vgicd_steps_load_window (VgicdSession *s, guint32 size);
+GVariant *vgicd_steps_save_fields (VgicdSession *s);
+GVariant *vgicd_steps_load_list (VgicdSession *s, guint32 count);
 GVariant *vgicd_steps_next (VgicdSession *s, GVariant *report);
 
 /* vgicd_steps_reset() - drop the operation in progress, if any */

@@ -34,8 +34,9 @@ vgicd_session_refresh_policy (VgicdSession *s)
 
   s->vm_mode = VGICD_MODE_AUTO;
   g_clear_pointer (&s->vm_mode_source, g_free);
+  s->vm_record = s->daemon->config->record;
   if (!vgicd_vms_lookup (s->daemon->vms_conf, s->daemon->vms_dir, VGICD_MODE_AUTO,
-                         s->uuid, s->name, &p, buf, sizeof buf, &error))
+                         s->daemon->config->record, s->uuid, s->name, &p, buf, sizeof buf, &error))
     {
       vgicd_session_log (s, G_LOG_LEVEL_WARNING, NULL, NULL,
                          "VM %s: per-VM policy ignored: %s", s->name, error->message);
@@ -44,6 +45,7 @@ vgicd_session_refresh_policy (VgicdSession *s)
     }
   s->vm_mode = p.mode;
   s->vm_mode_source = g_strdup (p.source);
+  s->vm_record = p.record;
 }
 
 /* The step channel's calls, into the state machine. */
@@ -56,6 +58,15 @@ channel_call (gpointer data, VgicdChannelMethod method, GVariant *args)
     {
     case VGICD_CHANNEL_SAVE:
       return vgicd_steps_save (s);
+    case VGICD_CHANNEL_SAVE_FIELDS:
+      return vgicd_steps_save_fields (s);
+    case VGICD_CHANNEL_LOAD_LIST:
+      {
+        guint32 count;
+
+        g_variant_get (args, "(u)", &count);
+        return vgicd_steps_load_list (s, count);
+      }
     case VGICD_CHANNEL_LOAD_WINDOW:
       {
         guint32 size;
@@ -261,12 +272,15 @@ vgicd_session_get_info (VgicdSession *s, gint channel_handle)
   g_variant_builder_add (&b, "{sv}", VGICD_INFO_PROTOCOL,
                          g_variant_new_uint32 (VGICD_PROTOCOL_VERSION));
   {
-    static const char *const features[] = { VGICD_FEATURE_LOAD_WINDOW, NULL };
+    static const char *const features[] = {
+      VGICD_FEATURE_LOAD_WINDOW, VGICD_FEATURE_FIELDS, NULL,
+    };
     g_variant_builder_add (&b, "{sv}", VGICD_INFO_FEATURES, g_variant_new_strv (features, -1));
   }
   g_variant_builder_add (&b, "{sv}", VGICD_INFO_VERSION, g_variant_new_string (PACKAGE_VERSION));
   g_variant_builder_add (&b, "{sv}", VGICD_INFO_TIMEOUT,
                          g_variant_new_uint32 (s->daemon->config->client_timeout));
+  g_variant_builder_add (&b, "{sv}", VGICD_INFO_RECORD, g_variant_new_boolean (s->vm_record));
   return g_variant_builder_end (&b);
 }
 
@@ -292,9 +306,14 @@ vgicd_session_describe (VgicdSession *s)
   g_variant_builder_add (&b, "{sv}", "last-save-ns", g_variant_new_uint64 (s->save.ns));
   g_variant_builder_add (&b, "{sv}", "last-save-ioctls", g_variant_new_uint32 (s->save.ioctls));
   g_variant_builder_add (&b, "{sv}", "last-save-via", g_variant_new_string (s->save.via ? s->save.via : ""));
+  g_variant_builder_add (&b, "{sv}", "last-save-stream",
+                         g_variant_new_string (s->save.stream ? s->save.stream : ""));
   g_variant_builder_add (&b, "{sv}", "last-load-ns", g_variant_new_uint64 (s->load.ns));
   g_variant_builder_add (&b, "{sv}", "last-load-ioctls", g_variant_new_uint32 (s->load.ioctls));
   g_variant_builder_add (&b, "{sv}", "last-load-via", g_variant_new_string (s->load.via ? s->load.via : ""));
+  g_variant_builder_add (&b, "{sv}", "last-load-stream",
+                         g_variant_new_string (s->load.stream ? s->load.stream : ""));
+  g_variant_builder_add (&b, "{sv}", "record", g_variant_new_boolean (s->vm_record));
   g_variant_builder_add (&b, "{sv}", "attached-usec", g_variant_new_uint64 ((guint64) s->attached_usec));
   return g_variant_builder_end (&b);
 }

@@ -20,6 +20,15 @@
  *          → done
  *          (a peer without guards: [TYPER reads] → [writes] → done)
  *
+ * A stream that carries QEMU's own GIC fields, not a record, needs no
+ * record at either end: SaveFields runs a save's steps and ends without
+ * encoding one (the peer keeps the values it read, for QEMU's fields), and
+ * LoadList takes QEMU's own restore, the writes kvm_arm_gicv3_put makes,
+ * checks that it is exactly the restore vgicd plans for the values it
+ * writes (vgic_validate_writes()), and runs it as a load's steps.  So the
+ * source and the destination each gain on their own side, and each works
+ * with a host whose QEMU or vgicd does not take part.
+ *
  * Every call to vgicd costs a round trip through two processes, which is
  * most of what vgicd adds to the kernel's time.  So a save reads round 2
  * (the LPI bases and the APRs, whose presence depends on round 1's values)
@@ -76,6 +85,8 @@ vgicd_steps_reset (VgicdSession *s)
   g_clear_pointer (&s->step, vgic_list_unref);
   g_clear_pointer (&s->reads, vgic_list_unref);
   g_clear_pointer (&s->record, vgic_record_free);
+  g_clear_pointer (&s->list_state, vgic_values_free);
+  s->state = NULL;
 }
 
 static const char *
@@ -127,8 +138,10 @@ step_fail (VgicdSession *s, const char *operation, const char *message)
 static GVariant *
 load_refused (VgicdSession *s, const GError *error)
 {
-  g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %s",
-                                          error->message);
+  /* vgic_validate_writes() says "nothing written" itself. */
+  g_autofree char *msg = s->op_fields ? g_strdup_printf ("%s", error->message)
+                         : g_strdup_printf ("record refused, nothing written: %s",
+                                            error->message);
 
   return step_fail_why (s, "load", VGICD_REASON_REFUSED, msg);
 }
@@ -216,27 +229,56 @@ step_collect (VgicdSession *s, guint n, GError **error)
 /* Save                                                               */
 /* ------------------------------------------------------------------ */
 
+/* A SaveFields is done: the values stay with the peer, for QEMU's fields. */
+static GVariant *
+save_fields_done (VgicdSession *s)
+{
+  g_autofree char *msg = NULL;
+
+  s->save.ns = s->op_ns;
+  s->save.ioctls = s->op_ioctls;
+  s->save.via = s->step_via;
+  s->save.stream = VGICD_STREAM_FIELDS;
+  s->save.count++;
+  s->daemon->totals.saves++;
+  msg = g_strdup_printf ("saved %u registers in %u ioctls (%s), %.3f ms in the kernel, "
+                         "%.3f ms in vgicd, into QEMU's own fields (no record)",
+                         s->reads->len, s->op_ioctls, s->step_via, s->op_ns / 1e6,
+                         busy_ms (s));
+  vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "save", msg);
+  {
+    guint32 n = s->reads->len;
+
+    op_end (s);
+    return step_simple (VGICD_ACTION_DONE, VGICD_STEP_FIELDS, g_variant_new_uint32 (n));
+  }
+}
+
 static GVariant *
 save_done (VgicdSession *s)
 {
   g_autoptr (GError) error = NULL;
-  /* s->reads are round 1 and round 2 exactly as planned: each step's
-   * results were checked against what was laid out (step_collect()). */
-  g_autoptr (GBytes) record = vgic_record_encode_run (s->shape, s->reads->entries,
-                                                      s->reads->len, &error);
+  g_autoptr (GBytes) record = NULL;
   g_autofree char *msg = NULL;
   GVariant *value;
   const char *key;
   gsize size;
 
+  if (s->op_fields)
+    return save_fields_done (s);
+  /* s->reads are round 1 and round 2 exactly as planned: each step's
+   * results were checked against what was laid out (step_collect()). */
+  record = vgic_record_encode_run (s->shape, s->reads->entries, s->reads->len, &error);
   if (!record)
     return step_fail (s, "save", error->message);
   size = g_bytes_get_size (record);
   s->save.ns = s->op_ns;
   s->save.ioctls = s->op_ioctls;
   s->save.via = s->step_via;
+  s->save.stream = VGICD_STREAM_RECORD;
   s->save.count++;
   s->daemon->totals.saves++;
+  s->daemon->totals.record_saves++;
   s->daemon->totals.bytes_saved += size;
   /* The record goes back through the window when the peer takes it from
    * there: it is the largest thing a save moves, and a D-Bus message would
@@ -319,26 +361,34 @@ begin_op (VgicdSession *s)
   s->op_ns = 0;
   s->op_busy = 0;
   s->op_fallback = FALSE;
+  s->op_fields = FALSE;
   s->step_via = NULL;
 }
 
+/* Mode off: QEMU takes its own path for @operation (a save, or a load of
+ * its own fields; a record can only be loaded here, so it never is). */
 static GVariant *
-start_save (VgicdSession *s)
+declined (VgicdSession *s, const char *operation)
+{
+  g_autofree char *msg = g_strdup_printf ("%s declined: mode is off (%s)", operation,
+                                          s->daemon->mode == VGICD_MODE_OFF ? "host"
+                                          : s->vm_mode_source);
+
+  s->daemon->totals.declined++;
+  vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, operation, msg);
+  op_end (s);
+  return step_simple (VGICD_ACTION_DECLINED, NULL, NULL);
+}
+
+static GVariant *
+start_save (VgicdSession *s, gboolean fields)
 {
   g_autoptr (VgicList) plan = NULL;
 
   begin_op (s);
+  s->op_fields = fields;
   if (vgicd_session_mode (s) == VGICD_MODE_OFF)
-    {
-      g_autofree char *msg = g_strdup_printf ("save declined: mode is off (%s)",
-                                              s->daemon->mode == VGICD_MODE_OFF ? "host"
-                                              : s->vm_mode_source);
-
-      s->daemon->totals.declined++;
-      vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "save", msg);
-      op_end (s);
-      return step_simple (VGICD_ACTION_DECLINED, NULL, NULL);
-    }
+    return declined (s, "save");
   /* Round 1, then round 2 as this VM's last save (or load) found it, or
    * as the host's last save did. */
   plan = vgic_list_new (s->window->capacity);
@@ -365,15 +415,51 @@ load_done (VgicdSession *s)
   s->load.ns = s->op_ns;
   s->load.ioctls = s->op_ioctls;
   s->load.via = s->step_via;
+  s->load.stream = s->op_fields ? VGICD_STREAM_FIELDS : VGICD_STREAM_RECORD;
   s->load.count++;
   s->daemon->totals.loads++;
+  s->daemon->totals.record_loads += !s->op_fields;
   s->daemon->totals.bytes_loaded += s->record_len;
   msg = g_strdup_printf ("restored %u writes in %u ioctls (%s), %.3f ms in the kernel, "
-                         "%.3f ms in vgicd", s->step->len - s->step->n_guards, s->op_ioctls,
-                         s->step_via, s->op_ns / 1e6, busy_ms (s));
+                         "%.3f ms in vgicd%s", s->step->len - s->step->n_guards, s->op_ioctls,
+                         s->step_via, s->op_ns / 1e6, busy_ms (s),
+                         s->op_fields ? ", from QEMU's own fields (no record)" : "");
   vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "load", msg);
   op_end (s);
   return step_simple (VGICD_ACTION_DONE, NULL, NULL);
+}
+
+/* The state to write is known and judged (s->state): lay out the restore. */
+static GVariant *
+start_restore (VgicdSession *s)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (s->peer_guards)
+    {
+      g_autoptr (VgicList) guards = vgic_validate_guards (s->shape, s->state);
+      g_autoptr (VgicList) write = vgic_plan_restore_write (s->shape, s->state, &error);
+      gboolean plpis = FALSE;
+      guint apr = 1;
+
+      if (!write)
+        return load_refused (s, error);
+      /* The source's shape is the best guess for this VM's next save, and
+       * for this host's. */
+      if (vgic_plan_save_shape (s->shape, s->state, &plpis, &apr, NULL))
+        learn_shape (s, plpis, apr);
+      g_clear_pointer (&s->last_second, vgic_list_unref);
+      s->last_second = vgic_plan_save_second (s->shape, s->state, NULL);
+      /* One list: the guard reads, then the writes. */
+      vgic_list_append (guards, write->entries, write->len);
+      s->op = OP_LOAD_WRITE;
+      return step_run (s, guards, TRUE);
+    }
+  s->op = OP_LOAD_CHECK;
+  {
+    g_autoptr (VgicList) check = vgic_plan_restore_check (s->shape);
+    return step_run (s, check, FALSE);
+  }
 }
 
 /* A record arrived (in a message or in the window): check all of it, then
@@ -389,32 +475,36 @@ start_load (VgicdSession *s, const guint8 *bytes, gsize len)
     return load_refused (s, error);
   s->record = g_steal_pointer (&record);
   s->record_len = len;
-  if (s->peer_guards)
-    {
-      g_autoptr (VgicList) guards = vgic_validate_guards (s->shape, s->record->values);
-      g_autoptr (VgicList) write = vgic_plan_restore_write (s->shape, s->record->values,
-                                                            &error);
-      gboolean plpis = FALSE;
-      guint apr = 1;
+  s->state = s->record->values;
+  return start_restore (s);
+}
 
-      if (!write)
-        return load_refused (s, error);
-      /* The source's shape is the best guess for this VM's next save, and
-       * for this host's. */
-      if (vgic_plan_save_shape (s->shape, s->record->values, &plpis, &apr, NULL))
-        learn_shape (s, plpis, apr);
-      g_clear_pointer (&s->last_second, vgic_list_unref);
-      s->last_second = vgic_plan_save_second (s->shape, s->record->values, NULL);
-      /* One list: the guard reads, then the writes. */
-      vgic_list_append (guards, write->entries, write->len);
-      s->op = OP_LOAD_WRITE;
-      return step_run (s, guards, TRUE);
+/* QEMU's own restore arrived in the window (@count writes): check that it
+ * is exactly vgicd's, then lay it out as vgicd's. */
+static GVariant *
+start_load_list (VgicdSession *s, guint32 count)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicList) writes = NULL;
+
+  s->op_fields = TRUE;
+  s->record_len = 0;
+  if (vgicd_session_mode (s) == VGICD_MODE_OFF)
+    return declined (s, "load");
+  if (count == 0 || count > s->window->capacity)
+    {
+      g_autofree char *msg = g_strdup_printf ("QEMU's restore refused, nothing written: %u "
+                                              "writes do not fit the window (%u)", count,
+                                              s->window->capacity);
+      return step_fail_why (s, "load", VGICD_REASON_REFUSED, msg);
     }
-  s->op = OP_LOAD_CHECK;
-  {
-    g_autoptr (VgicList) check = vgic_plan_restore_check (s->shape);
-    return step_run (s, check, FALSE);
-  }
+  /* Private copy first: the peer can still write to the window. */
+  writes = vgic_list_new_from (s->window->entries, count);
+  s->list_state = vgic_validate_writes (s->shape, writes->entries, writes->len, &error);
+  if (!s->list_state)
+    return load_refused (s, error);
+  s->state = s->list_state;
+  return start_restore (s);
 }
 
 /* Do the destination's answers to the TYPER reads (@reads, already taken
@@ -424,7 +514,7 @@ destination_fits (VgicdSession *s, const VgicList *reads, GError **error)
 {
   g_autoptr (VgicValues) check = vgic_values_new (reads->entries, reads->len, error);
 
-  return check && vgic_validate_destination (s->shape, s->record->values, check, error);
+  return check && vgic_validate_destination (s->shape, s->state, check, error);
 }
 
 /* The guards did not hold: name the difference, from what was read. */
@@ -543,7 +633,7 @@ next_step (VgicdSession *s, GVariant *report)
       g_autoptr (VgicList) write = NULL;
 
       if (!destination_fits (s, results, &error) ||
-          !(write = vgic_plan_restore_write (s->shape, s->record->values, &error)))
+          !(write = vgic_plan_restore_write (s->shape, s->state, &error)))
         return load_refused (s, error);
       s->op = OP_LOAD_WRITE;
       return step_run (s, write, TRUE);
@@ -577,7 +667,22 @@ GVariant *
 vgicd_steps_save (VgicdSession *s)
 {
   handler_begin (s);
-  return handler_end (s, start_save (s));
+  return handler_end (s, start_save (s, FALSE));
+}
+
+GVariant *
+vgicd_steps_save_fields (VgicdSession *s)
+{
+  handler_begin (s);
+  return handler_end (s, start_save (s, TRUE));
+}
+
+GVariant *
+vgicd_steps_load_list (VgicdSession *s, guint32 count)
+{
+  handler_begin (s);
+  begin_op (s);
+  return handler_end (s, start_load_list (s, count));
 }
 
 GVariant *

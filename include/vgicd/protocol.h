@@ -67,9 +67,11 @@
 #define VGICD_INFO_FEATURES "features"	/* as: VGICD_FEATURE_LOAD_WINDOW */
 #define VGICD_INFO_CHANNEL "channel"	/* h: the step channel, when asked for */
 #define VGICD_INFO_TIMEOUT "timeout-ms"	/* u: the host's bound on each later call */
+#define VGICD_INFO_RECORD "record"	/* b: this VM's saves should carry a record */
 
 /* What vgicd can do (VGICD_INFO_FEATURES). */
 #define VGICD_FEATURE_LOAD_WINDOW "load-window"	/* Session1.LoadWindow exists */
+#define VGICD_FEATURE_FIELDS "fields"	/* Session1.SaveFields and LoadList exist */
 
 /* ------------------------------------------------------------------ */
 /* Steps: the answer of every Session1 method                         */
@@ -83,6 +85,7 @@
 #define VGICD_STEP_GUARD_RANGES "guard-ranges"	/* a(ttt): mask, min, max per guard */
 #define VGICD_STEP_RECORD "record"	/* ay: a save's record (done) */
 #define VGICD_STEP_RECORD_SIZE "record-size"	/* u: its size, in the window */
+#define VGICD_STEP_FIELDS "fields"	/* u: registers a SaveFields read (done) */
 #define VGICD_STEP_REASON "reason"	/* s: VGICD_REASON_* (fail) */
 #define VGICD_STEP_MESSAGE "message"	/* s: for a person (fail) */
 
@@ -132,6 +135,8 @@ typedef enum {
   VGICD_CHANNEL_SAVE = 1,	/* "()" */
   VGICD_CHANNEL_LOAD_WINDOW = 2,	/* "(u)" */
   VGICD_CHANNEL_NEXT = 3,	/* "(a{sv})" */
+  VGICD_CHANNEL_SAVE_FIELDS = 4,	/* "()" */
+  VGICD_CHANNEL_LOAD_LIST = 5,	/* "(u)" */
 } VgicdChannelMethod;
 
 /* Eight bytes, so that the GVariant after it is 8-aligned. */
@@ -149,6 +154,8 @@ vgicd_channel_args_type (uint32_t method)
     case VGICD_CHANNEL_SAVE: return "()";
     case VGICD_CHANNEL_LOAD_WINDOW: return "(u)";
     case VGICD_CHANNEL_NEXT: return "(a{sv})";
+    case VGICD_CHANNEL_SAVE_FIELDS: return "()";
+    case VGICD_CHANNEL_LOAD_LIST: return "(u)";
     default: return NULL;
     }
 }

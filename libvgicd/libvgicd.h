@@ -15,6 +15,12 @@
  *   vgicd_client_load (c, data, len, &err);     // destination, in post_load
  *   vgicd_client_free (c);
  *
+ * Or, where the stream carries QEMU's own GIC fields (no record):
+ *
+ *   vgicd_client_save_fields (c, &regs, &err);  // the reads, batched
+ *   vgicd_regs_lookup (regs, group, attr, &v);  // what QEMU's get would read
+ *   vgicd_client_load_list (c, writes, n, &err);  // what QEMU's put would write
+ *
  * Every call is synchronous and bounded.  Save and Load, the calls made
  * inside a migration's downtime: the time each spends waiting for vgicd,
  * over all its steps, is at most the client's timeout (250 ms by default,
@@ -51,8 +57,9 @@ GQuark vgicd_client_error_quark (void);
  * @VGICD_CLIENT_ERROR_UNREACHABLE: no vgicd at the address, it went away,
  *	or it did not answer in time.  On save: use your own path.
  * @VGICD_CLIENT_ERROR_DENIED: vgicd refused this process (allow-list).
- * @VGICD_CLIENT_ERROR_DECLINED: save only: the host's mode is off; use
- *	your own path.  Not a failure.
+ * @VGICD_CLIENT_ERROR_DECLINED: a save, or a load of QEMU's own fields:
+ *	the mode (the host's or the VM's) is off; use your own path.  Not a
+ *	failure.  A record is never declined.
  * @VGICD_CLIENT_ERROR_REFUSED: vgicd refused the request: on load, the
  *	record does not fit this VM (nothing was written).
  * @VGICD_CLIENT_ERROR_DEVICE: a kernel call failed; the message names the
@@ -132,6 +139,65 @@ gboolean vgicd_client_save (VgicdClient *client, GBytes **record, GError **error
  */
 gboolean vgicd_client_load (VgicdClient *client, const void *record, size_t len,
                             GError **error);
+
+/**
+ * VgicdAccess - one register access of QEMU's own restore
+ * @group: a KVM_DEV_ARM_VGIC_GRP_* state group
+ * @attr: the kvm_device_attr.attr QEMU would pass
+ * @value: what it would write (32 bits, but for CPU_SYSREGS)
+ */
+typedef struct {
+  uint32_t group;
+  uint64_t attr;
+  uint64_t value;
+} VgicdAccess;
+
+/* What a SaveFields read: the value of each register, by (group, attr). */
+typedef struct _VgicdRegs VgicdRegs;
+
+/* vgicd_regs_lookup() - the value read for (@group, @attr), if it was read */
+gboolean vgicd_regs_lookup (const VgicdRegs *regs, uint32_t group, uint64_t attr,
+                            uint64_t *value);
+/* vgicd_regs_count() - how many registers were read */
+guint vgicd_regs_count (const VgicdRegs *regs);
+void vgicd_regs_free (VgicdRegs *regs);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdRegs, vgicd_regs_free)
+
+/**
+ * vgicd_client_offers_fields() - can this vgicd save into and load from
+ * QEMU's own fields (vgicd_client_save_fields(), vgicd_client_load_list())?
+ */
+gboolean vgicd_client_offers_fields (VgicdClient *client);
+
+/**
+ * vgicd_client_wants_record() - should this VM's saves carry a state record
+ * (vgicd's Record= for the host or the VM), rather than QEMU's own fields?
+ * TRUE for a vgicd that cannot do otherwise.
+ */
+gboolean vgicd_client_wants_record (VgicdClient *client);
+
+/**
+ * vgicd_client_save_fields() - save the vGIC state for QEMU's own fields
+ * @regs: (out): every register the save read, with its value: what QEMU's
+ *	own get would read one by one, read in batches
+ *
+ * The VM must be stopped.  DECLINED means "use your own path".  The same
+ * bound as vgicd_client_save() applies.
+ */
+gboolean vgicd_client_save_fields (VgicdClient *client, VgicdRegs **regs, GError **error);
+
+/**
+ * vgicd_client_load_list() - restore the vGIC from QEMU's own restore
+ * @writes: the writes QEMU's own put makes, in its order, with its values
+ * @n: their number (at most the window's)
+ *
+ * vgicd runs them only when they are exactly the restore it plans for the
+ * values they write (REFUSED otherwise, nothing written), batched where
+ * the kernel can.  DECLINED (mode off): run them yourself.  DEVICE: the
+ * kernel failed part-way.
+ */
+gboolean vgicd_client_load_list (VgicdClient *client, const VgicdAccess *writes, size_t n,
+                                 GError **error);
 
 /**
  * VgicdClientStats - what the last save or load cost

@@ -34,6 +34,9 @@ struct _VgicdClient {
   guint32 window_entries;
   struct kvm_vgic_batch_entry *work;	/* the private copy of a step */
   gboolean load_window;		/* vgicd has Session1.LoadWindow */
+  gboolean fields;		/* vgicd has Session1.SaveFields and LoadList */
+  gboolean record;		/* vgicd wants this VM's saves to carry a record */
+  GArray *collect;		/* a SaveFields: every read run so far (VgicEntry) */
   VgicdClientChannel *channel;	/* the step channel, or NULL */
 
   VgicdClientStats stats;
@@ -50,11 +53,17 @@ struct _VgicdClient {
 GVariant *vgicd_client_call (VgicdClient *c, const char *method, GVariant *args,
                              GError **error);
 
+/* What an operation's "done" carries. */
+typedef enum {
+  VGICD_RUN_SAVE,	/* a record */
+  VGICD_RUN_SAVE_FIELDS,	/* nothing: the reads were collected in c->collect */
+  VGICD_RUN_LOAD,	/* nothing */
+} VgicdRunKind;
+
 /**
  * vgicd_client_run() - follow vgicd's steps from @first (taken) until done,
  * declined or fail
- * @load: a load (its done carries nothing) or a save (its done, a record)
- * @record: (out): a save's record
+ * @record: (out): a save's record (VGICD_RUN_SAVE only)
  */
-gboolean vgicd_client_run (VgicdClient *c, GVariant *first, gboolean load,
+gboolean vgicd_client_run (VgicdClient *c, GVariant *first, VgicdRunKind kind,
                            GBytes **record, GError **error);

@@ -147,6 +147,11 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
       c->stats.entries += r.done;
       add_report (&b, &r, guard, exec_via);
     }
+  /* A SaveFields keeps what the kernel answered, for QEMU's fields: the
+   * reads that completed, later ones winning (a wrong guess is read again
+   * in a second round). */
+  if (c->collect && !write)
+    g_array_append_vals (c->collect, work, r.done);
   /* Back go what vgicd reads: the values read, and the guards.  Writes
    * leave nothing to read back (their errors are in the report). */
   memcpy (c->window, work, (gsize) (write ? guard : guard + count) * sizeof (*work));
@@ -207,7 +212,7 @@ take_record (VgicdClient *c, GVariant *step, GBytes **record, GError **error)
 
 /* Follow steps until vgicd says done, declined or fail. */
 gboolean
-vgicd_client_run (VgicdClient *c, GVariant *first, gboolean load, GBytes **record,
+vgicd_client_run (VgicdClient *c, GVariant *first, VgicdRunKind kind, GBytes **record,
                   GError **error)
 {
   g_autoptr (GVariant) step = first;
@@ -226,7 +231,7 @@ vgicd_client_run (VgicdClient *c, GVariant *first, gboolean load, GBytes **recor
           continue;
         }
       if (g_strcmp0 (action, VGICD_ACTION_DONE) == 0)
-        return load || take_record (c, step, record, error);
+        return kind != VGICD_RUN_SAVE || take_record (c, step, record, error);
       if (g_strcmp0 (action, VGICD_ACTION_DECLINED) == 0)
         {
           g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED,

@@ -230,7 +230,12 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
     g_autofree const char **features = NULL;
 
     if (g_variant_lookup (info, VGICD_INFO_FEATURES, "^a&s", &features))
-      c->load_window = g_strv_contains (features, VGICD_FEATURE_LOAD_WINDOW);
+      {
+        c->load_window = g_strv_contains (features, VGICD_FEATURE_LOAD_WINDOW);
+        c->fields = g_strv_contains (features, VGICD_FEATURE_FIELDS);
+      }
+    if (!g_variant_lookup (info, VGICD_INFO_RECORD, "b", &c->record))
+      c->record = !c->fields;	/* an older vgicd can only save a record */
   }
   fd = fds ? g_unix_fd_list_get (fds, handle, &local) : -1;
   if (fd < 0)
@@ -285,6 +290,8 @@ vgicd_client_call (VgicdClient *c, const char *method, GVariant *args, GError **
       VgicdChannelMethod m = strcmp (method, "Save") == 0 ? VGICD_CHANNEL_SAVE
                              : strcmp (method, "LoadWindow") == 0 ? VGICD_CHANNEL_LOAD_WINDOW
                              : strcmp (method, "Next") == 0 ? VGICD_CHANNEL_NEXT
+                             : strcmp (method, "SaveFields") == 0 ? VGICD_CHANNEL_SAVE_FIELDS
+                             : strcmp (method, "LoadList") == 0 ? VGICD_CHANNEL_LOAD_LIST
                              : 0;
       if (m)
         return vgicd_client_channel_call (c->channel, m, args, &c->wait_budget_us, error);
@@ -351,7 +358,7 @@ vgicd_client_save (VgicdClient *c, GBytes **record, GError **error)
   memset (&c->stats, 0, sizeof (c->stats));
   c->wait_budget_us = (gint64) c->timeout_ms * 1000;
   step = vgicd_client_call (c, "Save", NULL, error);
-  return step && vgicd_client_run (c, step, FALSE, record, error);
+  return step && vgicd_client_run (c, step, VGICD_RUN_SAVE, record, error);
 }
 
 gboolean
@@ -374,7 +381,154 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
                          g_variant_new ("(@ay)", g_variant_new_fixed_array (G_VARIANT_TYPE_BYTE,
                                                                             data, len, 1)),
                          error);
-  return step && vgicd_client_run (c, step, TRUE, NULL, error);
+  return step && vgicd_client_run (c, step, VGICD_RUN_LOAD, NULL, error);
+}
+
+/* ------------------------------------------------------------------ */
+/* QEMU's own fields: a save whose values stay here, a load of QEMU's  */
+/* own list of writes                                                  */
+/* ------------------------------------------------------------------ */
+
+struct _VgicdRegs {
+  GHashTable *values;	/* RegKey -> guint64 value */
+};
+
+typedef struct {
+  guint32 group;
+  guint64 attr;
+} RegKey;
+
+static guint
+reg_key_hash (gconstpointer p)
+{
+  const RegKey *k = p;
+
+  return g_int64_hash (&k->attr) ^ k->group;
+}
+
+static gboolean
+reg_key_equal (gconstpointer a, gconstpointer b)
+{
+  const RegKey *x = a, *y = b;
+
+  return x->group == y->group && x->attr == y->attr;
+}
+
+static VgicdRegs *
+regs_new (const GArray *reads)
+{
+  VgicdRegs *regs = g_new0 (VgicdRegs, 1);
+
+  regs->values = g_hash_table_new_full (reg_key_hash, reg_key_equal, g_free, g_free);
+  for (guint i = 0; i < reads->len; i++)
+    {
+      const struct kvm_vgic_batch_entry *e = &g_array_index (reads, struct kvm_vgic_batch_entry, i);
+      RegKey *k = g_new (RegKey, 1);
+
+      *k = (RegKey) { e->group, e->attr };
+      g_hash_table_replace (regs->values, k, g_memdup2 (&e->value, sizeof e->value));
+    }
+  return regs;
+}
+
+gboolean
+vgicd_regs_lookup (const VgicdRegs *regs, uint32_t group, uint64_t attr, uint64_t *value)
+{
+  RegKey k = { group, attr };
+  const guint64 *v = g_hash_table_lookup (regs->values, &k);
+
+  if (!v)
+    return FALSE;
+  *value = *v;
+  return TRUE;
+}
+
+guint
+vgicd_regs_count (const VgicdRegs *regs)
+{
+  return g_hash_table_size (regs->values);
+}
+
+void
+vgicd_regs_free (VgicdRegs *regs)
+{
+  if (!regs)
+    return;
+  g_hash_table_unref (regs->values);
+  g_free (regs);
+}
+
+gboolean
+vgicd_client_offers_fields (VgicdClient *c)
+{
+  return c->fields;
+}
+
+gboolean
+vgicd_client_wants_record (VgicdClient *c)
+{
+  return c->record;
+}
+
+static gboolean
+check_fields (VgicdClient *c, GError **error)
+{
+  if (!check_attached (c, error))
+    return FALSE;
+  if (c->fields)
+    return TRUE;
+  g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_INVALID,
+               "this vgicd cannot save into or load from QEMU's own fields (it is "
+               "older than libvgicd); use a record");
+  return FALSE;
+}
+
+gboolean
+vgicd_client_save_fields (VgicdClient *c, VgicdRegs **regs, GError **error)
+{
+  g_autoptr (GArray) reads = NULL;
+  GVariant *step;
+  gboolean ok;
+
+  g_return_val_if_fail (regs != NULL, FALSE);
+  if (!check_fields (c, error))
+    return FALSE;
+  memset (&c->stats, 0, sizeof (c->stats));
+  c->wait_budget_us = (gint64) c->timeout_ms * 1000;
+  c->collect = reads = g_array_new (FALSE, FALSE, sizeof (struct kvm_vgic_batch_entry));
+  step = vgicd_client_call (c, "SaveFields", NULL, error);
+  ok = step && vgicd_client_run (c, step, VGICD_RUN_SAVE_FIELDS, NULL, error);
+  c->collect = NULL;
+  if (ok)
+    *regs = regs_new (reads);
+  return ok;
+}
+
+gboolean
+vgicd_client_load_list (VgicdClient *c, const VgicdAccess *writes, size_t n, GError **error)
+{
+  GVariant *step;
+
+  if (!check_fields (c, error))
+    return FALSE;
+  if (n == 0 || n > c->window_entries)
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_INVALID,
+                   "%zu writes do not fit the window (%u)", n, c->window_entries);
+      return FALSE;
+    }
+  memset (&c->stats, 0, sizeof (c->stats));
+  c->wait_budget_us = (gint64) c->timeout_ms * 1000;
+  /* An answer still due on the channel is taken before the window is
+   * written again (vgicd may still read it for that answer's step). */
+  if (c->channel && !vgicd_client_channel_settle (c->channel, &c->wait_budget_us, error))
+    return FALSE;
+  for (size_t i = 0; i < n; i++)
+    c->window[i] = (struct kvm_vgic_batch_entry) { .group = writes[i].group,
+                                                   .attr = writes[i].attr,
+                                                   .value = writes[i].value };
+  step = vgicd_client_call (c, "LoadList", g_variant_new ("(u)", (guint32) n), error);
+  return step && vgicd_client_run (c, step, VGICD_RUN_LOAD, NULL, error);
 }
 
 void

@@ -1093,6 +1093,148 @@ test_probe_is_silent (void)
   g_assert_null (strstr (log, "handshake"));
 }
 
+/* The stream of QEMU's own fields: SaveFields hands back exactly what the
+ * one-by-one get reads, batched; LoadList runs QEMU's own restore, batched,
+ * and the destination then reads back what the source held.  (The write
+ * list here is vgicd's planner's, which follows kvm_arm_gicv3_put; the
+ * nested QEMU tier runs the real put.)  A damaged list writes nothing; mode
+ * off declines SaveFields; Record= is announced. */
+static VgicdAccess *
+qemu_put_of (VgicSim *sim, const Shape *s, gsize *n)
+{
+  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
+  g_autoptr (VgicShape) shape = NULL;
+  g_autoptr (VgicList) reads = NULL;
+  g_autoptr (VgicValues) values = NULL;
+  g_autoptr (VgicList) put = NULL;
+  g_autoptr (GError) error = NULL;
+  VgicdAccess *out;
+
+  for (guint i = 0; i < s->vcpus; i++)
+    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
+  shape = vgic_shape_new (s->irqs, s->vcpus, mpidrs, &error);
+  reads = vgic_direct_save (shape, vgic_sim_get_fd (sim), VGIC_EXEC_SINGLE, NULL, &error);
+  g_assert_no_error (error);
+  values = vgic_values_from_reads (reads->entries, reads->len, &error);
+  g_assert_no_error (error);
+  put = vgic_plan_restore_write (shape, values, &error);
+  g_assert_no_error (error);
+  out = g_new (VgicdAccess, put->len);
+  for (guint i = 0; i < put->len; i++)
+    out[i] = (VgicdAccess) { put->entries[i].group, put->entries[i].attr,
+                             put->entries[i].value };
+  *n = put->len;
+  return out;
+}
+
+static void
+test_fields (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[2];
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (s, TRUE);
+  g_autoptr (VgicSim) spoilt = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) cs = NULL, cd = NULL, cx = NULL;
+  g_autoptr (VgicdRegs) regs = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) want = NULL, got = NULL;
+  g_autoptr (VgicSimState) before = NULL;
+  g_autofree VgicdAccess *put = NULL;
+  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
+  g_autoptr (VgicShape) shape = NULL;
+  g_autoptr (VgicList) direct = NULL;
+  VgicdClientStats st;
+  gsize n;
+
+  vgic_sim_randomize (src, 41);
+  cs = attach (h, src, s, "fields-src");
+  g_assert_true (vgicd_client_offers_fields (cs));
+  g_assert_false (vgicd_client_wants_record (cs));
+
+  /* Every register QEMU's get reads, with the value it reads. */
+  g_assert_true (vgicd_client_save_fields (cs, &regs, &error));
+  g_assert_no_error (error);
+  vgicd_client_get_stats (cs, &st);
+  g_assert_true (st.batched);
+  g_assert_cmpuint (st.ioctls, <=, 4);
+  for (guint i = 0; i < s->vcpus; i++)
+    mpidrs[i] = vgic_sim_get_mpidr (src, i);
+  shape = vgic_shape_new (s->irqs, s->vcpus, mpidrs, &error);
+  direct = vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_SINGLE, NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < direct->len; i++)
+    {
+      guint64 v = ~0ULL;
+
+      if (!vgicd_regs_lookup (regs, direct->entries[i].group, direct->entries[i].attr, &v))
+        g_error ("SaveFields did not read entry %u of QEMU's get", i);
+      g_assert_cmphex (v, ==, direct->entries[i].value);
+    }
+
+  /* QEMU's own restore, batched, into a fresh VM. */
+  put = qemu_put_of (src, s, &n);
+  cd = attach (h, dst, s, "fields-dst");
+  g_assert_true (vgicd_client_load_list (cd, put, n, &error));
+  g_assert_no_error (error);
+  vgicd_client_get_stats (cd, &st);
+  g_assert_true (st.batched);
+  g_assert_cmpuint (st.ioctls, <=, 4);
+  want = visible_state (src, s);
+  got = visible_state (dst, s);
+  g_assert_true (g_bytes_equal (want, got));
+
+  /* Two writes out of order: refused, nothing written. */
+  {
+    VgicdAccess t = put[10];
+
+    put[10] = put[11];
+    put[11] = t;
+  }
+  cx = attach (h, spoilt, s, "fields-spoilt");
+  before = vgic_sim_state_get (spoilt);
+  g_assert_false (vgicd_client_load_list (cx, put, n, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
+  g_assert_nonnull (strstr (error->message, "differs from the one vgicd plans"));
+  g_clear_error (&error);
+  assert_untouched (spoilt, before);
+
+  /* Mode off declines a SaveFields as it declines a Save. */
+  g_assert_true (vgicd_harness_set_mode (h, "off", &error));
+  g_clear_pointer (&regs, vgicd_regs_free);
+  g_assert_false (vgicd_client_save_fields (cs, &regs, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED);
+  g_assert_null (regs);
+  g_clear_error (&error);
+
+  /* ... and a LoadList (QEMU's own put then runs), changing nothing. */
+  g_free (put);
+  put = qemu_put_of (src, s, &n);
+  g_assert_false (vgicd_client_load_list (cx, put, n, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED);
+  assert_untouched (spoilt, before);
+}
+
+/* Record=true (the host's, or a VM's in vms.conf) is what the attach says. */
+static void
+test_record_setting (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = vgicd_harness_start (vgicd_bin, policy,
+                                                    "AllowUsers=root\nRecord=false\n", &error);
+  const Shape *s = &shapes[0];
+  g_autoptr (VgicSim) a = make_sim (s, TRUE);
+  g_autoptr (VgicSim) b = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) ca = NULL, cb = NULL;
+
+  g_assert_no_error (error);
+  g_assert_true (g_file_set_contents (h->vms_conf, "[name db-rec]\nRecord=true\n", -1, NULL));
+  ca = attach (h, a, s, "plain");
+  cb = attach (h, b, s, "db-rec");
+  g_assert_false (vgicd_client_wants_record (ca));
+  g_assert_true (vgicd_client_wants_record (cb));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1121,6 +1263,8 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/socket-group", test_socket_group);
   g_test_add_func ("/vgicd/vgicd-gone", test_vgicd_gone);
   g_test_add_func ("/vgicd/concurrent-sessions", test_concurrent_sessions);
+  g_test_add_func ("/vgicd/fields", test_fields);
+  g_test_add_func ("/vgicd/record-setting", test_record_setting);
   g_test_add_func ("/vgicd/killed-mid-save", test_killed_mid_save);
   g_test_add_func ("/vgicd/socket-activated", test_socket_activated);
   g_test_add_func ("/vgicd/sighup-reload", test_sighup_reload);

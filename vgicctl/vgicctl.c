@@ -305,6 +305,9 @@ cmd_status (int argc, char **argv)
           dict_u64 (stats, "saves"), dict_u64 (stats, "loads"),
           dict_u64 (stats, "declined"), dict_u64 (stats, "fallbacks"),
           dict_u64 (stats, "failures"));
+  printf ("Stream:        %" G_GUINT64_FORMAT " saves and %" G_GUINT64_FORMAT
+          " loads as a state record, the rest as QEMU's own fields\n",
+          dict_u64 (stats, "record-saves"), dict_u64 (stats, "record-loads"));
   return EXIT_OK;
 }
 
@@ -352,19 +355,20 @@ cmd_mode (int argc, char **argv)
   return EXIT_OK;
 }
 
-/* "12.345 ms / 3 ioctls / batch", or "-" for an operation never run */
+/* "12.345 ms/3/batch/fields", or "-" for an operation never run */
 static char *
 format_last (GVariantDict *s, const char *op, guint64 count)
 {
   g_autofree char *ns_key = g_strdup_printf ("last-%s-ns", op);
   g_autofree char *ioctls_key = g_strdup_printf ("last-%s-ioctls", op);
   g_autofree char *via_key = g_strdup_printf ("last-%s-via", op);
+  g_autofree char *stream_key = g_strdup_printf ("last-%s-stream", op);
   guint64 ns = dict_u64 (s, ns_key);
 
   if (count == 0 && ns == 0)
     return g_strdup ("-");
-  return g_strdup_printf ("%.3f ms/%u/%s", ns / 1e6, dict_u32 (s, ioctls_key),
-                          dict_str (s, via_key));
+  return g_strdup_printf ("%.3f ms/%u/%s/%s", ns / 1e6, dict_u32 (s, ioctls_key),
+                          dict_str (s, via_key), dict_str (s, stream_key));
 }
 
 static int
@@ -399,8 +403,9 @@ cmd_sessions (int argc, char **argv)
       return EXIT_OK;
     }
 
-  printf ("%-20s %-36s %5s %-6s %11s  %-28s %-28s\n", "NAME", "UUID", "VCPUS", "MODE",
-          "SAVES/LOADS", "LAST SAVE (ms/ioctls/via)", "LAST LOAD (ms/ioctls/via)");
+  printf ("%-20s %-36s %5s %-6s %11s  %-32s %-32s\n", "NAME", "UUID", "VCPUS", "MODE",
+          "SAVES/LOADS", "LAST SAVE (ms/ioctls/via/stream)",
+          "LAST LOAD (ms/ioctls/via/stream)");
   for (gsize i = 0; i < n; i++)
     {
       g_autoptr (GVariant) entry = g_variant_get_child_value (list, i);
@@ -411,7 +416,7 @@ cmd_sessions (int argc, char **argv)
       g_autofree char *counts = g_strdup_printf ("%" G_GUINT64_FORMAT "/%"
                                                  G_GUINT64_FORMAT, saves, loads);
 
-      printf ("%-20s %-36s %5u %-6s %11s  %-28s %-28s\n", dict_str (s, "name"),
+      printf ("%-20s %-36s %5u %-6s %11s  %-32s %-32s\n", dict_str (s, "name"),
               dict_str (s, "uuid"), dict_u32 (s, "vcpus"), dict_str (s, "mode"), counts,
               last_save, last_load);
     }
@@ -436,7 +441,8 @@ cmd_stats (int argc, char **argv)
   static const char *const flags[] = { "--json", NULL };
   /* The order people read them in; --json prints whatever vgicd sends. */
   static const char *const keys[] = {
-    "saves", "loads", "declined", "fallbacks", "second-rounds", "failures", "bytes-saved",
+    "saves", "loads", "record-saves", "record-loads", "declined", "fallbacks",
+    "second-rounds", "failures", "bytes-saved",
     "bytes-loaded", "sessions", "sessions-total", "refused", "uptime-usec",
   };
   gboolean seen[1] = { FALSE };

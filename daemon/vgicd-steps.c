@@ -229,18 +229,26 @@ step_collect (VgicdSession *s, guint n, GError **error)
 /* Save                                                               */
 /* ------------------------------------------------------------------ */
 
+/* The figures of the operation that just succeeded, for ListSessions
+ * and the host totals. */
+static void
+op_succeeded (VgicdSession *s, OpStats *stats, guint64 *total)
+{
+  stats->ns = s->op_ns;
+  stats->ioctls = s->op_ioctls;
+  stats->via = s->step_via;
+  stats->stream = s->op_fields ? VGICD_STREAM_FIELDS : VGICD_STREAM_RECORD;
+  stats->count++;
+  (*total)++;
+}
+
 /* A SaveFields is done: the values stay with the peer, for QEMU's fields. */
 static GVariant *
 save_fields_done (VgicdSession *s)
 {
   g_autofree char *msg = NULL;
 
-  s->save.ns = s->op_ns;
-  s->save.ioctls = s->op_ioctls;
-  s->save.via = s->step_via;
-  s->save.stream = VGICD_STREAM_FIELDS;
-  s->save.count++;
-  s->daemon->totals.saves++;
+  op_succeeded (s, &s->save, &s->daemon->totals.saves);
   msg = g_strdup_printf ("saved %u registers in %u ioctls (%s), %.3f ms in the kernel, "
                          "%.3f ms in vgicd, into QEMU's own fields (no record)",
                          s->reads->len, s->op_ioctls, s->step_via, s->op_ns / 1e6,
@@ -272,12 +280,7 @@ save_done (VgicdSession *s)
   if (!record)
     return step_fail (s, "save", error->message);
   size = g_bytes_get_size (record);
-  s->save.ns = s->op_ns;
-  s->save.ioctls = s->op_ioctls;
-  s->save.via = s->step_via;
-  s->save.stream = VGICD_STREAM_RECORD;
-  s->save.count++;
-  s->daemon->totals.saves++;
+  op_succeeded (s, &s->save, &s->daemon->totals.saves);
   s->daemon->totals.record_saves++;
   s->daemon->totals.bytes_saved += size;
   /* The record goes back through the window when the peer takes it from
@@ -412,12 +415,7 @@ load_done (VgicdSession *s)
 {
   g_autofree char *msg = NULL;
 
-  s->load.ns = s->op_ns;
-  s->load.ioctls = s->op_ioctls;
-  s->load.via = s->step_via;
-  s->load.stream = s->op_fields ? VGICD_STREAM_FIELDS : VGICD_STREAM_RECORD;
-  s->load.count++;
-  s->daemon->totals.loads++;
+  op_succeeded (s, &s->load, &s->daemon->totals.loads);
   s->daemon->totals.record_loads += !s->op_fields;
   s->daemon->totals.bytes_loaded += s->record_len;
   msg = g_strdup_printf ("restored %u writes in %u ioctls (%s), %.3f ms in the kernel, "

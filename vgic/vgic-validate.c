@@ -285,12 +285,15 @@ typedef struct {
   guint64 attr;
 } Key;
 
+/* attr is an MPIDR over an offset: g_int64_hash()'s fold of the two
+ * halves makes thousands of (vCPU, offset) pairs collide, so mix them. */
 static guint
 key_hash (gconstpointer p)
 {
   const Key *k = p;
+  guint64 h = (k->attr ^ ((guint64) k->group << 56)) * G_GUINT64_CONSTANT (0x9E3779B97F4A7C15);
 
-  return g_int64_hash (&k->attr) ^ k->group;
+  return (guint) (h >> 32);
 }
 
 static gboolean

@@ -6,13 +6,15 @@ Reads the L1 console log: the E2E-CHECK lines of l1-init.sh, the files it
 shipped (gzip + base64 between E2E-FILE-BEGIN/END), the E2E-TIME stamps.
 Then:
   (a) runs the QEMU source package's scripts/analyze-migration.py on the
-      streams A, B and C of each size and compares the GIC (arm_gicv3) and
-      ITS (arm_gicv3_its) device sections of A and C; B must carry the
-      arm_gicv3/vgicd subsection, A and C must not;
+      streams of the compatibility chain (stock, patched with vgicd up and
+      down, and with Record=true) and compares the GIC (arm_gicv3) and ITS
+      (arm_gicv3_its) device sections of all but the record one; only
+      that one may carry the arm_gicv3/vgicd subsection;
   (b) the stream saved with vgicd unreachable must not carry it;
   (c) reads the GIC section's save time (savevm_section_start/end) and load
       time (vmstate_load ... vmstate_load_state_end "arm_gicv3 end") from the
-      QEMU trace logs, and prints stock and patched side by side.
+      QEMU trace logs, and prints stock, patched (QEMU's fields) and
+      patched with the record side by side.
 Exit status 0 when everything passed (and, with --enforce-target, the
 patched times at 128 vCPUs are at most 1/20 of the stock ones).
 """
@@ -161,40 +163,70 @@ GIC = re.compile(r"^(.*/)?arm_gicv3$")
 ITS = re.compile(r"^(.*/)?arm_gicv3_its$")
 
 
+CHAIN = "V V S S D D V D S V R V".split()  # l1-init.sh's (a)
+KINDS = {"V": "patched, vgicd up", "S": "stock", "D": "patched, vgicd down",
+         "R": "patched, vgicd up, Record=true"}
+
+
 def check_a(analyze, files, n):
-    a, b, c = ("a%d-%s.mig" % (n, x) for x in "ABC")
-    if not all(x in files for x in (a, b, c)):
-        result("a%d.streams" % n, False, "missing: %s" % [x for x in (a, b, c) if x not in files])
+    """The matrix: every stream but R's holds the same GIC and ITS state
+    (one stopped guest, handed along the chain); only R's carries the
+    record subsection."""
+    names = ["a%d-%d.mig" % (n, i) for i in range(len(CHAIN))]
+    missing = [x for x in names if x not in files]
+    if missing:
+        result("a%d.streams" % n, False, "missing: %s" % missing)
         return
     try:
-        sa, sc = sections(analyze, files[a]), sections(analyze, files[c])
-        da, db, dc = (desc(analyze, files[x]) for x in (a, b, c))
+        st = [sections(analyze, files[x]) for x in names]
+        ds = [desc(analyze, files[x]) for x in names]
     except Exception as e:  # noqa: BLE001 - report and go on
         result("a%d.analyze" % n, False, str(e))
         return
-    sizes = " ".join("%s %d B" % (x[-5], os.path.getsize(files[x])) for x in (a, b, c))
+    plain = [i for i, t in enumerate(CHAIN) if t != "R"]
+    ref = plain[0]
     for label, rx in (("GIC", GIC), ("ITS", ITS)):
-        ka = sorted(k for k in sa if rx.match(k))
-        kc = sorted(k for k in sc if rx.match(k))
-        if not ka or ka != kc:
-            result("a%d.%s-sections" % (n, label), False, "A has %s, C has %s" % (ka, kc))
-            continue
-        d = []
-        for k in ka:
-            d += [k + p for p in diff(sa[k], sc[k])]
-        size = sum(len(json.dumps(sa[k])) for k in ka)
-        result("a%d.%s-sections A == C" % (n, label), not d,
-               ("differ at %s" % d[:8]) if d else "%s identical (%d chars of state; %s)" % (ka, size, sizes))
+        kr = sorted(k for k in st[ref] if rx.match(k))
+        bad = []
+        for i in plain[1:]:
+            ki = sorted(k for k in st[i] if rx.match(k))
+            if not kr or ki != kr:
+                bad.append("%d (%s): sections %s" % (i, CHAIN[i], ki))
+                continue
+            d = []
+            for k in kr:
+                d += [k + p for p in diff(st[ref][k], st[i][k])]
+            if d:
+                bad.append("%d (%s): differs at %s" % (i, CHAIN[i], d[:6]))
+        size = sum(len(json.dumps(st[ref][k])) for k in kr)
+        result("a%d.%s-sections equal in all %d streams of V, S, D" % (n, label, len(plain)), not bad,
+               "; ".join(bad) if bad else "%s identical (%d chars of state; streams %s B)" % (
+                   kr, size, "/".join(str(os.path.getsize(files[names[i]])) for i in plain)))
     # The guest really programmed them: distributor and ITS enabled.
-    g, i = sa.get("arm_gicv3", {}), sa.get("arm_gicv3_its", {})
-    programmed = int(str(g.get("gicd_ctlr", "0")), 16) != 0 and int(str(i.get("ctlr", "0")), 16) & 1
+    g, i_ = st[ref].get("arm_gicv3", {}), st[ref].get("arm_gicv3_its", {})
+    programmed = int(str(g.get("gicd_ctlr", "0")), 16) != 0 and int(str(i_.get("ctlr", "0")), 16) & 1
     result("a%d.guest-programmed-GIC-and-ITS" % n, bool(programmed),
-           "GICD_CTLR %s, GITS_CTLR %s, GITS_CBASER %s" % (g.get("gicd_ctlr"), i.get("ctlr"), i.get("cbaser")))
-    gic_name = next((dev["name"] for dev in db.get("devices", []) if GIC.match(dev.get("name", ""))), "arm_gicv3")
-    sb, sa_, sc_ = (subsections_of(x, gic_name) for x in (db, da, dc))
-    result("a%d.B-has-vgicd-subsection" % n, "arm_gicv3/vgicd" in sb, "B: %s" % sb)
-    result("a%d.A-C-without-vgicd-subsection" % n,
-           "arm_gicv3/vgicd" not in sa_ + sc_, "A: %s, C: %s" % (sa_, sc_))
+           "GICD_CTLR %s, GITS_CTLR %s, GITS_CBASER %s" % (g.get("gicd_ctlr"), i_.get("ctlr"), i_.get("cbaser")))
+    gic_name = next((dev["name"] for dev in ds[ref].get("devices", []) if GIC.match(dev.get("name", ""))),
+                    "arm_gicv3")
+    subs = [subsections_of(d, gic_name) for d in ds]
+    with_rec = [i for i, s_ in enumerate(subs) if "arm_gicv3/vgicd" in s_]
+    want = [i for i, t in enumerate(CHAIN) if t == "R"]
+    result("a%d.only-R-stream-has-vgicd-subsection" % n, with_rec == want,
+           "streams with arm_gicv3/vgicd: %s (want %s); R: %s" % (with_rec, want, subs[want[0]]))
+    # The pairs the chain covered, as a table (each load was checked in L1).
+    print("    N=%d: source -> destination, each step's load, save and guest run were" % n)
+    print("    checked in L1 (E2E-CHECK a%d.*); V %s, S %s, D %s, R %s" % (
+        n, KINDS["V"], KINDS["S"], KINDS["D"], KINDS["R"]))
+    print("    %-8s %s" % ("", "  ".join("%-3s" % d for d in "VSD")))
+    for s_ in "VSDR":
+        row = []
+        for d in "VSD":
+            steps = [i for i in range(1, len(CHAIN)) if CHAIN[i - 1] == s_ and CHAIN[i] == d]
+            if s_ == "R" and d != "V":
+                steps = ["refused"]
+            row.append("%-3s" % (",".join(str(x) for x in steps) or "-"))
+        print("    %-8s %s" % (s_ + " ->", "  ".join(row)))
 
 
 def trace_events(path):
@@ -296,11 +328,15 @@ def main():
         if args.c_vmdesc == "off":
             print("    DIAGNOSTIC RUN: both QEMUs ran with -machine suppress-vmdesc=on (not the default),")
             print("    so the section leaves out building the stream's JSON description of the GIC")
-        print("  %6s | %10s %12s %7s | %10s %12s %7s" % ("vCPUs", "stock save", "vgicd save", "ratio",
-                                                      "stock load", "vgicd load", "ratio"))
+        sides = ("stock", "patched", "record")
+        print("    stock: Debian's QEMU; fields: the patched QEMU through vgicd, QEMU's own fields in")
+        print("    the stream (the default); record: the same with Record=true (vgicd's state record)")
+        print("  %6s | %10s %12s %12s %7s %7s | %10s %12s %12s %7s %7s" % (
+            "vCPUs", "stock save", "fields save", "record save", "ratio", "ratio",
+            "stock load", "fields load", "record load", "ratio", "ratio"))
         for n in sizes_c:
             t, runs, hook = {}, {}, {}
-            for side in ("stock", "patched"):
+            for side in sides:
                 for op, fn in (("save", gic_save_ms), ("load", gic_load_ms)):
                     traces = [files.get("c%d-%s-%s.%d.trace" % (n, side, op, r))
                               for r in range(1, args.reps + 1)]
@@ -316,31 +352,35 @@ def main():
                     hook[side, op] = statistics.median(ok_h) if ok_h else None
             row = []
             for op in ("save", "load"):
-                s_, p_ = t["stock", op], t["patched", op]
-                ratio = (s_ / p_) if s_ and p_ else None
-                row += ["%8.1f ms" % s_ if s_ is not None else "         ?",
-                        "%10.1f ms" % p_ if p_ is not None else "           ?",
-                        "%6.1fx" % ratio if ratio else "     ?"]
-            print("  %6d | %s %s %s | %s %s %s" % (n, *row))
+                s_ = t["stock", op]
+                row += ["%8.1f ms" % s_ if s_ is not None else "         ?"]
+                row += ["%10.1f ms" % t[x, op] if t[x, op] is not None else "           ?"
+                        for x in ("patched", "record")]
+                row += ["%6.1fx" % (s_ / t[x, op]) if s_ and t[x, op] else "     ?"
+                        for x in ("patched", "record")]
+            print("  %6d | %s %s %s %s %s | %s %s %s %s %s" % (n, *row))
             print("  %6s   runs: %s" % ("", "; ".join(
                 "%s %s [%s]" % (side, op, ", ".join("%.1f" % x for x in runs[side, op]))
-                for op in ("save", "load") for side in ("stock", "patched"))))
+                for op in ("save", "load") for side in sides)))
             parts = []
             for op in ("save", "load"):
-                for side in ("stock", "patched"):
+                for side in sides:
                     h, tot = hook[side, op], t[side, op]
                     parts.append("%s %s %s" % (side, op, "%.1f ms (rest of the section %.1f ms)" % (
                         h, tot - h) if h is not None and tot is not None else "?"))
             print("  %6s   of which the vGIC get (pre_save) / put (post_load), medians: %s" % (
                 "", "; ".join(parts)))
-            for op, event in (("save", "kvm_arm_gicv3_vgicd_save"), ("load", "kvm_arm_gicv3_vgicd_load")):
-                every = all(has_event(files, "c%d-patched-%s.%d.trace" % (n, op, r), event)
+            for side, op, event in (("patched", "save", "kvm_arm_gicv3_vgicd_save_fields"),
+                                    ("patched", "load", "kvm_arm_gicv3_vgicd_load_fields"),
+                                    ("record", "save", "kvm_arm_gicv3_vgicd_save"),
+                                    ("record", "load", "kvm_arm_gicv3_vgicd_load")):
+                every = all(has_event(files, "c%d-%s-%s.%d.trace" % (n, side, op, r), event)
                             for r in range(1, args.reps + 1))
-                result("c%d.patched-%s-through-vgicd" % (n, op), every,
+                result("c%d.%s-%s-through-vgicd" % (n, side, op), every,
                        "" if every else "a run without the %s trace event" % event)
             if n == 128 and all(t[k] is not None for k in t):
                 ok = all(t["patched", op] * 20 <= t["stock", op] for op in ("save", "load"))
-                msg = "target patched <= stock/20 (medians): save %.1fx, load %.1fx" % (
+                msg = "target patched (fields) <= stock/20 (medians): save %.1fx, load %.1fx" % (
                     t["stock", "save"] / t["patched", "save"], t["stock", "load"] / t["patched", "load"])
                 if args.enforce_target:
                     result("c128.target", ok, msg)

@@ -72,21 +72,31 @@ attach (VgicdHarness *h, VgicSim *sim, const Shape *s, const char *name)
   return attach_uuid (h, sim, s, name, "0f3c1a2e-0000-4000-8000-000000000001");
 }
 
-/* What a save can see of @sim, as a record (one-by-one reads, bypassing
- * vgicd); *@accesses gets the number of reads a save makes. */
-static GBytes *
-visible_state_n (VgicSim *sim, const Shape *s, guint *accesses)
+/* The vGIC core's shape of @sim (its vCPUs' affinities, @s's IRQs). */
+static VgicShape *
+sim_shape (VgicSim *sim, const Shape *s)
 {
   g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
-  g_autoptr (VgicShape) shape = NULL;
-  g_autoptr (VgicList) all = NULL;
   g_autoptr (GError) error = NULL;
-  GBytes *bytes;
+  VgicShape *shape;
 
   for (guint i = 0; i < s->vcpus; i++)
     mpidrs[i] = vgic_sim_get_mpidr (sim, i);
   shape = vgic_shape_new (s->irqs, s->vcpus, mpidrs, &error);
   g_assert_no_error (error);
+  return shape;
+}
+
+/* What a save can see of @sim, as a record (one-by-one reads, bypassing
+ * vgicd); *@accesses gets the number of reads a save makes. */
+static GBytes *
+visible_state_n (VgicSim *sim, const Shape *s, guint *accesses)
+{
+  g_autoptr (VgicShape) shape = sim_shape (sim, s);
+  g_autoptr (VgicList) all = NULL;
+  g_autoptr (GError) error = NULL;
+  GBytes *bytes;
+
   all = vgic_direct_save (shape, vgic_sim_get_fd (sim), VGIC_EXEC_SINGLE, NULL, &error);
   g_assert_no_error (error);
   bytes = vgic_record_encode (shape, all->entries, all->len, &error);
@@ -1102,17 +1112,13 @@ test_probe_is_silent (void)
 static VgicdAccess *
 qemu_put_of (VgicSim *sim, const Shape *s, gsize *n)
 {
-  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
-  g_autoptr (VgicShape) shape = NULL;
+  g_autoptr (VgicShape) shape = sim_shape (sim, s);
   g_autoptr (VgicList) reads = NULL;
   g_autoptr (VgicValues) values = NULL;
   g_autoptr (VgicList) put = NULL;
   g_autoptr (GError) error = NULL;
   VgicdAccess *out;
 
-  for (guint i = 0; i < s->vcpus; i++)
-    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
-  shape = vgic_shape_new (s->irqs, s->vcpus, mpidrs, &error);
   reads = vgic_direct_save (shape, vgic_sim_get_fd (sim), VGIC_EXEC_SINGLE, NULL, &error);
   g_assert_no_error (error);
   values = vgic_values_from_reads (reads->entries, reads->len, &error);
@@ -1141,7 +1147,6 @@ test_fields (void)
   g_autoptr (GBytes) want = NULL, got = NULL;
   g_autoptr (VgicSimState) before = NULL;
   g_autofree VgicdAccess *put = NULL;
-  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
   g_autoptr (VgicShape) shape = NULL;
   g_autoptr (VgicList) direct = NULL;
   VgicdClientStats st;
@@ -1158,9 +1163,7 @@ test_fields (void)
   vgicd_client_get_stats (cs, &st);
   g_assert_true (st.batched);
   g_assert_cmpuint (st.ioctls, <=, 4);
-  for (guint i = 0; i < s->vcpus; i++)
-    mpidrs[i] = vgic_sim_get_mpidr (src, i);
-  shape = vgic_shape_new (s->irqs, s->vcpus, mpidrs, &error);
+  shape = sim_shape (src, s);
   direct = vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_SINGLE, NULL, &error);
   g_assert_no_error (error);
   for (guint i = 0; i < direct->len; i++)

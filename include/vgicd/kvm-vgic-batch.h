@@ -151,11 +151,40 @@
  * group, mpidr, sysreg, encoding, high value bits on SET) fail the whole call
  * before any entry is applied; apply stops at the first handler error, sets
  * that entry's @error, and @nr_done counts the entries completed before it.
- * KVM_HAS_DEVICE_ATTR(group 10, attr 0) == 0 is the capability probe.
+ *
+ * The probe is KVM_GET_DEVICE_ATTR(group 10, KVM_VGIC_BATCH_ATTR_ABI) into a
+ * zeroed struct kvm_vgic_batch_abi, every field compared with the values
+ * below (vgic_batch_abi_is_ours() in vgic-entry.h).  KVM_HAS_DEVICE_ATTR
+ * alone is not enough: another batch series for this device, posted with
+ * the same macro name and the obvious group number, has a different layout,
+ * and a kernel of it would accept the old probe.
+ *
+ * Theory of operation of the guard below: these definitions are never
+ * skipped quietly.  A system header (the installed <asm/kvm.h>) that
+ * defines KVM_DEV_ARM_VGIC_GRP_BATCH_REGS either is this project's UAPI
+ * (a kernel built with kernel-patch/ exported its headers), and then says
+ * so with the same KVM_VGIC_BATCH_ABI_MAGIC and version, whose structures
+ * are checked against the sizes below; or it is some other batch UAPI, and
+ * the build stops with an error that says which.
  */
-#ifndef KVM_DEV_ARM_VGIC_GRP_BATCH_REGS
+#define VGICD_BATCH_ABI_MAGIC		0x52424756u	/* "VGBR" in memory */
+#define VGICD_BATCH_ABI_VERSION		1u
+#define VGICD_BATCH_ENTRY_SIZE		24u
+#define VGICD_BATCH_HEADER_SIZE		24u
+
+#ifdef KVM_DEV_ARM_VGIC_GRP_BATCH_REGS
+#if !defined(KVM_VGIC_BATCH_ABI_MAGIC) || !defined(KVM_VGIC_BATCH_ABI_VERSION)
+#error "a system header defines KVM_DEV_ARM_VGIC_GRP_BATCH_REGS without this project's KVM_VGIC_BATCH_ABI_MAGIC: another batch UAPI, which vgicd does not speak (include this header before it, or build against headers without it)"
+#elif KVM_VGIC_BATCH_ABI_MAGIC != VGICD_BATCH_ABI_MAGIC || KVM_VGIC_BATCH_ABI_VERSION != VGICD_BATCH_ABI_VERSION || KVM_DEV_ARM_VGIC_GRP_BATCH_REGS != 10
+#error "the system's KVM_DEV_ARM_VGIC_GRP_BATCH_REGS UAPI is another version of the batch ABI than this header's"
+#endif
+#else
 #define KVM_DEV_ARM_VGIC_GRP_BATCH_REGS		10
+#define KVM_VGIC_BATCH_ATTR_REGS		0	/* a batch */
+#define KVM_VGIC_BATCH_ATTR_ABI			1	/* GET: struct kvm_vgic_batch_abi */
 #define KVM_VGIC_BATCH_MAX_ENTRIES		4096
+#define KVM_VGIC_BATCH_ABI_MAGIC		VGICD_BATCH_ABI_MAGIC
+#define KVM_VGIC_BATCH_ABI_VERSION		VGICD_BATCH_ABI_VERSION
 
 struct kvm_vgic_batch_entry {
 	__u32 group;	/* DIST_REGS, REDIST_REGS, CPU_SYSREGS or LEVEL_INFO */
@@ -164,11 +193,27 @@ struct kvm_vgic_batch_entry {
 	__u64 value;	/* in (SET) / out (GET); [63:32] zero except CPU_SYSREGS */
 };
 
-struct kvm_vgic_batch {		/* kvm_device_attr.attr = 0, .addr = &batch */
+struct kvm_vgic_batch {		/* kvm_device_attr.attr = ATTR_REGS, .addr = &batch */
 	__u32 nr_entries;	/* 1..KVM_VGIC_BATCH_MAX_ENTRIES */
 	__u32 flags;		/* must be 0 */
 	__u32 nr_done;		/* out: entries completed */
 	__u32 reserved;		/* must be 0 */
 	__u64 entries;		/* user pointer to the entry array */
 };
+
+struct kvm_vgic_batch_abi {	/* GET, kvm_device_attr.attr = ATTR_ABI */
+	__u32 magic;		/* KVM_VGIC_BATCH_ABI_MAGIC */
+	__u32 version;		/* KVM_VGIC_BATCH_ABI_VERSION */
+	__u32 batch_size;	/* sizeof (struct kvm_vgic_batch) */
+	__u32 entry_size;	/* sizeof (struct kvm_vgic_batch_entry) */
+	__u32 max_entries;	/* KVM_VGIC_BATCH_MAX_ENTRIES */
+	__u32 reserved[3];	/* 0 */
+};
 #endif
+
+_Static_assert (sizeof (struct kvm_vgic_batch_entry) == VGICD_BATCH_ENTRY_SIZE,
+		"struct kvm_vgic_batch_entry is not the layout vgicd speaks");
+_Static_assert (sizeof (struct kvm_vgic_batch) == VGICD_BATCH_HEADER_SIZE,
+		"struct kvm_vgic_batch is not the layout vgicd speaks");
+_Static_assert (sizeof (struct kvm_vgic_batch_abi) == 32,
+		"struct kvm_vgic_batch_abi is not the layout vgicd speaks");

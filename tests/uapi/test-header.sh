@@ -1,0 +1,74 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# test-header.sh - include/vgicd/kvm-vgic-batch.h never skips its own
+# definitions quietly: compiled after a system header that defines
+# KVM_DEV_ARM_VGIC_GRP_BATCH_REGS, it builds only when that header is this
+# project's UAPI (same magic and version, same structure sizes) and stops
+# with an error naming the problem otherwise.  Each case is compiled for
+# real with the project's compiler.
+#
+#   test-header.sh INCLUDE_DIR CC [CC ARGS...]
+set -u
+inc=$1
+shift
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+# case NAME EXPECT(ok|error text) - compile stdin after the project's header
+case_() {
+	name=$1 expect=$2
+	{ cat; printf '#include "vgicd/kvm-vgic-batch.h"\nint main (void) { return 0; }\n'; } >"$tmp/$name.c"
+	shift 2
+	if "$@" -std=gnu11 -Werror -I"$inc" -c "$tmp/$name.c" -o "$tmp/$name.o" 2>"$tmp/$name.err"; then
+		got=ok
+	else
+		got=error
+	fi
+	if [ "$expect" = ok ]; then
+		[ $got = ok ] && echo "ok - $name: builds" ||
+			{ echo "not ok - $name: should build"; sed 's/^/#   /' "$tmp/$name.err"; fails=$((fails + 1)); }
+	else
+		if [ $got = error ] && grep -qF -- "$expect" "$tmp/$name.err"; then
+			echo "ok - $name: refused (\"$expect\")"
+		else
+			echo "not ok - $name: should stop with \"$expect\""
+			sed 's/^/#   /' "$tmp/$name.err"
+			fails=$((fails + 1))
+		fi
+	fi
+}
+
+echo "1..4"
+
+# No system definition: the header's own.
+case_ plain ok "$@" </dev/null
+
+# Another batch series' header: same macro and group, no ABI handshake.
+case_ foreign "another batch UAPI, which vgicd does not speak" "$@" <<'C'
+#define KVM_DEV_ARM_VGIC_GRP_BATCH_REGS 10
+struct kvm_vgic_batch_entry { unsigned long long attr; unsigned int group, value; };
+C
+
+# This project's UAPI from the installed headers of a patched kernel.
+case_ patched-kernel ok "$@" <<'C'
+#include <linux/types.h>
+#define KVM_DEV_ARM_VGIC_GRP_BATCH_REGS	10
+#define   KVM_VGIC_BATCH_ATTR_REGS	0
+#define   KVM_VGIC_BATCH_ATTR_ABI	1
+#define   KVM_VGIC_BATCH_MAX_ENTRIES	4096
+#define   KVM_VGIC_BATCH_ABI_MAGIC	0x52424756
+#define   KVM_VGIC_BATCH_ABI_VERSION	1
+struct kvm_vgic_batch_entry { __u32 group; __s32 error; __u64 attr; __u64 value; };
+struct kvm_vgic_batch { __u32 nr_entries, flags, nr_done, reserved; __u64 entries; };
+struct kvm_vgic_batch_abi { __u32 magic, version, batch_size, entry_size, max_entries, reserved[3]; };
+C
+
+# A later version of this ABI: not the layout this build speaks.
+case_ other-version "another version of the batch ABI" "$@" <<'C'
+#define KVM_DEV_ARM_VGIC_GRP_BATCH_REGS	10
+#define KVM_VGIC_BATCH_ABI_MAGIC	0x52424756
+#define KVM_VGIC_BATCH_ABI_VERSION	2
+C
+
+[ $fails -eq 0 ]

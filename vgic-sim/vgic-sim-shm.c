@@ -70,7 +70,8 @@ vgic_sim_shm_format (VgicSimShm *m, const VgicSimConfig *config)
   m->has_its = config->has_its;
   m->gicv4_1 = config->gicv4_1;
   m->host_pri_bits = config->pri_bits ? config->pri_bits : 5;
-  m->batch = config->batch;
+  m->batch = config->foreign_batch ? VGIC_SIM_BATCH_FOREIGN
+             : config->batch ? VGIC_SIM_BATCH_OURS : VGIC_SIM_BATCH_NONE;
   init_pshared_mutex (&m->vm_lock);
 
   /* With an ITS, kvm_vgic_its_create() sets the VM-wide PROPBASER. */

@@ -15,7 +15,12 @@
 #include "vgic-sim.h"
 
 #define VGIC_SIM_MAGIC "vgicsim\0"
-#define VGIC_SIM_LAYOUT_VERSION 1
+#define VGIC_SIM_LAYOUT_VERSION 2	/* 2: batch is VGIC_SIM_BATCH_*, foreign_calls */
+
+/* What group 10 is (VgicSimShm.batch). */
+#define VGIC_SIM_BATCH_NONE 0		/* an unpatched kernel */
+#define VGIC_SIM_BATCH_OURS 1		/* kernel-patch/ */
+#define VGIC_SIM_BATCH_FOREIGN 2	/* another batch ABI on group 10 */
 #define VGIC_SIM_MAX_VCPUS 512	/* KVM_MAX_VCPUS on arm64 in 6.1 */
 
 /* Host CPU-interface features (ICH_VTR_EL2) the model assumes: 24-bit
@@ -42,7 +47,7 @@ typedef struct {
   guint32 has_its;
   guint32 gicv4_1;
   guint32 host_pri_bits;
-  guint32 batch;		/* the batch group exists */
+  guint32 batch;		/* VGIC_SIM_BATCH_*: what group 10 is */
   guint32 initialized;
   guint64 off_vcpus;
   guint64 off_spis;

@@ -153,7 +153,15 @@ void
 vgic_sim_set_batch (VgicSim *sim, gboolean on)
 {
   pthread_mutex_lock (&sim->m->vm_lock);
-  sim->m->batch = on;
+  sim->m->batch = on ? VGIC_SIM_BATCH_OURS : VGIC_SIM_BATCH_NONE;
+  pthread_mutex_unlock (&sim->m->vm_lock);
+}
+
+void
+vgic_sim_set_foreign_batch (VgicSim *sim)
+{
+  pthread_mutex_lock (&sim->m->vm_lock);
+  sim->m->batch = VGIC_SIM_BATCH_FOREIGN;
   pthread_mutex_unlock (&sim->m->vm_lock);
 }
 

@@ -28,6 +28,8 @@ typedef struct _VgicSim VgicSim;
  * @has_its: the VM has an ITS (GICD_TYPER.LPIS, GICR_TYPER.PLPIS, EnableLPIs)
  * @pri_bits: host ICH_VTR_EL2.PRIbits+1: 5, 6 or 7 (0 means 5)
  * @batch: the kernel has the batch group (group 10)
+ * @foreign_batch: instead, the kernel's group 10 is another batch ABI (see
+ *	vgic_sim_set_foreign_batch()); wins over @batch
  * @uninitialized: create the vGIC without KVM_DEV_ARM_VGIC_CTRL_INIT
  * @gicv4_1: the host is a GICv4.1 with vSGIs (GICD_TYPER2.nASSGIcap, and
  *	GICD_CTLR.nASSGIreq writable)
@@ -39,6 +41,7 @@ typedef struct {
   gboolean has_its;
   guint pri_bits;
   gboolean batch;
+  gboolean foreign_batch;
   gboolean uninitialized;
   gboolean gicv4_1;
 } VgicSimConfig;
@@ -96,6 +99,7 @@ typedef struct {
   guint64 has;
   guint64 batch_calls;		/* GET/SET on the batch group */
   guint64 batch_entries;	/* entries of accepted batch headers */
+  guint64 foreign_calls;	/* GET/SET on a foreign group 10 */
   guint64 lock_rounds;		/* kvm->lock + every vCPU mutex taken */
   guint64 vcpu_locks;		/* vCPU mutex trylocks (N per round) */
   guint64 mpidr_scan_steps;	/* vCPUs compared resolving mpidrs */
@@ -116,6 +120,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicSim, vgic_sim_free)
 
 /* vgic_sim_set_batch() - switch the batch group on, or off (an old kernel) */
 void vgic_sim_set_batch (VgicSim *sim, gboolean on);
+
+/**
+ * vgic_sim_set_foreign_batch() - make group 10 another batch ABI: a kernel
+ * with a different batch series for this device under the same macro name
+ * and group number.  It answers KVM_HAS_DEVICE_ATTR(10, any attr) with 0
+ * (so the bare HAS probe accepts it); GET/SET(10, any attr) read its own
+ * 16-byte header { __u64 entries; __u32 nr; __u32 flags }: nr == 0 is an
+ * empty batch and succeeds with nothing written (what this project's ABI
+ * read into a zeroed buffer looks like to it); anything else is refused
+ * with -EINVAL, as this project's layout misread.  Every such call counts
+ * in foreign_calls, so a test can tell the probe's one read from a batch.
+ */
+void vgic_sim_set_foreign_batch (VgicSim *sim);
 
 /**
  * vgic_sim_set_vcpu_running() - mark vCPU @idx as running: KVM holds a

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <linux/kvm.h>
 
+#include <string.h>
+
 #include "sim-util.h"
 
 #define D(off) vgic_attr (0, (off))
@@ -28,11 +30,26 @@ test_probe (void)
   struct kvm_vgic_batch_entry e = ent (GRP_DIST, D (GICD_CTLR), 0);
   struct kvm_vgic_batch b = { .nr_entries = 1, .entries = (guint64) (uintptr_t) &e };
 
-  g_assert_cmpint (sim_has (fd, GRP_BATCH, 0), ==, 0);
-  g_assert_cmpint (sim_has (fd, GRP_BATCH, 1), ==, -ENXIO);
-  /* As kernel-patch/ does: the group's only attr is 0. */
-  g_assert_cmpint (sim_ioctl (fd, KVM_GET_DEVICE_ATTR, GRP_BATCH, 1, &b), ==, -ENXIO);
+  struct kvm_vgic_batch_abi abi;
+
+  /* As kernel-patch/ does: the group's attrs are REGS (0) and ABI (1). */
+  g_assert_cmpint (sim_has (fd, GRP_BATCH, KVM_VGIC_BATCH_ATTR_REGS), ==, 0);
+  g_assert_cmpint (sim_has (fd, GRP_BATCH, KVM_VGIC_BATCH_ATTR_ABI), ==, 0);
+  g_assert_cmpint (sim_has (fd, GRP_BATCH, 2), ==, -ENXIO);
+  g_assert_cmpint (sim_ioctl (fd, KVM_GET_DEVICE_ATTR, GRP_BATCH, 2, &b), ==, -ENXIO);
   g_assert_cmpint (sim_ioctl (fd, KVM_GET_DEVICE_ATTR, GRP_BATCH, 0, &b), ==, 0);
+
+  /* The ABI description reads back what the header says; it is read-only. */
+  memset (&abi, 0, sizeof abi);
+  g_assert_cmpint (sim_ioctl (fd, KVM_GET_DEVICE_ATTR, GRP_BATCH, KVM_VGIC_BATCH_ATTR_ABI, &abi),
+                   ==, 0);
+  g_assert_cmphex (abi.magic, ==, KVM_VGIC_BATCH_ABI_MAGIC);
+  g_assert_cmpuint (abi.version, ==, 1);
+  g_assert_cmpuint (abi.batch_size, ==, 24);
+  g_assert_cmpuint (abi.entry_size, ==, 24);
+  g_assert_cmpuint (abi.max_entries, ==, 4096);
+  g_assert_cmpint (sim_ioctl (fd, KVM_SET_DEVICE_ATTR, GRP_BATCH, KVM_VGIC_BATCH_ATTR_ABI, &abi),
+                   ==, -ENXIO);
 }
 
 static void

@@ -20,6 +20,7 @@ typedef struct {
   guint64 record_saves;		/* saves that produced a state record */
   guint64 record_loads;		/* loads from a state record (the rest: QEMU's fields) */
   guint64 fallbacks;		/* operations run one by one for lack of kernel batch */
+  guint64 foreign_batch;	/* sessions whose kernel has a group 10 of another ABI */
   guint64 second_rounds;	/* saves that read round 2 apart (the shape guess missed) */
   guint64 failures;		/* saves or loads that failed */
   guint64 bytes_saved;		/* record bytes produced */

@@ -153,6 +153,7 @@ get_stats (VgicdManager *m)
   T ("record-saves", t->record_saves);
   T ("record-loads", t->record_loads);
   T ("fallbacks", t->fallbacks);
+  T ("foreign-batch", t->foreign_batch);
   T ("second-rounds", t->second_rounds);
   T ("failures", t->failures);
   T ("bytes-saved", t->bytes_saved);

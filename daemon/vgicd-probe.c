@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "vgicd/kvm-vgic-batch.h"
+#include "vgicd/vgic-entry.h"
 
 /* The code below is compiled on every host so that an x86-64 build catches
  * mistakes in it; it only runs where a vGICv3 can exist. */
@@ -40,10 +41,6 @@ int
 vgicd_probe_kernel_batch (const char *kvm_path, char **source)
 {
   struct kvm_create_device dev = { .type = KVM_DEV_TYPE_ARM_VGIC_V3 };
-  struct kvm_device_attr attr = {
-    .group = KVM_DEV_ARM_VGIC_GRP_BATCH_REGS,
-    .attr = 0,
-  };
   int kvm = -1, vm = -1, ret, err;
 
   g_return_val_if_fail (source != NULL, -1);
@@ -77,21 +74,18 @@ vgicd_probe_kernel_batch (const char *kvm_path, char **source)
       return unknown (source, "KVM_CREATE_DEVICE (vGICv3)", err);
     }
 
-  ret = ioctl ((int) dev.fd, KVM_HAS_DEVICE_ATTR, &attr);
-  err = errno;
-  close ((int) dev.fd);
-  close (vm);
+  {
+    struct kvm_vgic_batch_abi abi;
+    char buf[VGIC_BATCH_PROBE_DESCRIBE_MAX];
 
-  if (ret == 0)
-    {
-      *source = g_strdup (PREFIX "the batch group is present");
-      return 1;
-    }
-  /* ENXIO is how the vGIC says "no such group": an unpatched kernel. */
-  if (err == ENXIO)
-    {
-      *source = g_strdup (PREFIX "the kernel has no batch group");
-      return 0;
-    }
-  return unknown (source, "KVM_HAS_DEVICE_ATTR (batch group)", err);
+    ret = vgic_batch_probe ((int) dev.fd, &abi);
+    close ((int) dev.fd);
+    close (vm);
+    *source = g_strdup_printf (PREFIX "%s",
+                               vgic_batch_probe_describe (ret, &abi, buf, sizeof buf));
+  }
+  if (ret < 0)
+    return -1;
+  /* A group 10 of another ABI is no batch group for vgicd. */
+  return ret == VGIC_BATCH_PROBE_OURS ? 1 : 0;
 }

@@ -16,7 +16,8 @@
  *	"start-up probe: /dev/kvm: No such file or directory"
  *
  * Opens @kvm_path, creates a VM (IPA size type 0) and a vGICv3 device in it,
- * and asks KVM_HAS_DEVICE_ATTR(group BATCH_REGS, attr 0).  Everything is
+ * and runs the batch ABI handshake (vgic_batch_probe(), vgic-entry.h): a
+ * group 10 of another layout counts as none.  Everything is
  * closed again before returning.  On a host that is not arm64 the kernel
  * cannot answer, so nothing is opened.
  *

@@ -58,6 +58,8 @@ struct _VgicdSession {
   gboolean vm_record;		/* its saves should carry a record (host's, vms.conf) */
   VgicShape *shape;
   gboolean kernel_batch;
+  char *kernel_batch_abi;	/* VGICD_BATCH_ABI_* as the executor found it */
+  char *kernel_batch_probe;	/* ... and in its words (may be empty) */
   gboolean peer_guards;		/* the peer checks guards before writes */
   gboolean peer_record_window;	/* the peer takes a saved record from the window */
   gboolean peer_channel;	/* the peer calls through a step channel */

@@ -117,6 +117,20 @@ parse_vm (VgicdSession *s, GVariant *vm, GError **error)
   if (!g_variant_lookup (vm, VGICD_VM_UUID, "s", &s->uuid))
     s->uuid = g_strdup ("");
   g_variant_lookup (vm, VGICD_VM_KERNEL_BATCH, "b", &s->kernel_batch);
+  /* Older executors send neither: their probe was HAS(10, 0) alone. */
+  if (!g_variant_lookup (vm, VGICD_VM_KERNEL_BATCH_ABI, "s", &s->kernel_batch_abi))
+    s->kernel_batch_abi = g_strdup (s->kernel_batch ? VGICD_BATCH_ABI_OURS : VGICD_BATCH_ABI_ABSENT);
+  if (!g_variant_lookup (vm, VGICD_VM_KERNEL_BATCH_PROBE, "s", &s->kernel_batch_probe))
+    s->kernel_batch_probe = g_strdup ("");
+  if (strlen (s->kernel_batch_abi) > 16 ||
+      strlen (s->kernel_batch_probe) > VGICD_VM_KERNEL_BATCH_PROBE_MAX ||
+      !g_utf8_validate (s->kernel_batch_probe, -1, NULL))
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_INVALID_SHAPE,
+                   "Attach: \"%s\" or \"%s\" is too long or not UTF-8",
+                   VGICD_VM_KERNEL_BATCH_ABI, VGICD_VM_KERNEL_BATCH_PROBE);
+      return FALSE;
+    }
   {
     g_autofree const char **features = NULL;
 
@@ -200,6 +214,15 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
     }
   g_ptr_array_add (daemon->sessions, s);
   daemon->totals.sessions_total++;
+  if (g_strcmp0 (s->kernel_batch_abi, VGICD_BATCH_ABI_FOREIGN) == 0)
+    {
+      /* Never driven with this layout: every operation of the VM runs one
+       * by one (and is counted in fallbacks as well). */
+      daemon->totals.foreign_batch++;
+      vgicd_session_log (s, G_LOG_LEVEL_WARNING, "VGICD_FALLBACK", "foreign-batch-abi",
+                         "VM %s: %s; every save and load of this VM runs one "
+                         "register per ioctl", s->name, s->kernel_batch_probe);
+    }
   msg = g_strdup_printf ("attached: %u vCPUs, %u IRQs, kernel batch %s, %s, pid %d uid %u%s%s%s",
                          s->shape->nr_vcpus, s->shape->nr_irqs,
                          s->kernel_batch ? "yes" : "no",
@@ -240,6 +263,8 @@ vgicd_session_free (VgicdSession *s)
   vgic_shape_free (s->shape);
   g_free (s->name);
   g_free (s->uuid);
+  g_free (s->kernel_batch_abi);
+  g_free (s->kernel_batch_probe);
   g_free (s->vm_mode_source);
   g_free (s->path);
   g_free (s);
@@ -295,6 +320,9 @@ vgicd_session_describe (VgicdSession *s)
   g_variant_builder_add (&b, "{sv}", "vcpus", g_variant_new_uint32 (s->shape->nr_vcpus));
   g_variant_builder_add (&b, "{sv}", "nr-irqs", g_variant_new_uint32 (s->shape->nr_irqs));
   g_variant_builder_add (&b, "{sv}", "kernel-batch", g_variant_new_boolean (s->kernel_batch));
+  g_variant_builder_add (&b, "{sv}", "kernel-batch-abi", g_variant_new_string (s->kernel_batch_abi));
+  g_variant_builder_add (&b, "{sv}", "kernel-batch-probe",
+                         g_variant_new_string (s->kernel_batch_probe));
   g_variant_builder_add (&b, "{sv}", "mode",
                          g_variant_new_string (vgicd_mode_to_string (vgicd_session_mode (s))));
   g_variant_builder_add (&b, "{sv}", "mode-source",

@@ -160,8 +160,9 @@ choose_via (VgicdSession *s)
           s->op_fallback = TRUE;
           s->daemon->totals.fallbacks++;
           vgicd_session_log (s, G_LOG_LEVEL_MESSAGE, "VGICD_FALLBACK", VGICD_VIA_SINGLE,
-                             "VM %s: the kernel has no vGIC batch group; "
-                             "running one register per ioctl", s->name);
+                             "VM %s: %s; running one register per ioctl", s->name,
+                             *s->kernel_batch_probe ? s->kernel_batch_probe
+                                                    : "the kernel has no vGIC batch group");
         }
       return VGICD_VIA_SINGLE;
     }

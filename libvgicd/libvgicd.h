@@ -97,7 +97,9 @@ VgicdClient *vgicd_client_connect (const char *address, int timeout_ms, GError *
 
 /**
  * vgicd_client_probe_batch() - does the kernel behind @vgic_fd have the vGIC
- * batch group?  KVM_HAS_DEVICE_ATTR(KVM_DEV_ARM_VGIC_GRP_BATCH_REGS, 0)
+ * batch group of this project's ABI?  KVM_DEV_ARM_VGIC_GRP_BATCH_REGS must
+ * answer KVM_VGIC_BATCH_ATTR_ABI with this build's magic number, version and
+ * structure sizes; a group 10 of any other layout counts as none.
  * Return: 1 yes, 0 no, or a negative errno.
  */
 int vgicd_client_probe_batch (int vgic_fd);

@@ -22,16 +22,18 @@ now_ns (void)
 }
 
 int
-vgic_exec_probe_batch (int dev_fd)
+vgic_exec_probe_batch (int dev_fd, char **why)
 {
-  struct kvm_device_attr attr = {
-    .group = KVM_DEV_ARM_VGIC_GRP_BATCH_REGS,
-    .attr = 0,
-  };
+  struct kvm_vgic_batch_abi abi;
+  int probe = vgic_batch_probe (dev_fd, &abi);
 
-  if (ioctl (dev_fd, KVM_HAS_DEVICE_ATTR, &attr) == 0)
-    return 1;
-  return errno == ENXIO ? 0 : -errno;
+  if (why)
+    {
+      char buf[VGIC_BATCH_PROBE_DESCRIBE_MAX];
+
+      *why = g_strdup (vgic_batch_probe_describe (probe, &abi, buf, sizeof buf));
+    }
+  return probe;
 }
 
 gboolean

@@ -33,11 +33,16 @@ typedef struct {
 } VgicExecReport;
 
 /**
- * vgic_exec_probe_batch() - does the kernel behind @dev_fd have the batch
- * group?  KVM_HAS_DEVICE_ATTR(KVM_DEV_ARM_VGIC_GRP_BATCH_REGS, 0) == 0.
- * Return: 1 yes, 0 no (-ENXIO), or a negative errno for any other answer.
+ * vgic_exec_probe_batch() - does the kernel behind @dev_fd have this
+ * project's batch group?  vgic_batch_probe() (vgic-entry.h): group 10 must
+ * answer the ABI attribute with this build's magic, version and sizes; a
+ * group 10 of another layout counts as no batch group.
+ * @why: if not NULL, receives what was found, in words (g_free())
+ * Return: VGIC_BATCH_PROBE_OURS (1), _ABSENT (0), _FOREIGN (2: a group 10
+ * of another layout, never to be used), or a negative errno for an answer
+ * that is none of these.
  */
-int vgic_exec_probe_batch (int dev_fd);
+int vgic_exec_probe_batch (int dev_fd, char **why);
 
 /**
  * vgic_exec_check() - refuse a list the executor must not run: a group other

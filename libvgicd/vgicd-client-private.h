@@ -26,6 +26,8 @@ struct _VgicdClient {
 
   int vgic_fd;
   gboolean kernel_batch;
+  const char *kernel_batch_abi;	/* VGICD_BATCH_ABI_*, sent at attach */
+  char *kernel_batch_probe;	/* vgic_batch_probe_describe(), sent at attach */
   char *session_path;
   char *mode;
   int window_fd;

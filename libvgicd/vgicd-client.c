@@ -24,6 +24,7 @@
 
 #include "vgicd-client-private.h"
 #include "vgicd/protocol.h"
+#include "vgicd/vgic-entry.h"
 
 
 G_DEFINE_QUARK (vgicd-client-error-quark, vgicd_client_error)
@@ -125,7 +126,10 @@ vgicd_client_connect (const char *address, int timeout_ms, GError **error)
 int
 vgicd_client_probe_batch (int vgic_fd)
 {
-  return vgic_exec_probe_batch (vgic_fd);
+  int probe = vgic_exec_probe_batch (vgic_fd, NULL);
+
+  /* A foreign group 10 is no batch group for the caller. */
+  return probe == VGIC_BATCH_PROBE_FOREIGN ? 0 : probe;
 }
 
 /* Map the window read-write after checking that vgicd sealed its size, so
@@ -187,7 +191,21 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
       return FALSE;
     }
   c->vgic_fd = vgic_fd;
-  c->kernel_batch = vgicd_client_probe_batch (vgic_fd) == 1;
+  {
+    char *why = NULL;
+
+    /* What the probe found goes to vgicd in words: a group 10 of another
+     * ABI is a fallback vgicd logs and counts (no silent fallbacks). */
+    int probe = vgic_exec_probe_batch (vgic_fd, &why);
+
+    c->kernel_batch = probe == VGIC_BATCH_PROBE_OURS;
+    c->kernel_batch_abi = probe == VGIC_BATCH_PROBE_OURS ? VGICD_BATCH_ABI_OURS
+                          : probe == VGIC_BATCH_PROBE_ABSENT ? VGICD_BATCH_ABI_ABSENT
+                          : probe == VGIC_BATCH_PROBE_FOREIGN ? VGICD_BATCH_ABI_FOREIGN
+                          : VGICD_BATCH_ABI_UNKNOWN;
+    g_free (c->kernel_batch_probe);
+    c->kernel_batch_probe = why;
+  }
 
   g_variant_builder_init (&vm, G_VARIANT_TYPE_VARDICT);
   g_variant_builder_add (&vm, "{sv}", VGICD_VM_NAME, g_variant_new_string (name));
@@ -198,6 +216,10 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
                                                     nr_vcpus, sizeof (uint32_t)));
   g_variant_builder_add (&vm, "{sv}", VGICD_VM_KERNEL_BATCH,
                          g_variant_new_boolean (c->kernel_batch));
+  g_variant_builder_add (&vm, "{sv}", VGICD_VM_KERNEL_BATCH_ABI,
+                         g_variant_new_string (c->kernel_batch_abi));
+  g_variant_builder_add (&vm, "{sv}", VGICD_VM_KERNEL_BATCH_PROBE,
+                         g_variant_new_string (c->kernel_batch_probe));
   {
     static const char *const features[] = {
       VGICD_FEATURE_GUARDS, VGICD_FEATURE_RECORD_WINDOW, VGICD_FEATURE_CHANNEL, NULL,
@@ -563,6 +585,7 @@ vgicd_client_free (VgicdClient *c)
       g_object_unref (c->connection);
     }
   g_free (c->session_path);
+  g_free (c->kernel_batch_probe);
   g_free (c->mode);
   g_free (c->address);
   g_free (c);

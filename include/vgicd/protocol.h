@@ -53,6 +53,13 @@
 #define VGICD_VM_NR_IRQS "nr-irqs"	/* u: including the 32 private ones */
 #define VGICD_VM_MPIDRS "mpidrs"	/* au: per vCPU, Aff3.Aff2.Aff1.Aff0 */
 #define VGICD_VM_KERNEL_BATCH "kernel-batch"	/* b: the executor's probe */
+#define VGICD_VM_KERNEL_BATCH_ABI "kernel-batch-abi"	/* s: one of VGICD_BATCH_ABI_* */
+#define VGICD_VM_KERNEL_BATCH_PROBE "kernel-batch-probe"	/* s: what it found, in words */
+#define VGICD_BATCH_ABI_OURS "ours"		/* this project's batch group */
+#define VGICD_BATCH_ABI_ABSENT "absent"		/* no group 10 */
+#define VGICD_BATCH_ABI_FOREIGN "foreign"	/* a group 10 of another layout */
+#define VGICD_BATCH_ABI_UNKNOWN "unknown"	/* the probe failed */
+#define VGICD_VM_KERNEL_BATCH_PROBE_MAX 512	/* bytes, longer is refused */
 #define VGICD_VM_FEATURES "features"	/* as: VGICD_FEATURE_* the peer has */
 
 /* What a peer can do (VGICD_VM_FEATURES). */

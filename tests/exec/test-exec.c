@@ -5,6 +5,8 @@
  * part-way through is reported.
  */
 #include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
 
 #include "sim-util.h"
 #include "vgic-exec.h"
@@ -33,9 +35,56 @@ test_probe (void)
 {
   g_autoptr (VgicSim) sim = sim_new (2, 64, TRUE, 5);
 
-  g_assert_cmpint (vgic_exec_probe_batch (vgic_sim_get_fd (sim)), ==, 1);
+  g_autofree char *ours = NULL, *absent = NULL, *foreign = NULL;
+  VgicSimCounters c;
+
+  g_assert_cmpint (vgic_exec_probe_batch (vgic_sim_get_fd (sim), &ours), ==,
+                   VGIC_BATCH_PROBE_OURS);
+  g_assert_cmpstr (ours, ==, "the kernel has the vGIC batch group (ABI 1)");
   vgic_sim_set_batch (sim, FALSE);
-  g_assert_cmpint (vgic_exec_probe_batch (vgic_sim_get_fd (sim)), ==, 0);
+  g_assert_cmpint (vgic_exec_probe_batch (vgic_sim_get_fd (sim), &absent), ==,
+                   VGIC_BATCH_PROBE_ABSENT);
+  g_assert_cmpstr (absent, ==, "the kernel has no vGIC batch group");
+
+  /* A group 10 of another layout accepts the bare HAS probe... */
+  vgic_sim_set_foreign_batch (sim);
+  {
+    struct kvm_device_attr has = { .group = KVM_DEV_ARM_VGIC_GRP_BATCH_REGS };
+
+    g_assert_cmpint (ioctl (vgic_sim_get_fd (sim), KVM_HAS_DEVICE_ATTR, &has), ==, 0);
+  }
+  /* ...but not the handshake, which reads it once and sends no batch. */
+  vgic_sim_counters_reset (sim);
+  g_assert_cmpint (vgic_exec_probe_batch (vgic_sim_get_fd (sim), &foreign), ==,
+                   VGIC_BATCH_PROBE_FOREIGN);
+  g_assert_nonnull (strstr (foreign, "group 10 is not this batch ABI (it answered magic "
+                                     "0x00000000 version 0"));
+  vgic_sim_counters_get (sim, &c);
+  g_assert_cmpuint (c.foreign_calls, ==, 1);
+  g_assert_cmpuint (c.batch_calls, ==, 0);
+}
+
+/* On a foreign group 10, a list runs one by one and group 10 sees nothing
+ * more than the probe's read. */
+static void
+test_foreign_group_runs_single (void)
+{
+  g_autoptr (VgicSim) sim = sim_new (2, 64, TRUE, 5);
+  g_autoptr (VgicShape) shape = shape_of (sim, 2, 64);
+  g_autoptr (VgicList) plan = vgic_plan_save_first (shape);
+  VgicExecReport r;
+  VgicSimCounters c;
+
+  vgic_sim_set_foreign_batch (sim);
+  vgic_sim_counters_reset (sim);
+  g_assert_cmpint (vgic_exec_probe_batch (vgic_sim_get_fd (sim), NULL), ==,
+                   VGIC_BATCH_PROBE_FOREIGN);
+  g_assert_true (vgic_exec_run (vgic_sim_get_fd (sim), ENTRIES (plan), plan->len,
+                                VGIC_EXEC_READ, VGIC_EXEC_SINGLE, &r));
+  g_assert_cmpuint (r.ioctls, ==, plan->len);
+  vgic_sim_counters_get (sim, &c);
+  g_assert_cmpuint (c.foreign_calls, ==, 1);
+  g_assert_cmpuint (c.single_get, ==, plan->len);
 }
 
 /* A list with a CTRL entry (or an oversized 32-bit value) is refused before
@@ -168,6 +217,7 @@ main (int argc, char **argv)
   sim_test_init (&argc, &argv);
 
   g_test_add_func ("/exec/probe", test_probe);
+  g_test_add_func ("/exec/foreign-group-runs-single", test_foreign_group_runs_single);
   g_test_add_func ("/exec/refuses-before-any-ioctl", test_refuses_before_any_ioctl);
   g_test_add_func ("/exec/batch-chunks-equal-single", test_batch_chunks_equal_single);
   g_test_add_data_func ("/exec/failure-at-k/batch", GINT_TO_POINTER (VGIC_EXEC_BATCH), test_failure_at_k);

@@ -784,6 +784,66 @@ test_old_kernel_single_path (void)
   test_round_trip (&mc);
 }
 
+/* The kernel's group 10 is another batch ABI, which answers the bare
+ * KVM_HAS_DEVICE_ATTR probe: libvgicd's handshake finds it is not this
+ * layout, so nothing but the probe's one read reaches group 10, every
+ * access runs one by one, and vgicd says so in its log and its counters. */
+static void
+test_foreign_batch_abi (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[3];
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) cs = NULL, cd = NULL;
+  g_autoptr (GBytes) record = NULL, want = NULL, got = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log = NULL;
+  VgicdClientStats st;
+  VgicSimCounters c;
+
+  vgic_sim_set_foreign_batch (src);
+  vgic_sim_set_foreign_batch (dst);
+  g_assert_cmpint (vgicd_client_probe_batch (vgic_sim_get_fd (src)), ==, 0);
+  vgic_sim_randomize (src, 7);
+  vgic_sim_counters_reset (src);
+  vgic_sim_counters_reset (dst);
+  cs = attach (h, src, s, "src");
+  cd = attach (h, dst, s, "dst");
+  want = visible_state (src, s);
+
+  g_assert_true (vgicd_client_save (cs, &record, &error));
+  g_assert_no_error (error);
+  vgicd_client_get_stats (cs, &st);
+  g_assert_false (st.batched);
+  g_assert_cmpuint (st.ioctls, >=, st.entries);
+  g_assert_true (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                    g_bytes_get_size (record), &error));
+  g_assert_no_error (error);
+  vgicd_client_get_stats (cd, &st);
+  g_assert_false (st.batched);
+  got = visible_state (dst, s);
+  g_assert_true (g_bytes_equal (want, got));
+
+  /* The probe's one read of the ABI attribute, on each side; no batch. */
+  vgic_sim_counters_get (src, &c);
+  g_assert_cmpuint (c.foreign_calls, ==, 1);
+  g_assert_cmpuint (c.batch_calls, ==, 0);
+  g_assert_cmpuint (c.single_get, >, 0);
+  vgic_sim_counters_get (dst, &c);
+  g_assert_cmpuint (c.foreign_calls, ==, 1);
+  g_assert_cmpuint (c.batch_calls, ==, 0);
+  g_assert_cmpuint (c.single_set, >, 0);
+
+  g_assert_cmpuint (vgicd_harness_stat (h, "foreign-batch"), ==, 2);
+  g_assert_cmpuint (vgicd_harness_stat (h, "fallbacks"), >=, 2);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_assert_nonnull (strstr (log, "VM src: the kernel's device-attr group 10 is not this "
+                                 "batch ABI (it answered magic 0x00000000"));
+  g_assert_nonnull (strstr (log, "every save and load of this VM runs one register per ioctl"));
+  g_assert_nonnull (strstr (log, "not used; running one register per ioctl"));
+}
+
 /* vgicd dies or hangs: libvgicd returns within its timeout. */
 static void
 test_vgicd_gone (void)
@@ -1256,6 +1316,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/vgicd/round-trip/auto-batch", &auto_batch, test_round_trip);
   g_test_add_data_func ("/vgicd/round-trip/single", &single, test_round_trip);
   g_test_add_func ("/vgicd/round-trip/old-kernel-single-path", test_old_kernel_single_path);
+  g_test_add_func ("/vgicd/round-trip/foreign-batch-abi", test_foreign_batch_abi);
   g_test_add_func ("/vgicd/mode-off-declines-save-serves-load", test_mode_off);
   g_test_add_func ("/vgicd/protocol-1-peer", test_protocol1_peer);
   g_test_add_func ("/vgicd/channel-refuses-garbage", test_channel_refuses_garbage);

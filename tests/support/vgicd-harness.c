@@ -219,6 +219,30 @@ vgicd_harness_set_mode (VgicdHarness *h, const char *mode, GError **error)
   return reply != NULL;
 }
 
+guint64
+vgicd_harness_stat (VgicdHarness *h, const char *key)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDBusConnection) bus = NULL;
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GVariant) stats = NULL;
+  guint64 value = 0;
+
+  bus = g_dbus_connection_new_for_address_sync (h->bus_address,
+                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                NULL, NULL, &error);
+  g_assert_no_error (error);
+  reply = g_dbus_connection_call_sync (bus, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                                       "org.vgicd.Manager1", "GetStats", NULL,
+                                       G_VARIANT_TYPE ("(a{sv})"), G_DBUS_CALL_FLAGS_NONE,
+                                       5000, NULL, &error);
+  g_assert_no_error (error);
+  g_variant_get (reply, "(@a{sv})", &stats);
+  g_assert_true (g_variant_lookup (stats, key, "t", &value));
+  return value;
+}
+
 void
 vgicd_harness_kill_vgicd (VgicdHarness *h)
 {

@@ -442,7 +442,7 @@ cmd_stats (int argc, char **argv)
   /* The order people read them in; --json prints whatever vgicd sends. */
   static const char *const keys[] = {
     "saves", "loads", "record-saves", "record-loads", "declined", "fallbacks",
-    "second-rounds", "failures", "bytes-saved",
+    "foreign-batch", "second-rounds", "failures", "bytes-saved",
     "bytes-loaded", "sessions", "sessions-total", "refused", "uptime-usec",
   };
   gboolean seen[1] = { FALSE };

@@ -1,15 +1,27 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# build-kernel.sh - build the arm64 kernel of the nested tier from Debian 12's
-# linux-source-6.1, with this folder's patch series applied (or without it).
+# build-kernel.sh - build the arm64 kernel of the nested tier from a Debian
+# linux-source package, with this folder's patch series applied (or without).
+#
+# Bases (--base):
+#   6.12  Debian 13's linux-source-6.12 and the series in this folder (the
+#         default: the kernel the nested tiers boot)
+#   6.1   Debian 12's linux-source-6.1 and the backport in 6.1/
+#   7.3   the newest source Debian's archive has (trixie-backports'
+#         linux-source-7.3), with this folder's series: the base an upstream
+#         posting would use; --check-only
+# 6.1 comes from the host's own apt (package linux-source-6.1); 6.12 and 7.3
+# from a private apt state of their suite (scripts/lib/debian-apt.sh), so
+# nothing of trixie is installed on the host.
 #
 # Steps: install the packages it needs; unpack the source into a work folder
 # outside the repo and commit the pristine tree with git; `git am` the series
-# (it must apply cleanly); configure tinyconfig + config/arm64-nested.config;
-# build `Image` with ccache; build the KVM selftest vgic_batch_regs as a
-# static arm64 binary; fail on compiler warnings in the files the series
-# touches; run checkpatch.pl --strict on the series.
+# (it must apply cleanly); configure tinyconfig + config/arm64-nested.config
+# + config/debian-<base>.config; build `Image` with ccache (not with
+# --check-only); build the KVM selftest vgic_batch_regs as a static arm64
+# binary; fail on compiler warnings (W=1) in the files the series touches;
+# run checkpatch.pl --strict on the series.
 #
 # Every heavy step holds the project's heavy-work lock (scripts/lib/heavy.sh),
 # so builds sharing this 2-core machine never overlap.
@@ -25,7 +37,12 @@ usage() {
 	cat <<EOF
 usage: $0 [options]
 
-  --work DIR      work folder (default \${VGICD_CACHE:-/var/cache/vgicd}/kernel)
+  --base B        6.12 (default), 6.1 or 7.3 (see the top of this script)
+  --check-only    no Image: apply, W=1 build of the touched objects,
+                  selftest, checkpatch (IMAGE= is then empty)
+  --series DIR    apply the patches of DIR instead of the base's series (to
+                  measure a part of it: give --work another folder too)
+  --work DIR      work folder (default \${VGICD_CACHE:-/var/cache/vgicd}/kernel-BASE)
   --no-patch      build the pristine kernel (no batch group), in DIR/pristine
   --no-selftest   do not build the selftest (SELFTEST= is then empty)
   --no-install    do not apt-get install anything
@@ -44,7 +61,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../scripts/lib/common.sh
 . "$here/../scripts/lib/common.sh"
 cache=$VGICD_CACHE
-work=$cache/kernel
+base=6.12
+work=
+check_only=0
+series_override=
 patched=1
 selftest=1
 install=1
@@ -54,6 +74,10 @@ jobs=2
 
 while [ $# -gt 0 ]; do
 	case $1 in
+	--base) base=$2; shift ;;
+	--base=*) base=${1#*=} ;;
+	--check-only) check_only=1 ;;
+	--series) series_override=$2; shift ;;
 	--work) work=$2; shift ;;
 	--work=*) work=${1#*=} ;;
 	--no-patch) patched=0 ;;
@@ -76,12 +100,38 @@ now() { date +%s; }
 t_start=$(now)
 
 # --- Packages ----------------------------------------------------------------
+case $base in
+6.12) suite=trixie; series_dir=$here; fragment_base=6.12 ;;
+6.1) suite=; series_dir=$here/6.1; fragment_base=6.1 ;;
+7.3) suite=trixie-backports; series_dir=$here; fragment_base=6.12
+     [ "$check_only" = 1 ] || die "--base 7.3 is a compile check: add --check-only" ;;
+*) die "unknown --base $base (6.12, 6.1 or 7.3)" ;;
+esac
+work=${work:-$cache/kernel-$base}
+[ -z "$series_override" ] || series_dir=$(cd "$series_override" && pwd)
+srcpkg=linux-source-$base
 if [ "$install" = 1 ]; then
 	need_packages "${PKGS_KERNEL[@]}" >&2 || die "cannot install the packages the build needs"
 fi
-tarball=/usr/src/linux-source-6.1.tar.xz
-[ -r "$tarball" ] || die "$tarball missing (package linux-source-6.1)"
-src_version=$(dpkg-query -W -f='${Version}' linux-source-6.1)
+if [ -z "$suite" ]; then
+	# The host's own suite: the package is installed (PKGS_KERNEL).
+	tarball=/usr/src/$srcpkg.tar.xz
+	[ -r "$tarball" ] || die "$tarball missing (package $srcpkg)"
+	src_version=$(dpkg-query -W -f='${Version}' "$srcpkg")
+else
+	# Another suite: download the package into the cache and take the
+	# tarball out of it, without installing it (nor that suite's apt
+	# configuration) on the host.
+	deb_apt_init "$suite-all" amd64 "$suite"
+	deb_apt_update >&2
+	deb=$(deb_download "$cache/kernel-src" "$srcpkg")
+	src_version=$(deb_version "$srcpkg")
+	tarball=$cache/kernel-src/$srcpkg-$src_version.tar.xz
+	if [ ! -s "$tarball" ]; then
+		dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$srcpkg.tar.xz" >"$tarball.tmp"
+		mv "$tarball.tmp" "$tarball"
+	fi
+fi
 
 # --- Source tree -------------------------------------------------------------
 # The patched and pristine trees are laid out alike (DIR/src + DIR/build and
@@ -98,14 +148,14 @@ mkdir -p "$top" "$cache/ccache"
 
 series=()
 if [ "$patched" = 1 ]; then
-	for p in "$here"/[0-9][0-9][0-9][0-9]-*.patch; do
+	for p in "$series_dir"/[0-9][0-9][0-9][0-9]-*.patch; do
 		# 0000-cover-letter.patch has no diff: git am would refuse it.
 		case $p in *cover-letter*) continue ;; esac
 		[ -e "$p" ] && series+=("$p")
 	done
-	[ ${#series[@]} -gt 0 ] || die "no patches in $here"
+	[ ${#series[@]} -gt 0 ] || die "no patches in $series_dir"
 fi
-series_id=$(printf '%s\n' "linux-source-6.1 $src_version" &&
+series_id=$(printf '%s\n' "$srcpkg $src_version" &&
 	    { [ ${#series[@]} -eq 0 ] || cat "${series[@]}"; } | sha256sum)
 series_id=${series_id%% *}
 
@@ -115,16 +165,16 @@ git_src() { git -C "$src" -c user.name="vgicd build" \
 step_begin "source tree" >&2
 if [ "$fresh" = 1 ] || [ ! -d "$src/.git" ] ||
    [ "$(cat "$src/.git/vgicd-source-version" 2>/dev/null)" != "$src_version" ]; then
-	log "unpacking linux-source-6.1 $src_version into $src"
+	log "unpacking $srcpkg $src_version into $src"
 	rm -rf "$src" "$src.tmp"
 	mkdir -p "$src.tmp"
 	tar -C "$src.tmp" -xJf "$tarball"
-	mv "$src.tmp/linux-source-6.1" "$src"
+	mv "$src.tmp/$srcpkg" "$src"
 	rmdir "$src.tmp"
 	git_src init -q
 	# Debian's .gitignore ignores every top-level entry but debian/: -f.
 	git_src add -f -A
-	git_src commit -q -m "Linux (Debian linux-source-6.1 $src_version)"
+	git_src commit -q -m "Linux (Debian $srcpkg $src_version)"
 	git_src tag pristine
 	echo "$src_version" >"$src/.git/vgicd-source-version"
 fi
@@ -135,7 +185,7 @@ if [ "$(cat "$src/.git/vgicd-series" 2>/dev/null)" != "$series_id" ]; then
 	if [ ${#series[@]} -gt 0 ]; then
 		log "applying ${#series[@]} patches with git am"
 		git_src am -q "${series[@]}" >&2 ||
-			{ git_src am --abort || true; die "the series does not apply cleanly to linux-source-6.1 $src_version"; }
+			{ git_src am --abort || true; die "the series does not apply cleanly to $srcpkg $src_version"; }
 	fi
 	echo "$series_id" >"$src/.git/vgicd-series"
 fi
@@ -147,16 +197,16 @@ export ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-
 export CCACHE_DIR=$cache/ccache CCACHE_BASEDIR=$cache CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 kmake() { make -C "$src" O="$build" CC="ccache ${CROSS_COMPILE}gcc" "$@"; }
 
-fragment=$here/config/arm64-nested.config
+fragments=("$here/config/arm64-nested.config" "$here/config/debian-$fragment_base.config")
 mkdir -p "$build"
-config_id=$(cat "$fragment" "$src/.git/vgicd-series" | sha256sum)
+config_id=$(cat "${fragments[@]}" "$src/.git/vgicd-series" | sha256sum)
 if [ ! -f "$build/.config" ] ||
    [ "$(cat "$build/.vgicd-config" 2>/dev/null)" != "$config_id" ]; then
-	log "configuring: tinyconfig + $(basename "$fragment")"
+	log "configuring: tinyconfig + arm64-nested.config + debian-$fragment_base.config"
 	{
 		kmake -s tinyconfig &&
 		"$src/scripts/kconfig/merge_config.sh" -m -O "$build" \
-			"$build/.config" "$fragment" &&
+			"$build/.config" "${fragments[@]}" &&
 		kmake -s olddefconfig
 	} >"$build/config.log" 2>&1 ||
 		{ cat "$build/config.log" >&2; die "configuration failed"; }
@@ -165,7 +215,7 @@ if [ ! -f "$build/.config" ] ||
 		CONFIG_*) grep -qx -- "$line" "$build/.config" ||
 			die "$line did not survive olddefconfig (check its dependencies)" ;;
 		esac
-	done <"$fragment"
+	done < <(cat "${fragments[@]}")
 	echo "$config_id" >"$build/.vgicd-config"
 fi
 
@@ -193,18 +243,21 @@ if [ ${#objs[@]} -gt 0 ]; then
 fi
 step_end
 
-step_begin "Image" >&2
-log "building Image (make -j$jobs, ccache in $CCACHE_DIR; holding the heavy-work lock)"
-heavy make -C "$src" O="$build" CC="ccache ${CROSS_COMPILE}gcc" -j"$jobs" Image \
-	>"$build/build.log" 2>&1 ||
-	{ tail -n 40 "$build/build.log" >&2; die "kernel build failed, see $build/build.log"; }
-step_end
+image=
+if [ "$check_only" = 0 ]; then
+	step_begin "Image" >&2
+	log "building Image (make -j$jobs, ccache in $CCACHE_DIR; holding the heavy-work lock)"
+	heavy make -C "$src" O="$build" CC="ccache ${CROSS_COMPILE}gcc" -j"$jobs" Image \
+		>"$build/build.log" 2>&1 ||
+		{ tail -n 40 "$build/build.log" >&2; die "kernel build failed, see $build/build.log"; }
+	step_end
+	for f in $touched; do
+		grep -F "$f" "$build/build.log" | grep -E 'warning:|error:' >>"$warn_log" || true
+	done
+	image=$build/arch/arm64/boot/Image
+	[ -f "$image" ] || die "no $image"
+fi
 ccache_stats=$(ccache -s 2>/dev/null | grep -iE '^ *(hits|misses)' | tr -s ' ' | paste -sd' ' || true)
-for f in $touched; do
-	grep -F "$f" "$build/build.log" | grep -E 'warning:|error:' >>"$warn_log" || true
-done
-image=$build/arch/arm64/boot/Image
-[ -f "$image" ] || die "no $image"
 
 # --- Selftest ----------------------------------------------------------------
 selftest_bin=
@@ -251,7 +304,7 @@ fi
 
 # --- Summary -----------------------------------------------------------------
 {
-	log "done: linux-source-6.1 $src_version, $([ "$patched" = 1 ] && echo "${#series[@]} patches" || echo "no patches")"
+	log "done: $srcpkg $src_version, $([ "$patched" = 1 ] && echo "${#series[@]} patches" || echo "no patches")$([ "$check_only" = 1 ] && echo ", check only (no Image)")"
 	print_step_times
 	log "  time total: $(( $(now) - t_start ))s"
 	[ -n "$ccache_stats" ] && log "  ccache: $ccache_stats"

@@ -3,12 +3,14 @@
 # run-nested.sh - the nested tier: real arm64 kernels with KVM, booted at EL2
 # under qemu-system-aarch64 (TCG), save and restore real vGIC state through
 # libvgicd and the real vgicd, on a kernel with the batch group (built by
-# kernel-patch/build-kernel.sh) and on Debian 12's stock arm64 kernel.
+# kernel-patch/build-kernel.sh, Linux 6.12 of Debian 13) and on Debian 13's
+# stock arm64 kernel (the unpatched baseline).
 #
 # From a fresh Debian 12 machine, as root:
 #   bash tests/nested/run-nested.sh [--only stock|patched] [--sizes 4,64,256]
 #                                   [--timeout SECONDS] [--enforce-target]
 #                                   [--inject-mismatch]   (self-check: must FAIL)
+#                                   [--source-never-ran]  (save a source VM that never ran)
 #
 # Environment:
 #   VGICD_CACHE       downloads and unpacked packages (default /var/cache/vgicd;
@@ -40,7 +42,7 @@ while [ $# -gt 0 ]; do
 	--only) ONLY=$2; shift 2 ;;
 	--sizes) SIZES=$2; shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
-	--enforce-target | --inject-mismatch) TEST_ARGS="${TEST_ARGS:+${TEST_ARGS}_}$1"; shift ;;
+	--enforce-target | --inject-mismatch | --source-never-ran) TEST_ARGS="${TEST_ARGS:+${TEST_ARGS}_}$1"; shift ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-nested.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -59,6 +61,7 @@ step_end
 step_begin "downloads (stock arm64 kernel, busybox-static)"
 nested_stock_kernel
 echo "stock kernel: $STOCK_VERSION ($STOCK_IMAGE)"
+nested_debian_config_check
 bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
 deb_extract "$bb_deb" "$NESTED_CACHE/busybox"
 step_end

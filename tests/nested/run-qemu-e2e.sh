@@ -106,7 +106,7 @@ bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
 deb_extract "$bb_deb" "$NESTED_CACHE/busybox"
 # Debian stable's qemu-system-arm and everything it depends on, resolved by
 # apt on a private, empty state (no maintainer scripts, nothing installed).
-deb_apt_init trixie-arm64 arm64 stable
+deb_apt_init trixie-arm64 arm64 trixie
 deb_apt_update
 STOCK_VERSION=$(deb_version qemu-system-arm)
 STOCK_ROOT=$E2E_CACHE/stock-root

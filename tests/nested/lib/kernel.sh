@@ -3,8 +3,13 @@
 # tests/nested/lib/kernel.sh - the arm64 kernels the nested tier boots.
 # Sourced, after common.sh.
 #
-#   nested_stock_kernel     sets STOCK_IMAGE, STOCK_VERSION: Debian 12's
-#                           linux-image-6.1.0-*-arm64 (KVM built in)
+#   nested_stock_kernel     sets STOCK_IMAGE, STOCK_VERSION, STOCK_CONFIG:
+#                           Debian 13's linux-image-6.12.*-arm64 (KVM built
+#                           in), the unpatched baseline
+#   nested_debian_config_check
+#                           the patched kernel's Debian options
+#                           (kernel-patch/config/debian-6.12.config) are the
+#                           stock kernel's
 #   nested_patched_kernel   sets PATCHED_IMAGE, PATCHED_SELFTEST (may be
 #                           empty), or PATCHED_MISSING with the reason
 
@@ -21,7 +26,7 @@ kernel_config_check() {
 
 nested_stock_kernel() {
 	local pkg deb root
-	deb_apt_init bookworm-arm64 arm64
+	deb_apt_init trixie-arm64 arm64 trixie
 	deb_apt_update
 	# The metapackage names the current ABI's image package.
 	pkg=$(deb_depends linux-image-arm64 | grep -m1 '^linux-image-') ||
@@ -34,8 +39,28 @@ nested_stock_kernel() {
 	rm -rf "$root/lib" "$root/usr"
 	STOCK_IMAGE=$(ls "$root"/boot/vmlinuz-* 2>/dev/null | head -n1)
 	[ -n "$STOCK_IMAGE" ] || nested_die "$deb holds no /boot/vmlinuz-*"
-	kernel_config_check "$(ls "$root"/boot/config-* | head -n1)"
+	STOCK_CONFIG=$(ls "$root"/boot/config-* | head -n1)
+	kernel_config_check "$STOCK_CONFIG"
 	STOCK_VERSION="$pkg $(deb_version "$pkg")"
+}
+
+# nested_debian_config_check - every option of the patched kernel's
+# debian-6.12.config has the value it has in the stock kernel's config, so
+# that the two kernels differ in the series, not in what a migration's
+# ioctls pass through (hardening, LSMs, preemption, CPU features).
+nested_debian_config_check() {
+	local frag="$VGICD_ROOT/kernel-patch/config/debian-6.12.config" line key have bad=0
+	while read -r line; do
+		case $line in CONFIG_*) ;; *) continue ;; esac
+		key=${line%%=*}
+		have=$(grep -E "^$key=|^# $key is not set" "$STOCK_CONFIG" || echo "(absent)")
+		if [ "$have" != "$line" ]; then
+			echo "kernel config: $line, but Debian's $(basename "$STOCK_CONFIG") has $have" >&2
+			bad=1
+		fi
+	done <"$frag"
+	[ $bad = 0 ] || nested_die "kernel-patch/config/debian-6.12.config no longer follows Debian's kernel (above)"
+	echo "kernel config: the $(grep -c '^CONFIG_' "$frag") options of debian-6.12.config are Debian's"
 }
 
 # nested_patched_kernel - build the patched kernel with

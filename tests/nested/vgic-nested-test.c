@@ -38,6 +38,7 @@ main (void)
 #include <fcntl.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +80,7 @@ static gboolean opt_enforce = FALSE;
 static gboolean opt_inject = FALSE;
 static int opt_repeat = 5;
 static int opt_repeat_budget_ms = 1500;
+static gboolean opt_source_ran = TRUE;
 
 static guint failures;
 
@@ -257,6 +259,45 @@ vm_new (int kvm, guint n, guint32 nr_irqs, GError **error)
   if (!vm->shape)
     return NULL;
   return g_steal_pointer (&vm);
+}
+
+/* vm_run_once() - KVM_RUN vCPU 0 once, with immediate_exit set so that it
+ * returns -EINTR before entering the guest.  A migration source has run;
+ * its destination, at post_load, has not.  That matters from Linux 6.7 on:
+ * the first KVM_RUN of a VM builds its MPIDR -> vCPU table
+ * (kvm->arch.mpidr_data), and until then every affinity lookup of a
+ * register access (and of every GICD_IROUTER write) scans the vCPUs. */
+static gboolean
+vm_run_once (int kvm, Vm *vm, GError **error)
+{
+  int size = ioctl (kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+  struct kvm_run *run;
+  int r, err;
+
+  if (size <= 0)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "KVM_GET_VCPU_MMAP_SIZE: %s",
+                   g_strerror (errno));
+      return FALSE;
+    }
+  run = mmap (NULL, (size_t) size, PROT_READ | PROT_WRITE, MAP_SHARED, vm->vcpus[0], 0);
+  if (run == MAP_FAILED)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "mmap of kvm_run: %s",
+                   g_strerror (errno));
+      return FALSE;
+    }
+  run->immediate_exit = 1;
+  r = ioctl (vm->vcpus[0], KVM_RUN, 0);
+  err = errno;
+  munmap (run, (size_t) size);
+  if (r == 0 || err != EINTR)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                   "KVM_RUN with immediate_exit: %s", r == 0 ? "returned 0" : g_strerror (err));
+      return FALSE;
+    }
+  return TRUE;
 }
 
 /* ------------------------------------------------------------------ */
@@ -853,6 +894,15 @@ run_size (int kvm, guint n, gboolean kernel_batch, Row *row)
       return;
     }
   g_print ("    VM created in %.0f ms\n", ms (now_ns () - t0));
+  if (opt_source_ran)
+    {
+      if (!vm_run_once (kvm, src, &error))
+        {
+          FAIL ("N=%u: running the source VM once: %s", n, error->message);
+          return;
+        }
+      g_print ("    source VM ran once (KVM_RUN, immediate exit); the destination never runs\n");
+    }
   if (vgicd_client_probe_batch (src->gic) != (kernel_batch ? 1 : 0))
     FAIL ("N=%u: libvgicd's probe says %d, expected %d", n,
           vgicd_client_probe_batch (src->gic), kernel_batch);
@@ -1029,6 +1079,9 @@ main (int argc, char **argv)
     { "inject-mismatch", 0, 0, G_OPTION_ARG_NONE, &opt_inject,
       "Self-check: change one register after each vgicd-auto restore (the run must fail)",
       NULL },
+    { "source-never-ran", 0, G_OPTION_FLAG_REVERSE, G_OPTION_ARG_NONE, &opt_source_ran,
+      "Do not KVM_RUN the source VM once before saving (a source that never ran, as "
+      "before the MPIDR table of Linux 6.7)", NULL },
     { "enforce-target", 0, 0, G_OPTION_ARG_NONE, &opt_enforce,
       "Fail when the target is missed (default: report only)", NULL },
     { NULL }

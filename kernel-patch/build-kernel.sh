@@ -155,8 +155,10 @@ if [ "$patched" = 1 ]; then
 	done
 	[ ${#series[@]} -gt 0 ] || die "no patches in $series_dir"
 fi
-series_id=$(printf '%s\n' "$srcpkg $src_version" &&
-	    { [ ${#series[@]} -eq 0 ] || cat "${series[@]}"; } | sha256sum)
+# The source version and every patch's bytes, hashed together: a changed
+# patch must reset the tree and apply the series again.
+series_id=$({ printf '%s\n' "$srcpkg $src_version"
+	     [ ${#series[@]} -eq 0 ] || cat "${series[@]}"; } | sha256sum)
 series_id=${series_id%% *}
 
 git_src() { git -C "$src" -c user.name="vgicd build" \

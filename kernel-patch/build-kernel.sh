@@ -9,7 +9,7 @@
 #         default: the kernel the nested tiers boot)
 #   6.1   Debian 12's linux-source-6.1 and the backport in 6.1/
 #   7.3   the newest source Debian's archive has (trixie-backports'
-#         linux-source-7.3), with this folder's series: the base an upstream
+#         linux-source-7.3) and the port in 7.3/: the base an upstream
 #         posting would use; --check-only
 # 6.1 comes from the host's own apt (package linux-source-6.1); 6.12 and 7.3
 # from a private apt state of their suite (scripts/lib/debian-apt.sh), so
@@ -100,10 +100,12 @@ now() { date +%s; }
 t_start=$(now)
 
 # --- Packages ----------------------------------------------------------------
+# The KVM selftests' arm64 folder: aarch64/ until 6.14, arm64/ after.
+st_dir=aarch64
 case $base in
 6.12) suite=trixie; series_dir=$here; fragment_base=6.12 ;;
 6.1) suite=; series_dir=$here/6.1; fragment_base=6.1 ;;
-7.3) suite=trixie-backports; series_dir=$here; fragment_base=6.12
+7.3) suite=trixie-backports; series_dir=$here/7.3; fragment_base=7.3; st_dir=arm64
      [ "$check_only" = 1 ] || die "--base 7.3 is a compile check: add --check-only" ;;
 *) die "unknown --base $base (6.12, 6.1 or 7.3)" ;;
 esac
@@ -274,10 +276,10 @@ if [ "$selftest" = 1 ] && [ "$patched" = 1 ]; then
 		CC="ccache ${CROSS_COMPILE}gcc" OUTPUT="$kst" \
 		LINUX_HDR_PATH="$hdr/include/" KHDR_INCLUDES="-isystem $hdr/include" \
 		EXTRA_CFLAGS=-static -j"$jobs" \
-		"$kst/aarch64/vgic_batch_regs" >"$build/selftest.log" 2>&1 ||
+		"$kst/$st_dir/vgic_batch_regs" >"$build/selftest.log" 2>&1 ||
 		{ cat "$build/selftest.log" >&2; die "selftest build failed"; }
 	grep -E 'warning:|error:' "$build/selftest.log" >>"$warn_log" || true
-	selftest_bin=$kst/aarch64/vgic_batch_regs
+	selftest_bin=$kst/$st_dir/vgic_batch_regs
 	step_end
 fi
 

@@ -15,7 +15,9 @@
 #      AppArmor profiles and the SELinux module compiled with Debian 12's
 #      and 13's own tools;
 #   7. the QEMU series applied to Debian stable's QEMU and its changed objects
-#      cross-compiled for aarch64 with -Werror, with and without vgicd;
+#      cross-compiled for aarch64 with -Werror, with and without vgicd; and
+#      in Debian 13's qemu packaging: the whole quilt stack with no fuzz, and
+#      Debian's configure of the arm64 system build enabling vgicd;
 #   8. the nested tier: the kernel series built, and real arm64 kernels (with
 #      and without the batch group) booted under TCG, where real KVM vGIC
 #      state is saved and restored through libvgicd and vgicd;
@@ -164,6 +166,11 @@ step_end
 
 step_begin "QEMU series: apply to QEMU 10.0.13, cross-compile (-Werror)"
 run_tier "QEMU build check" bash qemu-patch/build-check.sh
+step_end
+
+step_begin "QEMU series in Debian 13's qemu packaging: quilt stack, configure"
+# After the build check: its aarch64 libvgicd is what configure finds.
+run_tier "Debian QEMU packaging" bash qemu-patch/build-debian-qemu.sh --check
 step_end
 
 step_begin "nested arm64 KVM tier (patched and stock kernels)"

@@ -366,7 +366,7 @@ if [ -n "$CHECK" ]; then
 	grep -E '^ *(vgicd support|vgicd address|KVM support)' "$DQ/work/configure.log" | sed 's/^ */  /'
 	grep -q '^ *vgicd support *: *YES' "$DQ/work/configure.log" ||
 		{ echo "Debian's configure did not enable vgicd (log: $DQ/work/configure.log)" >&2; exit 1; }
-	grep -q '^#define CONFIG_VGICD 1' "$DQ/work/qemu/b/qemu/config-host.h" ||
+	grep -qx '#define CONFIG_VGICD' "$DQ/work/qemu/b/qemu/config-host.h" ||
 		{ echo "config-host.h has no CONFIG_VGICD" >&2; exit 1; }
 	step_end
 	print_step_times

@@ -15,7 +15,9 @@
 #      AppArmor profiles and the SELinux module compiled with Debian 12's
 #      and 13's own tools;
 #   7. the QEMU series applied to Debian stable's QEMU and its changed objects
-#      cross-compiled for aarch64 with -Werror, with and without vgicd;
+#      cross-compiled for aarch64 with -Werror, with and without vgicd; and
+#      in Debian 13's qemu packaging: the whole quilt stack with no fuzz, and
+#      Debian's configure of the arm64 system build enabling vgicd;
 #   8. the kernel series: the Debian 12 backport (6.1) applied, its touched
 #      objects built with W=1 and its selftest built; then the nested tier:
 #      the 6.12 series built, and real arm64 kernels (patched 6.12, and
@@ -167,6 +169,11 @@ step_end
 
 step_begin "QEMU series: apply to QEMU 10.0.13, cross-compile (-Werror)"
 run_tier "QEMU build check" bash qemu-patch/build-check.sh
+step_end
+
+step_begin "QEMU series in Debian 13's qemu packaging: quilt stack, configure"
+# After the build check: its aarch64 libvgicd is what configure finds.
+run_tier "Debian QEMU packaging" bash qemu-patch/build-debian-qemu.sh --check
 step_end
 
 step_begin "kernel series for Debian 12 (6.1): git am, W=1, selftest, checkpatch"

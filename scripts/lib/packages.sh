@@ -37,6 +37,11 @@ PKGS_QEMU=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross pkgconf:arm64 libglib2.0-
 	zlib1g-dev:arm64 libfdt-dev:arm64 libpixman-1-dev:arm64 libsystemd-dev:arm64
 	ccache ninja-build meson pkg-config dpkg-dev git bc python3-venv
 	libxml2-dev:arm64 libvirt-dev:arm64)	# the aarch64 hook the QEMU e2e tier runs
+# Debian 13's qemu packaging with the series (qemu-patch/build-debian-qemu.sh):
+# the host only makes the trixie chroot; quilt, the cross toolchain and
+# qemu's build dependencies are installed inside it, not here.
+PKGS_QEMU_DEB=(mmdebstrap
+	"${PKGS_QEMU[@]}")	# --check's libvgicd: the aarch64 cross build (qp_libvgicd_aarch64)
 # The kernel series and its selftest (kernel-patch/build-kernel.sh).
 PKGS_KERNEL=(linux-source-6.1 gcc-aarch64-linux-gnu libc6-dev-arm64-cross ccache make
 	flex bison bc libssl-dev libelf-dev xz-utils git perl python3 cpio util-linux

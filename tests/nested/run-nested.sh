@@ -62,6 +62,9 @@ step_begin "downloads (stock arm64 kernel, busybox-static)"
 nested_stock_kernel
 echo "stock kernel: $STOCK_VERSION ($STOCK_IMAGE)"
 nested_debian_config_check
+# busybox from Debian 12, as the QEMU tier takes it (trixie's is merged-/usr).
+deb_apt_init bookworm-arm64 arm64
+deb_apt_update
 bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
 deb_extract "$bb_deb" "$NESTED_CACHE/busybox"
 step_end

@@ -14,7 +14,7 @@
 #   --head  the source is the last commit (default: the working tree,
 #           tracked and untracked files git does not ignore, as build-deb.sh)
 #   --check / --nocheck   run the test suite in the build or not (default:
-#           run it in native builds; it adds about a minute)
+#           run it in native builds; it adds seconds and a few packages)
 #   --keep  leave the unpacked chroot in the work folder, for a look
 #
 # Everything lives under ${VGICD_CACHE:-/var/cache/vgicd}/deb-chroot, never
@@ -139,8 +139,18 @@ else
 fi
 step_end
 
+TIMES_SHOWN=
+show_times() {
+	[ -z "$TIMES_SHOWN" ] || return 0
+	TIMES_SHOWN=1
+	print_step_times
+	printf '  %-44s %7.1f s\n' total "$(echo "$(date +%s.%N) - $T_START" | bc)"
+}
+
 cleanup() {
 	local rc=$?
+	# A failed run says where its time went too.
+	show_times
 	# The chroot's mounts live in in_chroot's own mount namespace and went
 	# with it, so this removes files only.
 	if [ -z "$KEEP" ]; then rm -rf "$WORK"; else echo "chroot kept: $ROOT"; fi
@@ -283,8 +293,7 @@ for sev in E W I P; do
 done
 grep -E '^[EWI]: ' "$OUT/lintian.log" | sed 's/^/  /' || true
 
-print_step_times
-printf '  %-44s %7.1f s\n' total "$(echo "$(date +%s.%N) - $T_START" | bc)"
+show_times
 
 # Errors and warnings fail; information tags (I:) are reported only.
 if grep -qE '^[EW]: ' "$OUT/lintian.log"; then

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <gio/gio.h>
+#include <stdint.h>	/* uintmax_t: on Debian 13 no other header here brings it in */
 #include <string.h>
 #include <sys/stat.h>
 

@@ -12,6 +12,8 @@
 #   6. the tiers that run the real things: a booted systemd (nspawn) from the
 #      build tree and from the Debian packages (built and checked by lintian),
 #      two libvirtd instances migrating a domain through the hook; the
+#      packages built in clean Debian 12 (amd64) and 13 (arm64, cross)
+#      chroots, each checked by its suite's lintian; the
 #      AppArmor profiles and the SELinux module compiled with Debian 12's
 #      and 13's own tools;
 #   7. the QEMU series applied to Debian stable's QEMU and its changed objects
@@ -152,6 +154,19 @@ step_end
 
 step_begin "Debian packages (dpkg-buildpackage, lintian)"
 run_tier "Debian packages" bash tests/debian/build-deb.sh --nocheck
+step_end
+
+step_begin "Debian packages in clean chroots: bookworm/amd64, trixie/arm64"
+# As Debian's buildds build them: from the source package, in a clean chroot
+# of the suite, each checked by that suite's lintian.  Debian 12 native runs
+# the test suite (seconds; it is what checks the <!nocheck> Build-Depends),
+# Debian 13 is cross-built for arm64 (nocheck: arm64 cannot run here), which
+# covers what differs between the suites and the cross Build-Depends at
+# once.  trixie/amd64 and bookworm/arm64 are HACKING.md's commands.  The
+# chroots and downloads are cached in /var/cache/vgicd/deb-chroot: about
+# 1.5 and 2.5 minutes warm, 3 and 2.5 cold (measured on 2 cores).
+run_tier "Debian packages (bookworm/amd64 chroot)" bash tests/debian/build-chroot.sh bookworm amd64
+run_tier "Debian packages (trixie/arm64 chroot, cross)" bash tests/debian/build-chroot.sh trixie arm64
 step_end
 
 step_begin "AppArmor profiles and SELinux module (Debian 12 and 13 tools)"

@@ -26,6 +26,13 @@ PKGS_NSPAWN=(mmdebstrap systemd-container
 	procps)		# pgrep: finding the container's PID 1
 # The Debian packages (tests/debian/build-deb.sh).
 PKGS_DEB=(dpkg-dev debhelper dh-apparmor lintian fakeroot)
+# The Debian packages built in clean chroots of Debian 12 and 13, native and
+# cross (tests/debian/build-chroot.sh).  Everything else (debhelper, the
+# build dependencies, lintian) is installed inside the chroot, from the
+# suite built for.
+PKGS_CHROOT=(mmdebstrap
+	dpkg-dev	# dpkg-parsechangelog: the version, before any chroot exists
+	git)		# the tree's files, for the source package
 # Compiling the AppArmor profiles and the SELinux module of Debian 12 and 13
 # with their own tools, unpacked (tests/security/check-policies.sh).
 PKGS_POLICY=(make m4 dpkg-dev)

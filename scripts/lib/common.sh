@@ -12,6 +12,8 @@
 #               list (PKGS_*), declared in one place
 #   debian-apt.sh  a private apt state for other Debian suites and
 #               architectures (deb_apt_init, deb_download, ...)
+#   vgicd_export_tree DEST [head]
+#               the project's files into DEST (a build's copy of the source)
 
 VGICD_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VGICD_ROOT=$(cd "$VGICD_LIB/../.." && pwd)
@@ -26,3 +28,19 @@ VGICD_CACHE=${VGICD_CACHE:-/var/cache/vgicd}
 . "$VGICD_LIB/packages.sh"
 # shellcheck source=debian-apt.sh
 . "$VGICD_LIB/debian-apt.sh"
+
+# vgicd_export_tree DEST [head] - copy the tree into DEST: with "head" the
+# last commit (git archive), otherwise the working tree as git sees it
+# (tracked files and untracked ones it does not ignore, minus deleted ones),
+# so that a build of uncommitted work builds what would be committed.
+vgicd_export_tree() {
+	local dest=$1 head=${2:-}
+	mkdir -p "$dest"
+	if [ -n "$head" ]; then
+		git -C "$VGICD_ROOT" archive HEAD | tar -x -C "$dest"
+	else
+		git -C "$VGICD_ROOT" ls-files -z --cached --others --exclude-standard |
+			(cd "$VGICD_ROOT" && xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh) |
+			tar -C "$VGICD_ROOT" --null -T - -c | tar -x -C "$dest"
+	fi
+}

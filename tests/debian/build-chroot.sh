@@ -214,14 +214,7 @@ step_end
 
 step_begin "source package"
 src=$ROOT/build/vgicd-$VERSION
-mkdir -p "$src"
-if [ -n "$HEAD" ]; then
-	git -C "$VGICD_ROOT" archive HEAD | tar -x -C "$src"
-else
-	git -C "$VGICD_ROOT" ls-files -z --cached --others --exclude-standard |
-		(cd "$VGICD_ROOT" && xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh) |
-		tar -C "$VGICD_ROOT" --null -T - -c | tar -x -C "$src"
-fi
+vgicd_export_tree "$src" "$HEAD"
 in_chroot chown -R builder:builder /build
 # The build starts from what dpkg-source unpacks, as on a buildd, so a file
 # that the source package would leave out cannot make the build pass.

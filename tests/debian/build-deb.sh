@@ -38,14 +38,7 @@ SRC=$OUT/vgicd-$VERSION
 
 step_begin "copy the tree to $SRC"
 rm -rf "$OUT"
-mkdir -p "$SRC"
-if [ -n "$HEAD" ]; then
-	git -C "$VGICD_ROOT" archive HEAD | tar -x -C "$SRC"
-else
-	git -C "$VGICD_ROOT" ls-files -z --cached --others --exclude-standard |
-		(cd "$VGICD_ROOT" && xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh) |
-		tar -C "$VGICD_ROOT" --null -T - -c | tar -x -C "$SRC"
-fi
+vgicd_export_tree "$SRC" "$HEAD"
 step_end
 
 step_begin "dpkg-buildpackage -b -us -uc"

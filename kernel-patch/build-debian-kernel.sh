@@ -5,7 +5,7 @@
 # linux-source-6.12 with this folder's series, configured with Debian's own
 # arm64 configuration, built as Debian packages (linux-image-*, linux-headers-*)
 # that `apt install` puts on a Debian 13 arm64 host.  docs/operations.md,
-# "Install", has the recipe around it.
+# §1 "The patched kernel", has the recipe around it.
 #
 # Theory of operation:
 #
@@ -37,7 +37,7 @@
 #   build    the kernel's own `make bindeb-pkg` (scripts/package/mkdebian),
 #            cross (ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-) unless the
 #            build host is arm64, with KDEB_PKGVERSION = Debian's version plus
-#            the local suffix.  The -dbg package (1-2 GB of DWARF) is skipped
+#            the local suffix.  The -dbg package (gigabytes of DWARF) is skipped
 #            through the build profile pkg.linux-upstream.nokerneldbg unless
 #            --with-dbg; the debug info is still compiled, because Debian's
 #            config has BTF (CONFIG_DEBUG_INFO_BTF), which is made from it.
@@ -45,14 +45,30 @@
 #            The make holds the project's heavy-work lock (scripts/lib/heavy.sh).
 #   measure  (--measure) a full build of Debian's config is thousands of
 #            objects: too long for a 2-core machine shared with others.  This
-#            mode estimates it instead.  In WORK/measure/build, with the same
-#            .config, it runs `make prepare` (timed), lists every object the
-#            full build compiles by asking kbuild itself (each directory's
-#            Makefile evaluated by scripts/Makefile.build, its real-obj-y,
-#            real-obj-m and lib-y printed, its subdirectories followed, from
-#            the top Kbuild and from the dts folder), compiles a random sample
-#            of them as single targets through a wrapper that records the CPU
-#            time of each compiler run, and extrapolates (see measure_report).
+#            mode estimates it instead, in WORK/measure/build with the same
+#            .config:
+#              - `make prepare`, timed;
+#              - the list of every object the full build compiles, asked of
+#                kbuild itself: each directory's Makefile evaluated by
+#                scripts/Makefile.build with the configuration (its
+#                real-obj-y, real-obj-m and lib-y printed, its subdirectories
+#                followed), from the top Kbuild and from the dts folder.
+#                `make -n` cannot give it (kbuild's recursion runs make).
+#                Its module and device-tree counts are the ones Debian's
+#                package ships, which checks it;
+#              - a random sample of those objects (fixed seed) compiled as
+#                single targets in one make, and the same make again with
+#                nothing to do: (CPU of the first - CPU of the second) / N
+#                is the CPU per object, all kbuild work included.  A
+#                wrapper around the compiler records each run, for the
+#                spread, so the standard error of the mean is known;
+#              - 20 device trees the same way, one external module (its
+#                .mod.o, which every module adds), strip + sign + xz on 40
+#                of Debian's modules (modules_install), pahole's BTF on 30
+#                sampled objects;
+#            then multiplies by the counts (measure_report).  Each step is
+#            kept once measured, so an interrupted run resumes; --report
+#            prints the estimate again.
 #   dry run  (--dry-run) everything up to the configuration, then prints the
 #            make command it would run.
 #
@@ -70,9 +86,10 @@ usage: $0 [options]
                       objects and estimate the whole build (see the top of
                       this script)
   --sample N          objects in the --measure sample (default 200)
+  --report            the last --measure's estimate again, from its files
   --localversion V    the release suffix (default +vgicd1): kernel release
                       6.12.X+vgicd1, package version DEBIANVERSION+vgicd1
-  --with-dbg          also build linux-image-*-dbg (the DWARF, 1-2 GB)
+  --with-dbg          also build linux-image-*-dbg (gigabytes of DWARF)
   --work DIR          work folder (default \${VGICD_CACHE:-/var/cache/vgicd}/kernel-deb);
                       the packages are written there
   --no-security       trixie's source and config only, not trixie-security's
@@ -108,6 +125,7 @@ while [ $# -gt 0 ]; do
 	--jobs=*) jobs=${1#*=} ;;
 	--dry-run) mode=dry-run ;;
 	--measure) mode=measure ;;
+	--report) mode=report ;;
 	--sample) sample=$2; shift ;;
 	--localversion) localversion=$2; shift ;;
 	--with-dbg) with_dbg=1 ;;
@@ -298,7 +316,8 @@ configure() {
 	diff <(grep -E '^CONFIG_|^# CONFIG_.* is not set' "$debian_config" | sort) \
 	     <(grep -E '^CONFIG_|^# CONFIG_.* is not set' "$out/.config" | sort) |
 		grep -E '^[<>]' >"$out/config-changes.txt" || true
-	log "olddefconfig: $(grep -c '^>' "$out/config-changes.txt" || true) lines differ from Debian's config ($out/config-changes.txt)"
+	log "olddefconfig: $(sed -E 's/^[<>] (# )?(CONFIG_[A-Za-z0-9_]+).*/\2/' "$out/config-changes.txt" |
+		sort -u | wc -l) options differ from Debian's config ($out/config-changes.txt)"
 	echo "$id" >"$out/.vgicd-config"
 }
 
@@ -311,7 +330,8 @@ release=$(kmake "$build" -s kernelversion)$localversion
 pkgversion=$src_version+${localversion#[+-]}
 step_end
 
-# The build's variables (mkdebian reads them from the environment).
+# The build's variables: mkdebian and dpkg-buildpackage read them from the
+# environment.
 deb_env=(KDEB_PKGVERSION="$pkgversion" KDEB_CHANGELOG_DIST=trixie
 	 DEBFULLNAME="vgicd kernel build" DEBEMAIL=build@vgicd.invalid)
 if [ "$with_dbg" = 0 ]; then
@@ -331,7 +351,7 @@ list_objects() {
 # Read after scripts/Makefile.build: its lists are final here.
 vgicd-objects:
 	$(info O $(filter %.o,$(real-obj-y) $(real-obj-m) $(lib-y)))
-	$(info M $(addprefix $(obj)/,$(filter %.o,$(obj-m))))
+	$(info M $(filter %.o,$(obj-m)))
 	$(info A $(filter %.dtb %.dtbo,$(always-y)))
 	$(info D $(subdir-ym))
 	@:
@@ -345,17 +365,23 @@ rm -rf "$out/dirs"; mkdir -p "$out/dirs"
 level=". arch/arm64/boot/dts"
 while [ -n "$level" ]; do
 	printf '%s\n' $level | xargs -P "$jobs" -I{} sh -c \
-		'f=$(echo "$2" | tr / @); $1 -s -f "$srctree/scripts/Makefile.build" -f "$3" obj="$2" need-dtbslist=1 vgicd-objects >"$4/dirs/$f" 2>"$4/dirs/$f.err"' \
+		'f=d-$(echo "$2" | tr / @); $1 -s -f "$srctree/scripts/Makefile.build" -f "$3" obj="$2" need-builtin=1 need-modorder=1 need-dtbslist=1 vgicd-objects >"$4/dirs/$f" 2>"$4/dirs/e$f"' \
 		sh "$MAKE" {} "$mk" "$out"
-	level=$(for d in $level; do sed -n 's/^D //p' "$out/dirs/$(echo "$d" | tr / @)"; done | tr ' ' '\n' | sed '/^$/d' | sort -u)
+	level=$(for d in $level; do sed -n 's/^D //p' "$out/dirs/d-$(echo "$d" | tr / @)"; done | tr ' ' '\n' | sed '/^$/d' | sort -u)
 done
 EOF
-	kmake "$mbuild" run-command KBUILD_RUN_COMMAND="sh $mdir/walk.sh $mdir $jobs $mdir/print.mk" >&2
-	cat "$mdir"/dirs/*.err >"$mdir/walk-errors.txt" 2>/dev/null || true
-	sed -n 's/^O //p' "$mdir"/dirs/* | tr ' ' '\n' | sed '/^$/d' | sort -u >"$mdir/objects.txt"
-	sed -n 's/^M //p' "$mdir"/dirs/* | tr ' ' '\n' | sed '/^$/d' | sort -u >"$mdir/modules.txt"
-	sed -n 's/^A //p' "$mdir"/dirs/* | tr ' ' '\n' | sed '/^$/d' | sort -u >"$mdir/dtbs.txt"
-	log "kbuild lists $(wc -l <"$mdir/objects.txt") objects, $(wc -l <"$mdir/modules.txt") modules, $(wc -l <"$mdir/dtbs.txt") device trees ($(ls "$mdir/dirs" | grep -vc '\.err$') directories)"
+	# CC as in prepare: another one would make kbuild configure again.
+	kmake "$mbuild" CC="$mdir/cc" run-command \
+		KBUILD_RUN_COMMAND="sh $mdir/walk.sh $mdir $jobs $mdir/print.mk" >&2 ||
+		{ echo "listing the objects failed" >&2; return 1; }
+	cat "$mdir"/dirs/ed-* >"$mdir/walk-errors.txt" 2>/dev/null || true
+	sed -n 's/^O //p' "$mdir"/dirs/d-* | tr ' ' '\n' | sed '/^$/d' | sort -u >"$mdir/objects.txt"
+	sed -n 's/^M //p' "$mdir"/dirs/d-* | tr ' ' '\n' | sed '/^$/d' | sort -u >"$mdir/modules.txt"
+	sed -n 's/^A //p' "$mdir"/dirs/d-* | tr ' ' '\n' | sed '/^$/d' | sort -u >"$mdir/dtbs.txt"
+	# An empty list would make the sample's make a full build.
+	[ "$(wc -l <"$mdir/objects.txt")" -gt 1000 ] ||
+		{ echo "kbuild listed only $(wc -l <"$mdir/objects.txt") objects ($mdir/walk-errors.txt)" >&2; return 1; }
+	log "kbuild lists $(wc -l <"$mdir/objects.txt") objects, $(wc -l <"$mdir/modules.txt") modules, $(wc -l <"$mdir/dtbs.txt") device trees ($(find "$mdir/dirs" -name 'd-*' | wc -l) directories)"
 }
 
 # measure_cpu FILE CMD... - run CMD; FILE gets "user system wall" seconds
@@ -399,6 +425,26 @@ measure_install_sample() {
 		done <"$2"' sh "$mbuild" "$d/kos"
 }
 
+# measure_btf_sample - BTF: Debian's config has DEBUG_INFO_BTF(_MODULES),
+# so pahole turns the DWARF of vmlinux and of every module into BTF.
+# Without a vmlinux, time it on copies of 30 sampled objects, each encoded
+# on its own with the kernel's PAHOLE_FLAGS: pahole's work follows the
+# DWARF it reads, so per object it stands for the whole build's.
+measure_btf_sample() {
+	local d=$mdir/btf-sample flags
+	rm -rf "$d"
+	mkdir -p "$d"
+	flags=$(kmake "$mbuild" -s CC="$mdir/cc" run-command KBUILD_RUN_COMMAND='echo $$PAHOLE_FLAGS')
+	head -n 30 "$mdir/sample.txt" | while read -r o; do
+		[ -f "$mbuild/$o" ] && cp "$mbuild/$o" "$d/$(echo "$o" | tr / @)"
+	done
+	echo "$flags" >"$d/flags"
+	# shellcheck disable=SC2086 # the flags are words
+	measure_cpu "$mdir/time-btf" sh -c 'n=0; for f in "$1"/*.o; do
+		LLVM_OBJCOPY='"${CROSS_COMPILE}"'objcopy pahole -J '"$flags"' "$f" >/dev/null 2>&1 && n=$((n+1)); done
+		echo $n >"$1/encoded"' sh "$d"
+}
+
 # measure_report - the estimate, from the files the steps above wrote.
 measure_report() {
 	local n_obj n_mod n_dtb
@@ -408,7 +454,7 @@ measure_report() {
 	# Which sampled objects were built (a target kbuild cannot make alone
 	# is left out of the mean, and counted).
 	while read -r o; do
-		if [ -f "$mbuild/$o" ]; then echo "$o"; fi
+		if [ -f "$mbuild/$o" ]; then echo "$o $(stat -c %s "$mbuild/$o")"; fi
 	done <"$mdir/sample.txt" >"$mdir/sample-built.txt"
 	awk -v n_obj="$n_obj" -v n_mod="$n_mod" -v n_dtb="$n_dtb" -v jobs="$jobs" \
 	    -v sampled="$(wc -l <"$mdir/sample.txt")" \
@@ -420,13 +466,17 @@ measure_report() {
 	    -v t_dtbs_noop="$(cat "$mdir/time-dtbs-noop")" \
 	    -v t_extmod="$(cat "$mdir/time-extmod" 2>/dev/null || echo "0 0 0")" \
 	    -v t_install="$(cat "$mdir/time-install" 2>/dev/null || echo "0 0 0")" \
-	    -v modcc="$(awk '$1 ~ /\.mod\.o$/ { print $2; exit }' "$mdir/cc-extmod.log" 2>/dev/null)" '
+	    -v t_btf="$(cat "$mdir/time-btf" 2>/dev/null || echo "0 0 0")" \
+	    -v btf_n="$(cat "$mdir/btf-sample/encoded" 2>/dev/null || echo 0)" \
+	    -v modcc="$(awk '$1 ~ /\.mod\.o$/ { print ($2 > 0 ? $2 : $3); exit }' "$mdir/cc-extmod.log" 2>/dev/null)" '
 	function cpu(t,  a) { split(t, a, " "); return a[1] + a[2] }
 	function wall(t,  a) { split(t, a, " "); return a[3] }
 	function hm(x) { return sprintf("%dh%02dm", int(x / 3600), int((x % 3600) / 60 + 0.5)) }
-	FILENAME == ARGV[1] { built[$1] = 1; nb++; next }
+	FILENAME == ARGV[1] { built[$1] = 1; nb++; bytes += $2; next }
 	# the timing compiler log: one line per compiler run on a sampled object
-	$1 in built { c[$1] += $2 }
+	# (its CPU; its wall time where an older run recorded no CPU: one
+	# compiler process on a core of its own, the lock held, is the same)
+	$1 in built { c[$1] += ($2 > 0 ? $2 : $3) }
 	END {
 		for (o in c) { k++; s += c[o]; ss += c[o] * c[o] }
 		mean_cc = s / k; sd = sqrt((ss - s * s / k) / (k - 1))
@@ -445,23 +495,37 @@ measure_report() {
 		printf "  per device tree: %.3f s CPU (%d sampled)\n", per_dtb, dtbs_sampled
 		if (modcc != "") printf "  per module, its .mod.o: %.2f s CPU (one external module)\n", modcc
 		if (ti[1] + ti[2] > 0) printf "  per module, strip + sign + xz at install: %.3f s CPU (40 of Debian'"'"'s modules)\n", (ti[1] + ti[2]) / 40
+		printf "  object size: %.2f MB on average (debug info included)\n", bytes / nb / 1e6
+		if (btf_n > 0) printf "  BTF (pahole -J) per object: %.3f s CPU (%d sampled objects)\n", cpu(t_btf) / btf_n, btf_n
 		comp = n_obj * per_obj
 		dt = n_dtb * per_dtb
 		mo = (modcc != "" ? n_mod * modcc : 0)
 		inst = n_mod * (ti[1] + ti[2]) / 40
-		par = cpu(t_prepare) + comp + dt + mo
+		btf = (btf_n > 0 ? n_obj * cpu(t_btf) / btf_n : 0)
+		# What runs in parallel: every compile, each module'"'"'s BTF and
+		# link.  What does not: modules_install (one make, module after
+		# module) and the vmlinux links.
+		par = cpu(t_prepare) + comp + dt + mo + btf
 		printf "\nEstimate of a full bindeb-pkg:\n"
 		printf "  objects   %8.0f s CPU  (+/- %.0f s, 2 standard errors)\n", comp, 2 * rel_se * comp
-		printf "  .mod.o    %8.0f s CPU\n", mo
+		printf "  .mod.o    %8.0f s CPU  (%d modules)\n", mo, n_mod
+		printf "  BTF       %8.0f s CPU  (vmlinux and the modules)\n", btf
 		printf "  dtbs      %8.0f s CPU\n", dt
 		printf "  prepare   %8.0f s CPU\n", cpu(t_prepare)
-		printf "  install   %8.0f s CPU  (modules_install: strip, sign, xz)\n", inst
-		printf "  total     %8.0f s CPU = %s, not counting the links (vmlinux x3 with kallsyms,\n", par + inst, hm(par + inst)
-		printf "            BTF of vmlinux and of each module, modpost) and dpkg-deb\n"
+		printf "  install   %8.0f s CPU  (modules_install: strip, sign, xz; one after another)\n", inst
+		printf "  total     %8.0f s CPU = %s\n", par + inst, hm(par + inst)
+		printf "  not measured: the vmlinux links (three, for kallsyms), modpost, the .ko links, dpkg-deb\n"
+		printf "  object files alone: %.0f GB in the build folder (the .ko files and vmlinux repeat most of it)\n", n_obj * bytes / nb / 1e9
 		printf "  wall on %d cores (the parallel part / %d, install serial): %s\n", jobs, jobs, hm(par / jobs + inst)
-		printf "  wall on 32 cores of the same speed: %s (the serial links then dominate)\n", hm(par / 32 + inst)
+		printf "  wall on 32 cores as fast as these: %s plus the unmeasured serial links\n", hm(par / 32 + inst)
 	}' "$mdir/sample-built.txt" "$mdir/cc-sample.log"
 }
+
+if [ "$mode" = report ]; then
+	[ -s "$mdir/time-sample" ] || die "no --measure results in $mdir"
+	measure_report | tee "$mdir/report.txt"
+	exit 0
+fi
 
 if [ "$mode" = measure ]; then
 	step_begin "measure: configuration" >&2
@@ -480,53 +544,90 @@ t0=\$(date +%s.%N)
 rc=0
 ${CROSS_COMPILE}gcc "\$@" || rc=\$?
 t1=\$(date +%s.%N)
-times | tail -n1 | awk -v o="\$out" -v w="\$(echo "\$t1 - \$t0" | bc)" '
+# times in this shell: in a pipe or \$(...) it would run in a subshell,
+# which has no children to report.
+tf=\$(mktemp)
+times >"\$tf"
+awk -v o="\$out" -v w="\$(echo "\$t1 - \$t0" | bc)" '
 	function s(x) { split(x, p, "m"); sub("s", "", p[2]); return p[1] * 60 + p[2] }
-	{ printf "%s %.3f %.3f\n", o, s(\$1) + s(\$2), w }' >>"\$log"
+	NR == 2 { printf "%s %.3f %.3f\n", o, s(\$1) + s(\$2), w }' "\$tf" >>"\$log"
+rm -f "\$tf"
 exit \$rc
 EOF
 	chmod +x "$mdir/cc"
 	step_end
 
+	# Each step is kept once measured (its time file is newer than the
+	# configuration), so a run cut short goes on where it stopped, and
+	# the lock is not taken again for what is known.
+	measured() { [ "$mdir/time-$1" -nt "$mbuild/.vgicd-config" ]; }
+
 	step_begin "measure: make prepare" >&2
 	log "make prepare scripts_dtc (holding the heavy-work lock)"
-	timed_make prepare prepare scripts_dtc ||
-		{ tail -n 30 "$mdir/prepare.log" >&2; die "make prepare failed"; }
+	if measured prepare; then
+		# Only bring the tree up to date (a listing or another CC may
+		# have touched the configuration's files).
+		timed_make prepare-again prepare scripts_dtc ||
+			{ tail -n 30 "$mdir/prepare-again.log" >&2; die "make prepare failed"; }
+	else
+		timed_make prepare prepare scripts_dtc ||
+			{ tail -n 30 "$mdir/prepare.log" >&2; rm -f "$mdir/time-prepare"; die "make prepare failed"; }
+	fi
 	step_end
 
 	step_begin "measure: list the objects" >&2
-	heavy list_objects
+	if ! [ "$mdir/objects.txt" -nt "$mbuild/.vgicd-config" ]; then
+		heavy list_objects || { rm -f "$mdir/objects.txt"; die "could not list the build's objects"; }
+	fi
 	step_end
 
 	step_begin "measure: sample" >&2
 	# A reproducible random sample (fixed seed): rerunning measures the same
 	# objects.
-	shuf -n "$sample" --random-source=<(yes vgicd) "$mdir/objects.txt" >"$mdir/sample.txt"
+	shuf -n "$sample" --random-source=<(yes vgicd) "$mdir/objects.txt" >"$mdir/sample.txt.new"
 	shuf -n 20 --random-source=<(yes vgicd) "$mdir/dtbs.txt" >"$mdir/sample-dtbs.txt"
-	log "compiling $sample random objects (make -j$jobs -k, holding the heavy-work lock)"
-	: >"$mdir/cc-sample.log"
-	# shellcheck disable=SC2046 # one target a word
-	timed_make sample -k $(cat "$mdir/sample.txt") || true
-	# The same make again, every target up to date: its CPU is the fixed
-	# overhead (make reading the tree's Makefiles) to subtract.
-	# shellcheck disable=SC2046
-	timed_make noop -k $(cat "$mdir/sample.txt") || true
-	log "compiling 20 random device trees"
-	# shellcheck disable=SC2046
-	timed_make dtbs -k $(sed 's#^arch/arm64/boot/dts/##' "$mdir/sample-dtbs.txt") || true
-	# shellcheck disable=SC2046
-	timed_make dtbs-noop -k $(sed 's#^arch/arm64/boot/dts/##' "$mdir/sample-dtbs.txt") || true
-	# One external module: what each of the thousands of modules adds after
-	# its objects (modpost's .mod.c compiled, the .ko linked).
-	mkdir -p "$mdir/extmod"
-	printf '%s\n' '#include <linux/module.h>' 'MODULE_LICENSE("GPL");' >"$mdir/extmod/probe.c"
-	echo 'obj-m := probe.o' >"$mdir/extmod/Kbuild"
-	rm -f "$mdir/extmod/"*.o "$mdir/extmod/"*.ko
-	timed_make extmod M="$mdir/extmod" KBUILD_MODPOST_WARN=1 modules || true
-	log "timing strip + sign + xz on 40 of Debian's modules"
-	# sign-file and the key: built by prepare (certs/ is not; make it).
-	timed_make certs certs/ || true
-	heavy measure_install_sample || log "install sample failed (skipped)"
+	[ -s "$mdir/sample.txt.new" ] && [ -s "$mdir/sample-dtbs.txt" ] || die "empty sample"
+	if ! cmp -s "$mdir/sample.txt.new" "$mdir/sample.txt"; then
+		rm -f "$mdir/time-sample" "$mdir/time-noop"
+	fi
+	mv "$mdir/sample.txt.new" "$mdir/sample.txt"
+	if ! measured sample; then
+		log "compiling $sample random objects (make -j$jobs -k, holding the heavy-work lock)"
+		: >"$mdir/cc-sample.log"
+		# shellcheck disable=SC2046 # one target a word
+		timed_make sample -k $(cat "$mdir/sample.txt") || true
+		# The same make again, every target up to date: its CPU is the
+		# fixed overhead (make reading the tree's Makefiles) to subtract.
+		# shellcheck disable=SC2046
+		timed_make noop -k $(cat "$mdir/sample.txt") || true
+	fi
+	if ! measured dtbs; then
+		log "compiling 20 random device trees"
+		# shellcheck disable=SC2046
+		timed_make dtbs -k $(sed 's#^arch/arm64/boot/dts/##' "$mdir/sample-dtbs.txt") || true
+		# shellcheck disable=SC2046
+		timed_make dtbs-noop -k $(sed 's#^arch/arm64/boot/dts/##' "$mdir/sample-dtbs.txt") || true
+	fi
+	if ! measured extmod; then
+		# One external module: what each of the thousands of modules
+		# adds after its objects (modpost's .mod.c compiled; the .ko
+		# link fails here, without the vmlinux it checks against).
+		mkdir -p "$mdir/extmod"
+		printf '%s\n' '#include <linux/module.h>' 'MODULE_LICENSE("GPL");' >"$mdir/extmod/probe.c"
+		echo 'obj-m := probe.o' >"$mdir/extmod/Kbuild"
+		rm -f "$mdir/extmod/"*.o "$mdir/extmod/"*.ko
+		timed_make extmod M="$mdir/extmod" KBUILD_MODPOST_WARN=1 modules || true
+	fi
+	if ! measured install; then
+		log "timing strip + sign + xz on 40 of Debian's modules"
+		# sign-file is built by prepare, the key by certs/.
+		timed_make certs certs/ || true
+		heavy measure_install_sample || log "install sample failed (skipped)"
+	fi
+	if ! measured btf; then
+		log "timing pahole -J (BTF) on 30 of the sampled objects"
+		heavy measure_btf_sample || log "BTF sample failed (skipped)"
+	fi
 	step_end
 	print_step_times >&2
 	measure_report | tee "$mdir/report.txt"
@@ -537,7 +638,7 @@ fi
 # KBUILD_IMAGE: /boot/vmlinuz is then the uncompressed Image, as in
 # Debian's package (arm64's default for bindeb-pkg is Image.gz): a PE file
 # that GRUB boots and that sbsign can sign for Secure Boot.
-build_cmd=(make -C "$src" O="$build" LOCALVERSION= -j"$jobs" "${deb_env[@]}"
+build_cmd=(env "${deb_env[@]}" make -C "$src" O="$build" LOCALVERSION= -j"$jobs"
 	   KBUILD_IMAGE=arch/arm64/boot/Image bindeb-pkg)
 if [ "$mode" = dry-run ]; then
 	log "kernel release $release, package version $pkgversion"

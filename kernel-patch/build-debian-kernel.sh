@@ -179,7 +179,7 @@ export CROSS_COMPILE_COMPAT=arm-linux-gnueabihf-
 # current one.  A kernel security update is in trixie-security weeks before
 # the point release brings it to trixie; a host's kernel should have it.
 use_newest() {
-	local pkg=$1 arch=$2 name=$3 suites=(trixie) s v best= best_v=
+	local pkg=$1 arch=$2 name=$3 suites=(trixie) s v best="" best_v=""
 	if [ "$security" = 1 ] && [ -n "$(deb_sources_field URIs '-security$')" ]; then
 		suites+=(trixie-security)
 	fi
@@ -243,8 +243,11 @@ done
 series_id=$({ printf '%s\n' "$srcpkg $src_version"; cat "${series[@]}"; } | sha256sum)
 series_id=${series_id%% *}
 
+# gc.auto=0: after the 80,000-file first commit and the series, git would
+# start a repack of the whole tree in the background, minutes of CPU
+# outside the heavy-work lock, for a tree that is thrown away.
 git_src() { git -C "$src" -c user.name="vgicd build" \
-		-c user.email="build@vgicd.invalid" "$@"; }
+		-c user.email="build@vgicd.invalid" -c gc.auto=0 "$@"; }
 
 step_begin "source tree" >&2
 mkdir -p "$work"
@@ -416,7 +419,7 @@ measure_install_sample() {
 	dpkg-deb --fsys-tarfile "$image_deb" | tar -C "$d" -x -T "$d/list"
 	find "$d" -name '*.ko.xz' -exec xz -d {} +
 	find "$d" -name '*.ko' >"$d/kos"
-	du -cb $(cat "$d/kos") | tail -n1 | cut -f1 >"$d/bytes"
+	xargs du -cb <"$d/kos" | tail -n1 | cut -f1 >"$d/bytes"
 	measure_cpu "$mdir/time-install" sh -c '
 		while read -r f; do
 			'"${CROSS_COMPILE}"'strip --strip-debug "$f"

@@ -158,16 +158,19 @@ srcpkg=linux-source-6.12
 t_start=$(date +%s)
 
 # --- Packages ----------------------------------------------------------------
-if [ "$install" = 1 ]; then
-	need_packages "${PKGS_KERNEL_DEB[@]}" >&2 || die "cannot install the packages the build needs"
-fi
 export ARCH=arm64
+pkgs=("${PKGS_KERNEL_DEB[@]}")
 if [ "$(uname -m)" = aarch64 ]; then
 	# A native build on an arm64 Debian 13 host: trixie's own gcc-14, the
-	# compiler Debian built its kernel with.
+	# compiler Debian built its kernel with; arm64 is not a foreign
+	# architecture there.
 	export CROSS_COMPILE=
+	pkgs=("${pkgs[@]/%:arm64/}")
 else
 	export CROSS_COMPILE=aarch64-linux-gnu-
+fi
+if [ "$install" = 1 ]; then
+	need_packages "${pkgs[@]}" >&2 || die "cannot install the packages the build needs"
 fi
 # The 32-bit compat vDSO (COMPAT_VDSO) needs a 32-bit arm compiler, as
 # Debian's build has; without it olddefconfig drops the option.

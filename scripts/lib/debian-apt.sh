@@ -8,6 +8,7 @@
 #
 #   deb_apt_init bookworm-arm64 arm64            # the host's suites, for arm64
 #   deb_apt_init trixie-arm64 arm64 stable       # one other suite, component main
+#   deb_apt_init tsec-arm64 arm64 trixie-security   # (from the host's security stanza)
 #   deb_apt_init stable amd64 stable "deb deb-src"   # with sources (qemu-patch/)
 #   deb_apt_update                               # at most once a day
 #   deb="$(deb_download "$dir" busybox-static)"  # path of the .deb
@@ -56,12 +57,15 @@ deb_sources_lines() {
 	END { flush() }' "$DEBIAN_SOURCES"
 }
 
-# deb_sources_field FIELD - the value of FIELD in the first deb stanza (the
-# main archive).
+# deb_sources_field FIELD [SUITES_RE] - the value of FIELD in the first deb
+# stanza (the main archive), or in the first whose Suites: match the awk
+# regex SUITES_RE (-security$: the security archive, on its own host).
 deb_sources_field() {
-	deb_sources_stanzas | awk -v f="$1" -F': *' '
-		/^$/ { exit }
-		$1 == f { sub(/^[^:]*: */, ""); print; exit }'
+	deb_sources_stanzas | awk -v f="$1" -v re="${2:-}" '
+		/^$/ { if (v != "" && (re == "" || ok)) { print v; done = 1; exit } v = ""; ok = 0; next }
+		/^Suites:/ { for (i = 2; i <= NF; i++) if (re != "" && $i ~ re) ok = 1 }
+		index($0, f ":") == 1 && v == "" { v = $0; sub(/^[^:]*: */, "", v) }
+		END { if (!done && v != "" && (re == "" || ok)) print v }'
 }
 
 # deb_apt_init NAME ARCH [SUITE [TYPES]] - set up (or reuse) a private apt
@@ -80,8 +84,14 @@ deb_apt_init() {
 	if [ -z "$suite" ]; then
 		deb_sources_stanzas > "$a/parts/debian.sources.new"
 	else
+		# A -security suite is on the security archive's host: the
+		# host's own security stanza names it.
+		local re=
+		case $suite in *-security) re='-security$' ;; esac
+		[ -n "$(deb_sources_field URIs "$re")" ] ||
+			deb_die "$DEBIAN_SOURCES has no stanza for $suite's archive"
 		printf 'Types: %s\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
-			"$types" "$(deb_sources_field URIs)" "$suite" "$(deb_sources_field Signed-By)" \
+			"$types" "$(deb_sources_field URIs "$re")" "$suite" "$(deb_sources_field Signed-By "$re")" \
 			> "$a/parts/debian.sources.new"
 	fi
 	if ! cmp -s "$a/parts/debian.sources.new" "$a/parts/debian.sources"; then

@@ -53,6 +53,18 @@ PKGS_QEMU_DEB=(mmdebstrap
 PKGS_KERNEL=(linux-source-6.1 gcc-aarch64-linux-gnu libc6-dev-arm64-cross ccache make
 	flex bison bc libssl-dev libelf-dev xz-utils git perl python3 cpio util-linux
 	rsync)		# the selftest's make headers_install
+# The operator's kernel packages (kernel-patch/build-debian-kernel.sh):
+# Debian's arm64 config built with `make bindeb-pkg`.
+PKGS_KERNEL_DEB=(gcc-aarch64-linux-gnu
+	gcc-arm-linux-gnueabihf	# the 32-bit compat vDSO Debian's config has (COMPAT_VDSO)
+	make flex bison bc libelf-dev xz-utils git perl
+	python3 cpio rsync
+	libssl-dev		# certs/extract-cert and scripts/sign-file on the build host
+	libssl-dev:arm64	# a cross linux-headers package rebuilds sign-file for arm64
+	dwarves			# pahole: Debian's config has BTF (DEBUG_INFO_BTF)
+	kmod			# depmod, run by modules_install
+	dpkg-dev debhelper	# dpkg-buildpackage and the dh_* of the generated debian/rules
+	time)			# /usr/bin/time: --measure's CPU times
 # Booting arm64 kernels under TCG (the nested tiers, run-selftest.sh).
 PKGS_BOOT=(qemu-system-arm cpio
 	ipxe-qemu)	# efi-virtio.rom, which qemu-system-arm only recommends

@@ -107,6 +107,8 @@ EOF
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../scripts/lib/common.sh
 . "$here/../scripts/lib/common.sh"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 cache=$VGICD_CACHE
 jobs=$(nproc)
 mode=build
@@ -207,11 +209,7 @@ step_begin "source package" >&2
 use_newest "$srcpkg" amd64 all
 src_deb=$(deb_download "$cache/kernel-src" "$srcpkg")
 src_version=$(deb_version "$srcpkg")
-tarball=$cache/kernel-src/$srcpkg-$src_version.tar.xz
-if [ ! -s "$tarball" ]; then
-	dpkg-deb --fsys-tarfile "$src_deb" | tar -xO "./usr/src/$srcpkg.tar.xz" >"$tarball.tmp"
-	mv "$tarball.tmp" "$tarball"
-fi
+kp_tarball "$src_deb" "$srcpkg" "$src_version"
 step_end
 
 # --- Debian's arm64 configuration ----------------------------------------------
@@ -236,48 +234,10 @@ fi
 step_end
 
 # --- Source tree -----------------------------------------------------------------
-series=()
-for p in "$here"/[0-9][0-9][0-9][0-9]-*.patch; do
-	# 0000-cover-letter.patch has no diff: git am would refuse it.
-	case $p in *cover-letter*) continue ;; esac
-	[ -e "$p" ] && series+=("$p")
-done
-[ ${#series[@]} -gt 0 ] || die "no patches in $here"
-series_id=$({ printf '%s\n' "$srcpkg $src_version"; cat "${series[@]}"; } | sha256sum)
-series_id=${series_id%% *}
-
-# gc.auto=0: after the 80,000-file first commit and the series, git would
-# start a repack of the whole tree in the background, minutes of CPU
-# outside the heavy-work lock, for a tree that is thrown away.
-git_src() { git -C "$src" -c user.name="vgicd build" \
-		-c user.email="build@vgicd.invalid" -c gc.auto=0 "$@"; }
-
+kp_series "$here"
 step_begin "source tree" >&2
 mkdir -p "$work"
-if [ "$fresh" = 1 ] || [ ! -d "$src/.git" ] ||
-   [ "$(cat "$src/.git/vgicd-source-version" 2>/dev/null)" != "$src_version" ]; then
-	log "unpacking $srcpkg $src_version into $src"
-	rm -rf "$src" "$src.tmp"
-	mkdir -p "$src.tmp"
-	tar -C "$src.tmp" -xJf "$tarball"
-	mv "$src.tmp/$srcpkg" "$src"
-	rmdir "$src.tmp"
-	git_src init -q
-	# Debian's .gitignore ignores every top-level entry but debian/: -f.
-	git_src add -f -A
-	git_src commit -q -m "Linux (Debian $srcpkg $src_version)"
-	git_src tag pristine
-	echo "$src_version" >"$src/.git/vgicd-source-version"
-fi
-if [ "$(cat "$src/.git/vgicd-series" 2>/dev/null)" != "$series_id" ]; then
-	git_src am --abort >/dev/null 2>&1 || true
-	git_src reset -q --hard pristine
-	git_src clean -q -fdx
-	log "applying ${#series[@]} patches with git am"
-	git_src am -q "${series[@]}" >&2 ||
-		{ git_src am --abort || true; die "the series does not apply cleanly to $srcpkg $src_version"; }
-	echo "$series_id" >"$src/.git/vgicd-series"
-fi
+kp_source_tree "$srcpkg" "$src_version" "$tarball" "$fresh"
 step_end
 
 # --- Configuration -----------------------------------------------------------------

@@ -60,6 +60,8 @@ EOF
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../scripts/lib/common.sh
 . "$here/../scripts/lib/common.sh"
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 cache=$VGICD_CACHE
 base=6.12
 work=
@@ -128,11 +130,7 @@ else
 	deb_apt_update >&2
 	deb=$(deb_download "$cache/kernel-src" "$srcpkg")
 	src_version=$(deb_version "$srcpkg")
-	tarball=$cache/kernel-src/$srcpkg-$src_version.tar.xz
-	if [ ! -s "$tarball" ]; then
-		dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$srcpkg.tar.xz" >"$tarball.tmp"
-		mv "$tarball.tmp" "$tarball"
-	fi
+	kp_tarball "$deb" "$srcpkg" "$src_version"
 fi
 
 # --- Source tree -------------------------------------------------------------
@@ -149,50 +147,10 @@ build=$top/build
 mkdir -p "$top" "$cache/ccache"
 
 series=()
-if [ "$patched" = 1 ]; then
-	for p in "$series_dir"/[0-9][0-9][0-9][0-9]-*.patch; do
-		# 0000-cover-letter.patch has no diff: git am would refuse it.
-		case $p in *cover-letter*) continue ;; esac
-		[ -e "$p" ] && series+=("$p")
-	done
-	[ ${#series[@]} -gt 0 ] || die "no patches in $series_dir"
-fi
-# The source version and every patch's bytes, hashed together: a changed
-# patch must reset the tree and apply the series again.
-series_id=$({ printf '%s\n' "$srcpkg $src_version"
-	     [ ${#series[@]} -eq 0 ] || cat "${series[@]}"; } | sha256sum)
-series_id=${series_id%% *}
-
-git_src() { git -C "$src" -c user.name="vgicd build" \
-		-c user.email="build@vgicd.invalid" "$@"; }
+[ "$patched" = 0 ] || kp_series "$series_dir"
 
 step_begin "source tree" >&2
-if [ "$fresh" = 1 ] || [ ! -d "$src/.git" ] ||
-   [ "$(cat "$src/.git/vgicd-source-version" 2>/dev/null)" != "$src_version" ]; then
-	log "unpacking $srcpkg $src_version into $src"
-	rm -rf "$src" "$src.tmp"
-	mkdir -p "$src.tmp"
-	tar -C "$src.tmp" -xJf "$tarball"
-	mv "$src.tmp/$srcpkg" "$src"
-	rmdir "$src.tmp"
-	git_src init -q
-	# Debian's .gitignore ignores every top-level entry but debian/: -f.
-	git_src add -f -A
-	git_src commit -q -m "Linux (Debian $srcpkg $src_version)"
-	git_src tag pristine
-	echo "$src_version" >"$src/.git/vgicd-source-version"
-fi
-if [ "$(cat "$src/.git/vgicd-series" 2>/dev/null)" != "$series_id" ]; then
-	git_src am --abort >/dev/null 2>&1 || true
-	git_src reset -q --hard pristine
-	git_src clean -q -fdx
-	if [ ${#series[@]} -gt 0 ]; then
-		log "applying ${#series[@]} patches with git am"
-		git_src am -q "${series[@]}" >&2 ||
-			{ git_src am --abort || true; die "the series does not apply cleanly to $srcpkg $src_version"; }
-	fi
-	echo "$series_id" >"$src/.git/vgicd-series"
-fi
+kp_source_tree "$srcpkg" "$src_version" "$tarball" "$fresh"
 step_end
 touched=$(git_src diff --name-only pristine HEAD)
 

@@ -103,6 +103,9 @@ SUITE=trixie			# Debian 13, whose qemu the series is for
 HOST_ARCH=arm64
 VGICD_SUFFIX=+vgicd1		# bump when the series changes for the same Debian source
 DQ=$QP_CACHE/debian
+# The check and the full build have their own trees: a --check (CI, on every
+# change) must not wipe a full build's hour of objects, nor one in progress.
+if [ -n "$CHECK" ]; then WORK=$DQ/check; else WORK=$DQ/work; fi
 # Debian's profiles that an arm64 KVM host's build does without (see above).
 PROFILES=cross,nocheck,pkg.qemu.omit-user,pkg.qemu.omit-vdso-build-dep
 LIBVGICD_VERSION=$(sed -n "s/^  version: '\(.*\)',\$/\1/p" "$QP_ROOT/libvgicd/meson.build")
@@ -113,19 +116,19 @@ mkdir -p "$DQ"
 
 # in_chroot CMD... - run CMD in the chroot, in its own mount and PID
 # namespaces (the mounts and any leftover process go when it ends), with
-# $DQ/work at /build.
+# $WORK at /build.
 in_chroot() {
 	unshare --mount --propagation private --pid --fork --mount-proc="$ROOT/proc" \
 		sh -c 'mount --rbind /dev "$1/dev" && mount --bind "$2" "$1/build" &&
 			r=$1 && shift 2 && exec chroot "$r" /usr/bin/env -i \
 			PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 \
 			DEBIAN_FRONTEND=noninteractive "$@"' \
-		sh "$ROOT" "$DQ/work" "$@"
+		sh "$ROOT" "$WORK" "$@"
 }
 
 # chroot_apt ARGS... - apt-get in the chroot, quiet unless it fails.
 chroot_apt() {
-	local log=$DQ/work/apt.log
+	local log=$WORK/apt.log
 	if ! heavy in_chroot apt-get -q -y --no-install-recommends "$@" >"$log" 2>&1; then
 		tail -n 40 "$log" >&2
 		return 1
@@ -137,12 +140,8 @@ chroot_apt() {
 # sources are the host's mirrors with trixie's suites (main, updates,
 # security), deb and deb-src.
 make_chroot() {
-	local codename key tmp lines=() l
-	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-	while read -r l; do
-		l=$(sed -E "s/ $codename(-[a-z]+)? / $SUITE\\1 /" <<<"$l")
-		lines+=("$l" "deb-src${l#deb}")
-	done < <(deb_sources_lines)
+	local key tmp lines=()
+	mapfile -t lines < <(deb_suite_lines "$SUITE" deb-src)
 	[ ${#lines[@]} -gt 0 ] || { echo "no deb sources in $DEBIAN_SOURCES" >&2; return 1; }
 	# Bump RECIPE when what goes into the chroot changes.
 	local recipe=1 include=crossbuild-essential-arm64,quilt,fakeroot,apt-utils,pkgconf
@@ -167,20 +166,20 @@ make_chroot() {
 
 # fetch_source - the newest qemu source of trixie's suites (security
 # updates included: apt-get source takes the highest version) into
-# $DQ/work/dl, once per version.  Sets DSC (its path in the chroot) and
+# $WORK/dl, once per version.  Sets DSC (its path in the chroot) and
 # DEB_VER.
 fetch_source() {
 	local name
-	heavy in_chroot apt-get -q update >"$DQ/work/apt.log" 2>&1 ||
-		{ tail -n 20 "$DQ/work/apt.log" >&2; return 1; }
+	heavy in_chroot apt-get -q update >"$WORK/apt.log" 2>&1 ||
+		{ tail -n 20 "$WORK/apt.log" >&2; return 1; }
 	name=$(in_chroot apt-get -q source --print-uris qemu | sed -n "s/^'[^']*' \(qemu_[^ ]*\.dsc\) .*/\1/p")
 	[ -n "$name" ] || { echo "no qemu source package in $SUITE" >&2; return 1; }
-	mkdir -p "$DQ/work/dl"
-	if [ ! -f "$DQ/work/dl/$name" ]; then
+	mkdir -p "$WORK/dl"
+	if [ ! -f "$WORK/dl/$name" ]; then
 		in_chroot sh -c 'cd /build/dl && apt-get -q source --download-only qemu' \
-			>"$DQ/work/dl.log" 2>&1 || { tail -n 20 "$DQ/work/dl.log" >&2; return 1; }
+			>"$WORK/dl.log" 2>&1 || { tail -n 20 "$WORK/dl.log" >&2; return 1; }
 	fi
-	DEB_VER=$(sed -n 's/^Version: //p' "$DQ/work/dl/$name")
+	DEB_VER=$(sed -n 's/^Version: //p' "$WORK/dl/$name")
 	echo "qemu source: $DEB_VER"
 	case $DEB_VER in
 	*":$QP_QEMU_VERSION+"*) ;;
@@ -189,17 +188,17 @@ fetch_source() {
 	DSC=/build/dl/$name
 }
 
-# prepare_source - unpack the source into $DQ/work/qemu (afresh each run,
+# prepare_source - unpack the source into $WORK/qemu (afresh each run,
 # Debian's patches not applied), add the series to the quilt stack, push
 # the whole stack with fuzz 0, then make the packaging changes: the build
 # dependency and configure option in debian/control{,-in}, and the
 # changelog entry.  Sets SRC (path in the chroot) and VERSION.
 prepare_source() {
-	local dir=$DQ/work/qemu p n=0 date
+	local dir=$WORK/qemu p n=0 date
 	rm -rf "$dir"
 	in_chroot dpkg-source --skip-patches -x "$DSC" /build/qemu \
-		>"$DQ/work/dpkg-source.log" 2>&1 ||
-		{ cat "$DQ/work/dpkg-source.log" >&2; return 1; }
+		>"$WORK/dpkg-source.log" 2>&1 ||
+		{ cat "$WORK/dpkg-source.log" >&2; return 1; }
 	mkdir -p "$dir/debian/patches/vgicd"
 	for p in "$QP_DIR"/*.patch; do
 		cp "$p" "$dir/debian/patches/vgicd/"
@@ -210,9 +209,9 @@ prepare_source() {
 	# quilt prints each hunk that needed an offset; --fuzz=0 fails any
 	# hunk whose context differs.  The log is kept for the report.
 	if ! in_chroot sh -c 'cd /build/qemu && QUILT_PATCHES=debian/patches quilt push -a --fuzz=0' \
-		>"$DQ/work/quilt.log" 2>&1; then
-		tail -n 30 "$DQ/work/quilt.log" >&2
-		echo "the quilt stack does not apply with fuzz 0 (log: $DQ/work/quilt.log)" >&2
+		>"$WORK/quilt.log" 2>&1; then
+		tail -n 30 "$WORK/quilt.log" >&2
+		echo "the quilt stack does not apply with fuzz 0 (log: $WORK/quilt.log)" >&2
 		return 1
 	fi
 	# An offset is not fuzz (the context matched, lines earlier or later);
@@ -220,7 +219,7 @@ prepare_source() {
 	awk '/^Applying patch/ { vgicd = ($3 ~ /\/vgicd\//); n[vgicd]++ }
 		/\(offset / { o[vgicd]++ }
 		END { printf "quilt push -a --fuzz=0: %d of Debian'"'"'s patches (%d hunks at an offset), %d of the series (%d at an offset)\n", n[0], o[0], n[1], o[1] }' \
-		"$DQ/work/quilt.log"
+		"$WORK/quilt.log"
 
 	# The build dependency and its configure option, in Debian's own form
 	# (see the top): Build-Depends-Arch ends where Build-Depends-Indep
@@ -267,11 +266,11 @@ build_deps() {
 libvgicd_for_configure() {
 	local pc prefix
 	qp_libvgicd_aarch64
-	rm -rf "$DQ/work/libvgicd"
-	cp -a "$QP_LIBVGICD" "$DQ/work/libvgicd"
-	pc=$(cd "$DQ/work/libvgicd" && find . -name libvgicd.pc | head -n 1)
-	prefix=$(sed -n 's/^prefix=//p' "$DQ/work/libvgicd/$pc")
-	sed -i "s|^prefix=.*|prefix=/build/libvgicd$prefix|" "$DQ/work/libvgicd/$pc"
+	rm -rf "$WORK/libvgicd"
+	cp -a "$QP_LIBVGICD" "$WORK/libvgicd"
+	pc=$(cd "$WORK/libvgicd" && find . -name libvgicd.pc | head -n 1)
+	prefix=$(sed -n 's/^prefix=//p' "$WORK/libvgicd/$pc")
+	sed -i "s|^prefix=.*|prefix=/build/libvgicd$prefix|" "$WORK/libvgicd/$pc"
 	PCDIR=/build/libvgicd/$(dirname "${pc#./}")
 }
 
@@ -279,32 +278,29 @@ libvgicd_for_configure() {
 # repository at /build/repo: from --libvgicd-debs, or cross-built from this
 # tree's debian/ (dpkg-buildpackage -a arm64 -B, nocheck) in the chroot.
 libvgicd_debs() {
-	local repo=$DQ/work/repo src=$DQ/work/vgicd-src
+	local repo=$WORK/repo src=$WORK/vgicd-src
 	rm -rf "$repo"
 	mkdir -p "$repo"
 	if [ -n "$LIBVGICD_DEBS" ]; then
 		cp "$LIBVGICD_DEBS"/libvgicd0_*_"$HOST_ARCH".deb "$LIBVGICD_DEBS"/libvgicd-dev_*_"$HOST_ARCH".deb "$repo/"
 	else
-		rm -rf "$src" "$DQ"/work/vgicd_* "$DQ"/work/*vgicd*.deb
-		mkdir -p "$src"
+		rm -rf "$src" "$WORK"/vgicd_* "$WORK"/*vgicd*.deb
 		# The working tree as git sees it (tracked and untracked, not
 		# ignored), as tests/debian/build-deb.sh copies it.
-		git -C "$QP_ROOT" ls-files -z --cached --others --exclude-standard |
-			(cd "$QP_ROOT" && xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh) |
-			tar -C "$QP_ROOT" --null -T - -c | tar -x -C "$src"
+		vgicd_export_tree "$src"
 		build_deps /build/vgicd-src nocheck
 		if ! heavy in_chroot sh -c 'cd /build/vgicd-src &&
 			DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -a '"$HOST_ARCH"' -B -us -uc -Pnocheck' \
-			>"$DQ/work/vgicd-build.log" 2>&1; then
-			tail -n 40 "$DQ/work/vgicd-build.log" >&2
+			>"$WORK/vgicd-build.log" 2>&1; then
+			tail -n 40 "$WORK/vgicd-build.log" >&2
 			return 1
 		fi
-		mv "$DQ"/work/libvgicd0_*_"$HOST_ARCH".deb "$DQ"/work/libvgicd-dev_*_"$HOST_ARCH".deb "$repo/"
+		mv "$WORK"/libvgicd0_*_"$HOST_ARCH".deb "$WORK"/libvgicd-dev_*_"$HOST_ARCH".deb "$repo/"
 	fi
 	in_chroot sh -c 'cd /build/repo && apt-ftparchive packages . > Packages'
 	echo "deb [trusted=yes] file:/build/repo ./" >"$ROOT/etc/apt/sources.list.d/vgicd-local.list"
-	heavy in_chroot apt-get -q update >"$DQ/work/apt.log" 2>&1 ||
-		{ tail -n 20 "$DQ/work/apt.log" >&2; return 1; }
+	heavy in_chroot apt-get -q update >"$WORK/apt.log" 2>&1 ||
+		{ tail -n 20 "$WORK/apt.log" >&2; return 1; }
 	(cd "$repo" && ls ./*.deb)
 }
 
@@ -329,7 +325,7 @@ narrow_targets() {
 	# packages built (enable-system); its .deb is dropped afterwards, as it
 	# depends on all of them.
 	keep=" qemu-system qemu-system-arm qemu-system-common qemu-system-gui qemu-system-data "
-	for p in $(sed -n 's/^Package: \(qemu-system.*\)/\1/p' "$DQ/work/qemu/debian/control"); do
+	for p in $(sed -n 's/^Package: \(qemu-system.*\)/\1/p' "$WORK/qemu/debian/control"); do
 		case $keep in *" $p "*) continue ;; esac
 		case $p in qemu-system-modules-*) continue ;; esac
 		NARROW_DH+=" -N$p"
@@ -341,7 +337,7 @@ step_begin "packages"
 need_packages "${PKGS_QEMU_DEB[@]}"
 step_end
 step_begin "chroot ($SUITE, amd64 + $HOST_ARCH)"; make_chroot; step_end
-mkdir -p "$DQ/work"
+mkdir -p "$WORK"
 step_begin "qemu source ($SUITE)"; fetch_source; step_end
 step_begin "series into Debian's quilt stack"; prepare_source; step_end
 
@@ -350,23 +346,23 @@ if [ -n "$CHECK" ]; then
 	# libvgicd-dev is not in the archive: the check's libvgicd is the cross
 	# build (libvgicd_for_configure), so it is left out of build-dep here.
 	sed -i 's/^ libvgicd-dev (>= [^)]*) \[arm64\],$/# (libvgicd-dev: the check uses PKG_CONFIG_PATH)/' \
-		"$DQ/work/qemu/debian/control"
+		"$WORK/qemu/debian/control"
 	build_deps "$SRC" "$PROFILES"
 	step_end
 	step_begin "libvgicd for aarch64"; libvgicd_for_configure; step_end
 	step_begin "debian/rules configure-qemu (arm64)"
-	rm -rf "$DQ/work/qemu/b"
+	rm -rf "$WORK/qemu/b"
 	if ! heavy in_chroot sh -c 'cd /build/qemu &&
 		PKG_CONFIG_PATH='"$PCDIR"' DEB_BUILD_PROFILES="'"${PROFILES//,/ }"'" DEB_BUILD_OPTIONS="nocheck parallel=2" \
 		dpkg-architecture -a '"$HOST_ARCH"' -c debian/rules configure-qemu' \
-		>"$DQ/work/configure.log" 2>&1; then
-		tail -n 40 "$DQ/work/configure.log" >&2
+		>"$WORK/configure.log" 2>&1; then
+		tail -n 40 "$WORK/configure.log" >&2
 		exit 1
 	fi
-	grep -E '^ *(vgicd support|vgicd address|KVM support)' "$DQ/work/configure.log" | sed 's/^ */  /'
-	grep -q '^ *vgicd support *: *YES' "$DQ/work/configure.log" ||
-		{ echo "Debian's configure did not enable vgicd (log: $DQ/work/configure.log)" >&2; exit 1; }
-	grep -qx '#define CONFIG_VGICD' "$DQ/work/qemu/b/qemu/config-host.h" ||
+	grep -E '^ *(vgicd support|vgicd address|KVM support)' "$WORK/configure.log" | sed 's/^ */  /'
+	grep -q '^ *vgicd support *: *YES' "$WORK/configure.log" ||
+		{ echo "Debian's configure did not enable vgicd (log: $WORK/configure.log)" >&2; exit 1; }
+	grep -qx '#define CONFIG_VGICD' "$WORK/qemu/b/qemu/config-host.h" ||
 		{ echo "config-host.h has no CONFIG_VGICD" >&2; exit 1; }
 	step_end
 	print_step_times
@@ -379,23 +375,55 @@ fi
 step_begin "libvgicd packages for $HOST_ARCH"; libvgicd_debs; step_end
 step_begin "build dependencies"; build_deps "$SRC" "$PROFILES"; step_end
 narrow_targets
-step_begin "dpkg-buildpackage -a $HOST_ARCH -B ($TARGETS)"
-rm -f "$DQ"/work/qemu*_"$HOST_ARCH".* "$DQ"/work/qemu-*.deb
-if ! heavy in_chroot sh -c 'cd /build/qemu &&
-	MAKEFLAGS="'"$NARROW_MAKEFLAGS"'" DH_OPTIONS="'"$NARROW_DH"'" \
-	DEB_BUILD_OPTIONS="nocheck parallel=2" \
-	dpkg-buildpackage -a '"$HOST_ARCH"' -B -us -uc -P'"$PROFILES" \
-	>"$DQ/work/build.log" 2>&1; then
-	tail -n 60 "$DQ/work/build.log" >&2
-	echo "the build failed (log: $DQ/work/build.log)" >&2
+# The build runs in two calls of dpkg-buildpackage: build-arch (-T), then
+# the binary packages on the same tree (-nc; Debian's build stamps make
+# build-arch a no-op the second time).  Between them, a narrowed build
+# drops the lines of debian/*.install that name a module it did not make
+# (drop_unbuilt_modules): dh_install aborts on a missing file.
+dpkg_build() {
+	heavy in_chroot sh -c 'cd /build/qemu &&
+		MAKEFLAGS="'"$NARROW_MAKEFLAGS"'" DH_OPTIONS="'"$NARROW_DH"'" \
+		DEB_BUILD_OPTIONS="nocheck parallel=2" \
+		dpkg-buildpackage -a '"$HOST_ARCH"' -B -us -uc -P'"$PROFILES"' "$@"' sh "$@" \
+		>>"$WORK/build.log" 2>&1 && return 0
+	tail -n 60 "$WORK/build.log" >&2
+	echo "the build failed (log: $WORK/build.log)" >&2
 	exit 1
-fi
+}
+
+# drop_unbuilt_modules - for a narrowed build, the module lines of
+# debian/*.install whose module is not in b/qemu.  Debian's lists are for
+# every target: the PCI VGA devices (hw-display-virtio-vga, its -gl
+# variant, hw-display-qxl) are built for targets with a VGA, and aarch64
+# and arm have none.  Each dropped line is printed.
+drop_unbuilt_modules() {
+	local f line mod n=0
+	[ "$TARGETS" != all ] || return 0
+	for f in "$WORK"/qemu/debian/*.install; do
+		while IFS= read -r line; do
+			case $line in 'usr/lib/${DEB_HOST_MULTIARCH}/qemu/'*.so) ;; *) continue ;; esac
+			mod=${line##*/}
+			[ ! -e "$WORK/qemu/b/qemu/$mod" ] || continue
+			grep -vxF -- "$line" "$f" >"$f.new" || true
+			mv "$f.new" "$f"
+			echo "not built for $TARGETS: $mod (dropped from $(basename "$f"))"
+			n=$((n + 1))
+		done <"$f"
+	done
+	echo "modules not built for $TARGETS: $n"
+}
+
+step_begin "dpkg-buildpackage -a $HOST_ARCH -B ($TARGETS)"
+rm -f "$WORK"/qemu*_"$HOST_ARCH".* "$WORK"/qemu-*.deb "$WORK/build.log"
+dpkg_build -T build-arch
+drop_unbuilt_modules
+dpkg_build -nc
 step_end
 OUT=$DQ/out
 rm -rf "$OUT"
 mkdir -p "$OUT"
-mv "$DQ"/work/*.deb "$DQ"/work/qemu_*_"$HOST_ARCH".* "$OUT/"
-cp "$DQ"/work/repo/*.deb "$OUT/"
+mv "$WORK"/*.deb "$WORK"/qemu_*_"$HOST_ARCH".* "$OUT/"
+cp "$WORK"/repo/*.deb "$OUT/"
 [ "$TARGETS" = all ] || rm -f "$OUT"/qemu-system_*.deb
 print_step_times
 printf '  %-44s %7.1f s\n' "total" "$(echo "$(date +%s.%N) - $T0" | bc)"

@@ -17,7 +17,8 @@
 # The apt state (lists, cache, an empty dpkg status) is private, under
 # $DEB_APT_ROOT/NAME (default $VGICD_CACHE/nested/apt/NAME); nothing in /etc or
 # /var/lib/apt changes.  deb_sources_lines gives the same mirrors as
-# "deb URI SUITE COMPONENTS" lines, for mmdebstrap.
+# "deb URI SUITE COMPONENTS" lines, for mmdebstrap; deb_suite_lines those
+# of another release.
 
 DEBIAN_SOURCES=${DEBIAN_SOURCES:-/etc/apt/sources.list.d/debian.sources}
 
@@ -55,6 +56,23 @@ deb_sources_lines() {
 	/^Suites:/ { $1 = ""; ns = split($0, s, " ") }
 	/^Components:/ { $1 = ""; sub(/^ /, ""); comps = $0 }
 	END { flush() }' "$DEBIAN_SOURCES"
+}
+
+# deb_suite_lines SUITE [deb-src] - deb_sources_lines for another release:
+# each suite named after the host's codename (bookworm, bookworm-updates,
+# bookworm-security) renamed to SUITE's, the archive keyring pinned with
+# [signed-by=] (mmdebstrap would otherwise trust whatever the host's apt
+# trusts), and with "deb-src" a deb-src line after each deb line.  The
+# mirrors and chroots of other suites (mmdebstrap, sources.list) use it.
+deb_suite_lines() {
+	local suite=$1 src=${2:-} from key
+	from=$(sed -n "s/^VERSION_CODENAME=//p" /etc/os-release)
+	key=$(deb_sources_field Signed-By)
+	[ -n "$key" ] || key=/usr/share/keyrings/debian-archive-keyring.gpg
+	deb_sources_lines | awk -v from="$from" -v to="$suite" -v key="$key" -v src="$src" '{
+		if (index($3, from) == 1) $3 = to substr($3, length(from) + 1)
+		$1 = "deb [signed-by=" key "]"; print
+		if (src != "") { $1 = "deb-src [signed-by=" key "]"; print } }'
 }
 
 # deb_sources_field FIELD [SUITES_RE] - the value of FIELD in the first deb

@@ -90,17 +90,8 @@ step_end
 
 # ------------------------------------------------------------ the chroot
 
-# The mirrors: the host's deb stanzas, each suite with the host's codename
-# (bookworm, bookworm-updates, bookworm-security) renamed to SUITE's, and
-# the keyring pinned (mmdebstrap would otherwise trust whatever the host's
-# apt trusts).
-HOST_CODENAME=$(sed -n "s/^VERSION_CODENAME=//p" /etc/os-release)
-SIGNED_BY=$(deb_sources_field Signed-By)
-[ -n "$SIGNED_BY" ] || SIGNED_BY=/usr/share/keyrings/debian-archive-keyring.gpg
-mapfile -t MIRRORS < <(deb_sources_lines |
-	awk -v from="$HOST_CODENAME" -v to="$SUITE" -v key="$SIGNED_BY" '{
-		if (index($3, from) == 1) $3 = to substr($3, length(from) + 1)
-		$1 = "deb [signed-by=" key "]"; print }')
+# The mirrors: the host's, for SUITE (deb_suite_lines).
+mapfile -t MIRRORS < <(deb_suite_lines "$SUITE")
 [ ${#MIRRORS[@]} -gt 0 ] || { echo "build-chroot.sh: no deb sources in $DEBIAN_SOURCES" >&2; exit 1; }
 
 # The buildd variant is what Debian's build daemons start from: Essential

@@ -193,15 +193,17 @@ qp_configure() {
 		--enable-fdt=system --disable-docs --disable-download
 		--disable-install-blobs --python="$QP_PY"
 		--extra-cflags="$QP_DEB_CFLAGS" "$@")
+	# configure takes a name under configs/devices/aarch64-softmmu/; the
+	# file is a dependency of every build directory (ninja re-runs meson
+	# when it changes), so it is copied before an already configured build
+	# returns, and only when it differs, to leave its mtime be otherwise.
+	cmp -s "$QP_DIR/devices-aarch64.mak" "$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak" ||
+		cp "$QP_DIR/devices-aarch64.mak" "$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak"
 	if [ -f "$build/build.ninja" ] && [ -f "$build/vgicd-configure" ] &&
 		[ "$(cat "$build/vgicd-configure")" = "${args[*]}" ]; then
 		echo "$build: already configured"
 		return 0
 	fi
-	# configure takes a name under configs/devices/aarch64-softmmu/; the
-	# file is a dependency of every build directory, so leave its mtime be.
-	cmp -s "$QP_DIR/devices-aarch64.mak" "$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak" ||
-		cp "$QP_DIR/devices-aarch64.mak" "$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak"
 	rm -rf "$build"
 	mkdir -p "$build"
 	if ! (cd "$build" && heavy qp_qemu_env "$src/configure" "${args[@]}" >configure.log 2>&1); then

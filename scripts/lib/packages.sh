@@ -72,6 +72,13 @@ PKGS_BOOT=(qemu-system-arm cpio
 PKGS_NESTED=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64
 	libsystemd-dev:arm64 bc python3)
 
+# virsh migrate inside the nested arm64 machine (tests/nested/run-virsh-e2e.sh):
+# its Debian 13 arm64 root is made with mmdebstrap on this amd64 host, whose
+# maintainer scripts run under qemu-user through binfmt_misc; mke2fs -d
+# (e2fsprogs) turns it into L1's disk without a loop mount.
+# mmdebstrap wants arch-test to see that arm64 runs here.
+PKGS_VIRSH=(mmdebstrap arch-test qemu-user-static e2fsprogs
+	"${PKGS_BOOT[@]}" "${PKGS_CHROOT[@]}" "${PKGS_QEMU[@]}" "${PKGS_KERNEL[@]}")
 # need_packages PKG... - install the Debian packages that are missing (an
 # :arm64 one adds the architecture first).  apt-get update runs at most
 # once per run (the mark is exported to the scripts this one starts), and

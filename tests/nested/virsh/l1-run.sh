@@ -1,0 +1,291 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# l1-run.sh - the virsh tier's scenarios, run inside L1 (Debian 13 arm64
+# booted with systemd as PID 1 on the patched kernel, AppArmor enforcing)
+# as the unit systemd-run-generator makes of the kernel command line's
+# systemd.run=; L1 powers off when it ends.  It prints, on the console:
+#   E2E-CHECK: PASS|FAIL NAME[ :: DETAIL]
+#   E2E-TIME: PHASE SECONDS          (L1's uptime at the phase's end)
+#   E2E-DONE: fails=N
+# and E2E-DIAG lines after a failure.  run-virsh-e2e.sh reads them.
+#
+# The payload disk (/dev/vdb, mounted read-only on /payload) holds what
+# the host built: debs/ (the project's trixie/arm64 packages), qemu-patched (the
+# patched minimal QEMU; its libvgicd.so.0 is libvgicd0's), l2/Image and
+# l2/initrd (the guest), and this script.
+#
+# Theory of operation: host A is L1's own system instance (systemd's
+# libvirtd, the packaged vgicd.socket, the real /run/vgicd), as on an
+# operator's host after `dpkg -i`.  Its emulator is the patched QEMU,
+# bind-mounted over /usr/bin/qemu-system-aarch64 as the patched Debian
+# package would install it, so that libvirt's AppArmor profiles see the
+# path they were written for.  Host B is a second libvirtd, virtlogd and
+# vgicd in mount namespaces of their own (below).
+#
+# Checks, in order: L1 itself (systemd PID 1 with no failed unit, AppArmor
+# on and enforcing, libvirtd confined, /dev/kvm); the operator's install
+# (dpkg -i, the vgicd user from sysusers, vgicd.socket enabled and
+# listening, vgicd's profiles loaded in enforce mode, the hook in place);
+# host A's patched QEMU linking libvgicd0's library; both hosts up and
+# confined; scenario (a): a domain with no vgicd edits starts on A, runs
+# confined under its per-VM profile as libvirt-qemu and attaches to A's
+# vgicd; it migrates live to B, A's vgicd logs a save and B's a load, the
+# guest's counter and its virtio interrupt count keep growing on B, no
+# AppArmor denial, no taint in either domain log.
+exec >/dev/console 2>&1
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8
+P=/payload
+FAILS=0
+VCPUS=${VIRSH_VCPUS:-4}
+
+up() { cut -d' ' -f1 /proc/uptime; }
+say() { echo "E2E: [$(up)] $*"; }
+stamp() { echo "E2E-TIME: $1 $(up)"; }
+check() {	# check NAME PASS|FAIL DETAIL
+	echo "E2E-CHECK: $2 $1${3:+ :: $3}"
+	[ "$2" = PASS ] || { FAILS=$((FAILS + 1)); diag; }
+}
+expect() {	# expect NAME DETAIL COMMAND...
+	n=$1 d=$2
+	shift 2
+	if "$@"; then check "$n" PASS "$d"; else check "$n" FAIL "$d"; fi
+}
+diag() {
+	echo "E2E-DIAG: ---- at $(up) s"
+	systemctl --no-pager --failed 2>&1 | sed 's/^/E2E-DIAG: failed | /'
+	journalctl -q --no-pager -n 40 -u vgicd.service -u vgicd.socket -u libvirtd.service \
+		-u vgicd-b.service -u libvirtd-b.service -u virtlogd-b.service 2>&1 |
+		sed 's/^/E2E-DIAG: journal | /'
+	dmesg | grep -i 'apparmor="DENIED"' | tail -n 10 | sed 's/^/E2E-DIAG: denied | /'
+}
+finish() {
+	stamp end
+	echo "E2E-DONE: fails=$FAILS"
+	sync
+	exit 0
+}
+
+# run-virsh-e2e.sh mounts it with systemd.mount-extra= (this script is on it).
+mountpoint -q $P || { echo "E2E-DONE: fails=1 (no payload disk on $P)"; exit 1; }
+
+# --- the host ----------------------------------------------------------------
+# This unit is one of the boot's jobs, so "is-system-running --wait" would
+# wait for itself: wait instead until no job but this one is left.
+for _ in $(seq 300); do
+	[ "$(systemctl list-jobs --no-legend | grep -vc kernel-command-line)" -eq 0 ] && break
+	sleep 1
+done
+stamp boot
+failed=$(systemctl --failed --no-legend --plain | awk '{print $1}' | tr '\n' ' ')
+jobs=$(systemctl list-jobs --no-legend | grep -v kernel-command-line | awk '{print $2}' | tr '\n' ' ')
+expect l1.systemd "systemd PID 1 ($(readlink /proc/1/exe)); jobs left: ${jobs:-none}; failed: ${failed:-none}" \
+	test -z "$failed$jobs"
+aa_enabled=$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)
+aa_enforced=$(grep -c '(enforce)$' /sys/kernel/security/apparmor/profiles 2>/dev/null)
+expect l1.apparmor "enabled=$aa_enabled, ${aa_enforced:-0} profiles in enforce mode" \
+	test "$aa_enabled" = Y -a "${aa_enforced:-0}" -gt 0
+expect l1.libvirtd-confined "$(grep -E '^(/usr/sbin/)?libvirtd ' /sys/kernel/security/apparmor/profiles)" \
+	grep -qE '^(/usr/sbin/)?libvirtd \(enforce\)$' /sys/kernel/security/apparmor/profiles
+expect l1.kvm "/dev/kvm: $(ls -l /dev/kvm 2>&1)" [ -c /dev/kvm ]
+
+# --- the operator's install --------------------------------------------------
+say "dpkg -i $(cd $P/debs && ls ./*.deb | tr '\n' ' ')"
+if dpkg -i $P/debs/libvgicd0_*.deb $P/debs/vgicd_*.deb >/tmp/dpkg.log 2>&1; then
+	check pkg.install PASS "$(dpkg-query -W -f='${Package} ${Version} ${Status}, ' libvgicd0 vgicd)"
+else
+	check pkg.install FAIL "$(tail -n 5 /tmp/dpkg.log | tr '\n' ' ')"
+fi
+sed 's/^/E2E: dpkg | /' /tmp/dpkg.log
+expect pkg.sysusers "$(getent passwd vgicd)" sh -c 'getent passwd vgicd >/dev/null'
+expect pkg.socket "vgicd.socket: $(systemctl is-enabled vgicd.socket) $(systemctl is-active vgicd.socket)" \
+	systemctl -q is-active vgicd.socket
+expect pkg.apparmor "$(grep -E 'vgicd' /sys/kernel/security/apparmor/profiles | tr '\n' ' ')" \
+	grep -qx 'vgicd (enforce)' /sys/kernel/security/apparmor/profiles
+expect pkg.hook "$(ls -l /etc/libvirt/hooks/qemu.d/ 2>&1 | tail -n +2 | tr '\n' ' ')" \
+	[ -x /etc/libvirt/hooks/qemu.d/50-vgicd ]
+stamp install
+
+# --- host A's emulator: the patched QEMU --------------------------------------
+mkdir -p /usr/lib/vgicd-e2e
+cp /usr/bin/qemu-system-aarch64 /usr/lib/vgicd-e2e/qemu-stock
+cp $P/qemu-patched /usr/lib/vgicd-e2e/qemu-patched
+mount --bind /usr/lib/vgicd-e2e/qemu-patched /usr/bin/qemu-system-aarch64
+expect qemu.patched "$(/usr/bin/qemu-system-aarch64 --version | head -n 1); $(ldd /usr/bin/qemu-system-aarch64 | grep -o 'libvgicd[^ ]* => [^ ]*')" \
+	sh -c 'ldd /usr/bin/qemu-system-aarch64 | grep -q "libvgicd.so.0 => /" && /usr/bin/qemu-system-aarch64 --version >/dev/null'
+
+# jmsg UNIT OPERATION VM - the MESSAGEs of UNIT's journal entries with
+# VGICD_OPERATION=OPERATION for VM (vgicd's structured fields).
+jmsg() {
+	journalctl -q --no-pager -o cat -u "$1" VGICD_OPERATION="$2" VGICD_VM="$3" 2>/dev/null
+}
+has_msg() { [ -n "$(jmsg "$@")" ]; }
+
+# --- host B ------------------------------------------------------------------
+# A second libvirtd and vgicd on the same machine, each a transient systemd
+# service whose mount namespace puts B's folders on the paths a host has
+# (/etc/libvirt, /run/libvirt, /var/lib/libvirt, /var/log/libvirt,
+# /var/cache/libvirt, /run/vgicd).  B's vgicd listens in /srv/b/run-vgicd,
+# so B's QEMUs, started by B's libvirtd in its namespace, find it on
+# /run/vgicd/vgicd.sock.  B's copies are made before A runs a domain.
+B=/srv/b
+BIND="/srv/b/etc-libvirt:/etc/libvirt /srv/b/run-libvirt:/run/libvirt /srv/b/lib-libvirt:/var/lib/libvirt /srv/b/log-libvirt:/var/log/libvirt /srv/b/cache-libvirt:/var/cache/libvirt /srv/b/run-vgicd:/run/vgicd"
+URI_B="qemu+unix:///system?socket=$B/run-libvirt/libvirt-sock"
+mkdir -p $B/run-libvirt $B/run-vgicd
+cp -a /etc/libvirt $B/etc-libvirt
+cp -a /var/lib/libvirt $B/lib-libvirt
+cp -a /var/cache/libvirt $B/cache-libvirt
+cp -a /var/log/libvirt $B/log-libvirt
+find $B/log-libvirt -type f -delete
+cp -a /etc/vgicd $B/etc-vgicd
+chown --reference=/run/vgicd $B/run-vgicd 2>/dev/null
+chmod --reference=/run/vgicd $B/run-vgicd 2>/dev/null
+# Both hosts confine their QEMUs with AppArmor, said rather than detected
+# (libvirt would fall back to none on a host where AppArmor is off), and
+# run them as Debian's libvirt-qemu user (qemu.conf's default).
+sed -i 's/^#* *security_driver *=.*/security_driver = "apparmor"/' /etc/libvirt/qemu.conf
+expect l1.security-driver "qemu.conf: $(grep -E '^(security_driver|user|group) *=' /etc/libvirt/qemu.conf | tr '\n' ' ')" \
+	grep -qx 'security_driver = "apparmor"' /etc/libvirt/qemu.conf
+cp /etc/libvirt/qemu.conf $B/etc-libvirt/qemu.conf
+# Each host its own host UUID: libvirt refuses to migrate to itself.
+uuid_conf() { sed -i '/^host_uuid *=/d' "$1"; echo "host_uuid = \"$2\"" >>"$1"; }
+uuid_conf /etc/libvirt/libvirtd.conf 6a3f4b6e-0000-4000-8000-00000000000a
+uuid_conf $B/etc-libvirt/libvirtd.conf 6a3f4b6e-0000-4000-8000-00000000000b
+systemctl restart libvirtd.service
+# B's vgicd: the packaged units, copied with B's socket path, state
+# folder and configuration, off the system bus (the name is A's).
+vgicd_b_units() {
+	u=/usr/lib/systemd/system
+	sed -e 's/^Requires=vgicd.socket/Requires=vgicd-b.socket/' \
+		-e 's/^After=vgicd.socket/After=vgicd-b.socket/' \
+		-e 's|^ExecStart=\(.*\)|ExecStart=\1 --no-system-bus|' \
+		-e 's/^StateDirectory=vgicd$/StateDirectory=vgicd-b/' \
+		-e '/^\[Install\]/,$d' $u/vgicd.service >/etc/systemd/system/vgicd-b.service
+	printf '%s\n' '# Host B: its configuration and state on the paths of a host.' \
+		'BindReadOnlyPaths=/srv/b/etc-vgicd:/etc/vgicd' \
+		'BindPaths=/var/lib/vgicd-b:/var/lib/vgicd' >>/etc/systemd/system/vgicd-b.service
+	sed -e "s|^ListenStream=.*|ListenStream=$B/run-vgicd/vgicd.sock|" \
+		-e '/^\[Install\]/,$d' $u/vgicd.socket >/etc/systemd/system/vgicd-b.socket
+	systemctl daemon-reload && systemctl start vgicd-b.socket
+}
+expect b.vgicd "vgicd-b.socket: $(vgicd_b_units 2>&1; systemctl is-active vgicd-b.socket)" \
+	systemctl -q is-active vgicd-b.socket
+# B's virtlogd (QEMU's stdio goes through it, to B's /var/log/libvirt);
+# not socket-activated, it makes its own socket in B's /run/libvirt.  Its
+# pid file and libvirtd's move there too: A's hold the default ones.
+systemd-run -q --unit=virtlogd-b --property=BindPaths="$BIND" \
+	/usr/sbin/virtlogd --pid-file /run/libvirt/virtlogd.pid
+# One machine has one systemd-machined, and both libvirtds would register
+# their first domain with it as "qemu-1-NAME": B's libvirtd is kept off
+# the system bus (an empty /run/dbus), so it puts its QEMUs in cgroups of
+# its own (Delegate=yes) as on a host without machined, and takes no polkit
+# decisions (its unix socket: root only, auth none).
+mkdir -p $B/run-dbus
+printf '%s\n' 'auth_unix_rw = "none"' 'unix_sock_rw_perms = "0700"' >>$B/etc-libvirt/libvirtd.conf
+systemd-run -q --unit=libvirtd-b --property=BindPaths="$BIND /srv/b/run-dbus:/run/dbus" \
+	--property=Delegate=yes \
+	/usr/sbin/libvirtd --config /etc/libvirt/libvirtd.conf --pid-file /run/libvirt/libvirtd.pid
+for _ in $(seq 150); do
+	virsh -q -c "$URI_B" version >/dev/null 2>&1 && break
+	systemctl -q is-failed libvirtd-b.service && break
+	sleep 1
+done
+expect b.libvirtd "$(virsh -q -c "$URI_B" version 2>&1 | tr '\n' ' ')" virsh -q -c "$URI_B" version
+label_b=$(cat /proc/"$(systemctl show -P MainPID libvirtd-b.service)"/attr/current 2>/dev/null)
+expect b.libvirtd-confined "libvirtd-b: $label_b" sh -c "case '$label_b' in *libvirtd*'(enforce)') exit 0 ;; esac; exit 1"
+stamp hosts
+
+# --- a confined domain on A ------------------------------------------------
+dom_xml() {	# dom_xml NAME VCPUS CONSOLE
+	cat <<-EOF
+	<domain type='kvm'>
+	  <name>$1</name>
+	  <memory unit='MiB'>256</memory>
+	  <vcpu>$2</vcpu>
+	  <os>
+	    <type arch='aarch64' machine='virt'>hvm</type>
+	    <kernel>$IMG/l2-Image</kernel>
+	    <initrd>$IMG/l2-initrd</initrd>
+	    <cmdline>console=ttyAMA0 loglevel=3 panic=-1</cmdline>
+	  </os>
+	  <features><gic version='3'/></features>
+	  <cpu mode='host-passthrough'/>
+	  <on_reboot>destroy</on_reboot>
+	  <devices>
+	    <emulator>/usr/bin/qemu-system-aarch64</emulator>
+	    <serial type='file'>
+	      <source path='$3'/>
+	      <target type='system-serial' port='0'><model name='pl011'/></target>
+	    </serial>
+	    <rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>
+	    <controller type='usb' model='none'/>
+	    <memballoon model='none'/>
+	  </devices>
+	</domain>
+	EOF
+}
+ticks() { grep -a 'L2-TICK' "$1" 2>/dev/null | tail -n 1; }
+wait_tick() {	# wait_tick CONSOLE MIN_N TIMEOUT - until a tick >= MIN_N
+	wt_t=0
+	while :; do
+		wt_k=$(ticks "$1" | awk '{print $2}')
+		[ -n "$wt_k" ] && [ "$wt_k" -ge "$2" ] && return 0
+		[ $wt_t -lt "$3" ] || return 1
+		sleep 2
+		wt_t=$((wt_t + 2))
+	done
+}
+
+# The guest's kernel and initramfs where an operator keeps images (libvirt
+# gives them to QEMU's user and to the domain's AppArmor profile), on both
+# hosts, as shared storage would have them.
+IMG=/var/lib/libvirt/images
+for d in $IMG $B/lib-libvirt/images; do
+	cp $P/l2/Image $d/l2-Image
+	cp $P/l2/initrd $d/l2-initrd
+done
+con=/var/log/libvirt/qemu/l2a.console
+dom_xml l2a "$VCPUS" $con >/tmp/l2a.xml
+if virsh -q define /tmp/l2a.xml >/tmp/virsh.log 2>&1 && virsh -q start l2a >>/tmp/virsh.log 2>&1; then
+	check a.start PASS "l2a ($VCPUS vCPUs) started on A"
+else
+	check a.start FAIL "$(tr '\n' ' ' </tmp/virsh.log)"
+fi
+wait_tick $con 3 600
+expect a.guest-runs "$(ticks $con)" wait_tick $con 3 0
+pid=$(cat /run/libvirt/qemu/l2a.pid 2>/dev/null)
+label=$(cat /proc/"$pid"/attr/current 2>/dev/null)
+expect a.confined "QEMU pid $pid: $label" sh -c "case '$label' in libvirt-*' (enforce)') exit 0 ;; esac; exit 1"
+expect a.attached "$(jmsg vgicd.service attach l2a | tail -n 1)" \
+	has_msg vgicd.service attach l2a
+vgicctl sessions 2>&1 | sed 's/^/E2E: vgicctl sessions | /'
+denials=$(dmesg | grep -c 'apparmor="DENIED"')
+expect a.no-denial "$denials AppArmor denials" [ "$denials" -eq 0 ]
+dmesg | grep 'apparmor="DENIED"' | sed 's/^/E2E: denied | /'
+stamp a-start
+
+# (a) A -> B, live, through vgicd on both sides (the host-wide default).
+n0=$(ticks $con | awk '{print $2}')
+v0=$(ticks $con | sed 's/.*virtio=//')
+if virsh migrate --live l2a "$URI_B" --migrateuri tcp://127.0.0.1 --listen-address 127.0.0.1 \
+	>/tmp/migrate.log 2>&1; then
+	check a.migrate PASS "virsh migrate --live l2a A -> B"
+else
+	check a.migrate FAIL "$(tr '\n' ' ' </tmp/migrate.log)"
+fi
+stamp a-migrate
+expect a.saved-on-A "$(jmsg vgicd.service save l2a | tail -n 1)" has_msg vgicd.service save l2a
+expect a.loaded-on-B "$(jmsg vgicd-b.service load l2a | tail -n 1)" has_msg vgicd-b.service load l2a
+conb=$B/log-libvirt/qemu/l2a.console
+wait_tick $conb $((n0 + 3)) 300
+expect a.guest-runs-on-B "before: tick $n0 virtio=$v0; after: $(ticks $conb)" wait_tick $conb $((n0 + 3)) 0
+v1=$(ticks $conb | sed 's/.*virtio=//')
+expect a.interrupts-on-B "virtio interrupts $v0 -> $v1" [ "${v1:-0}" -gt "${v0:-0}" ]
+taint=$(grep -h 'Domain id=.*is tainted' /var/log/libvirt/qemu/l2a.log $B/log-libvirt/qemu/l2a.log 2>/dev/null)
+expect a.no-taint "${taint:-no taint in either domain log}" [ -z "$taint" ]
+denials=$(dmesg | grep -c 'apparmor="DENIED"')
+expect a.no-denial-after "$denials AppArmor denials" [ "$denials" -eq 0 ]
+dmesg | grep 'apparmor="DENIED"' | sed 's/^/E2E: denied | /'
+stamp a-done
+
+virsh -q -c "$URI_B" destroy l2a >/dev/null 2>&1
+finish

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# rootfs.sh - print the path of the Debian 13 (trixie) arm64 root file
+# system of the virsh tier's L1 machine, building it first if the cache
+# lacks it.
+#
+#   tests/nested/virsh/rootfs.sh       # path on stdout, progress on stderr
+#
+# What an arm64 KVM host of the project's users has, from Debian's archive:
+# systemd as PID 1 with udev and the system bus, AppArmor and its profiles,
+# libvirt's daemon with the QEMU driver, and Debian's stock qemu-system-arm.
+# Not the project's packages: L1 installs them itself with dpkg -i, where
+# their maintainer scripts meet a booted systemd and a kernel with AppArmor
+# (the operator's path), as it installs the patched QEMU.  The libraries
+# those packages depend on are here, so dpkg -i needs no archive.
+#
+# The tree is built by mmdebstrap on this amd64 machine: the arm64
+# maintainer scripts run under qemu-user-static through binfmt_misc (the
+# qemu-aarch64 entry is registered if the kernel lacks it, with the F flag,
+# so that it works inside the chroot).  It lives under
+# ${VGICD_CACHE:-/var/cache/vgicd}/nested/virsh, keyed by a hash of
+# everything that goes into it, and is only read afterwards: each run
+# copies it into a fresh disk image (mke2fs -d).  The mirrors are this
+# machine's apt sources, read at run time.
+set -euo pipefail
+. "$(dirname "$0")/../../../scripts/lib/common.sh"
+
+SUITE=trixie
+CACHE=$VGICD_CACHE/nested/virsh
+# Bump to force a rebuild when the recipe below changes.
+RECIPE=1
+PACKAGES=(
+	systemd-sysv udev dbus procps iproute2 kmod
+	apparmor
+	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients
+	qemu-system-arm
+	# vgicd's and libvgicd0's dependencies (their Depends:, minus the above)
+	libglib2.0-0t64 libsystemd0 libvirt0 libxml2
+)
+IFS=, INCLUDE="${PACKAGES[*]}"
+unset IFS
+
+mapfile -t MIRRORS < <(deb_suite_lines "$SUITE")
+[ ${#MIRRORS[@]} -gt 0 ] || { echo "rootfs.sh: no deb sources in $DEBIAN_SOURCES" >&2; exit 1; }
+key=$(printf '%s\n' "$RECIPE" "$SUITE" "$INCLUDE" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
+dest=$CACHE/rootfs-$key
+if [ -f "$dest/.vgicd-rootfs-done" ]; then
+	echo "$dest"
+	exit 0
+fi
+
+# binfmt_misc: mounted, and qemu-aarch64 registered (qemu-user-static's
+# own line, which names its interpreter and the F flag).
+conf=/usr/lib/binfmt.d/qemu-aarch64.conf
+[ -r "$conf" ] || { echo "rootfs.sh: no $conf (package qemu-user-static)" >&2; exit 1; }
+if [ ! -e /proc/sys/fs/binfmt_misc/register ]; then
+	mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
+		{ echo "rootfs.sh: cannot mount binfmt_misc (arm64 maintainer scripts cannot run here)" >&2; exit 1; }
+fi
+if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+	cat "$conf" >/proc/sys/fs/binfmt_misc/register ||
+		{ echo "rootfs.sh: cannot register qemu-aarch64 with binfmt_misc" >&2; exit 1; }
+	echo "rootfs.sh: registered qemu-aarch64 with binfmt_misc" >&2
+fi
+
+mkdir -p "$CACHE"
+tmp=$(mktemp -d "$CACHE/.rootfs-$key.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+echo "rootfs.sh: building $dest (mmdebstrap $SUITE arm64, ${#PACKAGES[@]} packages and their dependencies)" >&2
+t0=$(date +%s)
+# The hostname and machine-id are fixed so that every boot looks the same;
+# the disk is /dev/vda.  Nothing in the tree starts on its own beyond what
+# Debian enables: L1's test unit (run-virsh-e2e.sh) is added per run.
+heavy mmdebstrap --quiet --mode=root --variant=minbase --architectures=arm64 \
+	--include="$INCLUDE" \
+	--aptopt='APT::Install-Recommends "false"' \
+	--aptopt='Acquire::Languages "none"' \
+	--customize-hook='echo vgicd-l1 > "$1/etc/hostname"' \
+	--customize-hook='rm -f "$1/etc/machine-id"; echo 5b2f6c6e0d9d4c3aa1f2b4f3c0e1d2a7 > "$1/etc/machine-id"' \
+	--customize-hook='echo "/dev/vda / ext4 rw,relatime 0 1" > "$1/etc/fstab"' \
+	"$SUITE" "$tmp/root" "${MIRRORS[@]}" >&2
+touch "$tmp/root/.vgicd-rootfs-done"
+rm -rf "$dest"
+mv "$tmp/root" "$dest"
+echo "rootfs.sh: built in $(( $(date +%s) - t0 )) s, $(du -sh "$dest" | cut -f1)" >&2
+echo "$dest"

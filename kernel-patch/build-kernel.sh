@@ -40,6 +40,8 @@ usage: $0 [options]
   --base B        6.12 (default), 6.1 or 7.3 (see the top of this script)
   --check-only    no Image: apply, W=1 build of the touched objects,
                   selftest, checkpatch (IMAGE= is then empty)
+  --fragment FILE one more config fragment, after the others (give --work
+                  another folder too)
   --series DIR    apply the patches of DIR instead of the base's series (to
                   measure a part of it: give --work another folder too)
   --work DIR      work folder (default \${VGICD_CACHE:-/var/cache/vgicd}/kernel-BASE)
@@ -67,6 +69,7 @@ base=6.12
 work=
 check_only=0
 series_override=
+extra_fragment=
 patched=1
 selftest=1
 install=1
@@ -80,6 +83,7 @@ while [ $# -gt 0 ]; do
 	--base=*) base=${1#*=} ;;
 	--check-only) check_only=1 ;;
 	--series) series_override=$2; shift ;;
+	--fragment) extra_fragment=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift ;;
 	--work) work=$2; shift ;;
 	--work=*) work=${1#*=} ;;
 	--no-patch) patched=0 ;;
@@ -160,6 +164,7 @@ export CCACHE_DIR=$cache/ccache CCACHE_BASEDIR=$cache CCACHE_MAXSIZE=${CCACHE_MA
 kmake() { make -C "$src" O="$build" CC="ccache ${CROSS_COMPILE}gcc" "$@"; }
 
 fragments=("$here/config/arm64-nested.config" "$here/config/debian-$fragment_base.config")
+[ -z "$extra_fragment" ] || fragments+=("$extra_fragment")
 mkdir -p "$build"
 config_id=$(cat "${fragments[@]}" "$src/.git/vgicd-series" | sha256sum)
 if [ ! -f "$build/.config" ] ||

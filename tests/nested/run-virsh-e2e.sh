@@ -26,7 +26,6 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 . "$HERE/lib/initramfs.sh"
-. "$HERE/lib/kernel.sh"
 cd "$VGICD_ROOT"
 
 TIMEOUT=${VGICD_VIRSH_TIMEOUT:-3600}
@@ -44,8 +43,7 @@ done
 [ "$(id -u)" -eq 0 ] || { echo "run-virsh-e2e.sh: run it as root" >&2; exit 2; }
 
 NESTED_OUT=$VGICD_BUILD/virsh-e2e
-VCACHE=$NESTED_CACHE/virsh
-mkdir -p "$NESTED_OUT" "$VCACHE"
+mkdir -p "$NESTED_OUT"
 T_START=$(nested_clock)
 
 step_begin "packages"

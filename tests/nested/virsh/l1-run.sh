@@ -123,6 +123,15 @@ jmsg() {
 	journalctl -q --no-pager -o cat -u "$1" VGICD_OPERATION="$2" VGICD_VM="$3" 2>/dev/null
 }
 has_msg() { [ -n "$(jmsg "$@")" ]; }
+# migrate FROM TO DOMAIN - virsh migrate --live between the two hosts
+# (URIs), the data over loopback (both are this machine); virsh's output
+# in /tmp/migrate.log.
+migrate() {
+	virsh -c "$1" migrate --live "$3" "$2" --migrateuri tcp://127.0.0.1 \
+		--listen-address 127.0.0.1 >/tmp/migrate.log 2>&1
+}
+# denials - how many AppArmor denials the kernel has logged so far.
+denials() { dmesg | grep -c 'apparmor="DENIED"'; }
 
 # --- host B ------------------------------------------------------------------
 # A second libvirtd and vgicd on the same machine, each a transient systemd
@@ -133,6 +142,7 @@ has_msg() { [ -n "$(jmsg "$@")" ]; }
 # /run/vgicd/vgicd.sock.  B's copies are made before A runs a domain.
 B=/srv/b
 BIND="/srv/b/etc-libvirt:/etc/libvirt /srv/b/run-libvirt:/run/libvirt /srv/b/lib-libvirt:/var/lib/libvirt /srv/b/log-libvirt:/var/log/libvirt /srv/b/cache-libvirt:/var/cache/libvirt /srv/b/run-vgicd:/run/vgicd"
+URI_A=qemu:///system
 URI_B="qemu+unix:///system?socket=$B/run-libvirt/libvirt-sock"
 mkdir -p $B/run-libvirt $B/run-vgicd
 cp -a /etc/libvirt $B/etc-libvirt
@@ -269,7 +279,7 @@ expect a.confined "QEMU pid $pid: $label" sh -c "case '$label' in libvirt-*' (en
 expect a.attached "$(jmsg vgicd.service attach l2a | tail -n 1)" \
 	has_msg vgicd.service attach l2a
 vgicctl sessions 2>&1 | sed 's/^/E2E: vgicctl sessions | /'
-denials=$(dmesg | grep -c 'apparmor="DENIED"')
+denials=$(denials)
 expect a.no-denial "$denials AppArmor denials" [ "$denials" -eq 0 ]
 dmesg | grep 'apparmor="DENIED"' | sed 's/^/E2E: denied | /'
 stamp a-start
@@ -277,8 +287,7 @@ stamp a-start
 # (a) A -> B, live, through vgicd on both sides (the host-wide default).
 n0=$(ticks $con | awk '{print $2}')
 v0=$(ticks $con | sed 's/.*virtio=//')
-if virsh migrate --live l2a "$URI_B" --migrateuri tcp://127.0.0.1 --listen-address 127.0.0.1 \
-	>/tmp/migrate.log 2>&1; then
+if migrate $URI_A "$URI_B" l2a; then
 	check a.migrate PASS "virsh migrate --live l2a A -> B"
 else
 	check a.migrate FAIL "$(tr '\n' ' ' </tmp/migrate.log)"
@@ -305,7 +314,7 @@ taints=$(grep -ho 'is tainted: [a-z-]*' /var/log/libvirt/qemu/l2a.log $B/log-lib
 	sed 's/is tainted: //' | sort | uniq -c | tr -s ' \n' ' ')
 expect a.no-taint "taints in the two domain logs: ${taints:-none}" \
 	sh -c "! grep -h 'is tainted' /var/log/libvirt/qemu/l2a.log $B/log-libvirt/qemu/l2a.log | grep -qv 'is tainted: host-cpu\$'"
-denials=$(dmesg | grep -c 'apparmor="DENIED"')
+denials=$(denials)
 expect a.no-denial-after "$denials AppArmor denials" [ "$denials" -eq 0 ]
 dmesg | grep 'apparmor="DENIED"' | sed 's/^/E2E: denied | /'
 stamp a-done
@@ -340,8 +349,7 @@ else
 fi
 stamp b-start
 vmode auto
-virsh migrate --live l2big "$URI_B" --migrateuri tcp://127.0.0.1 --listen-address 127.0.0.1 \
-	>/tmp/migrate.log 2>&1 && has_msg vgicd.service save l2big && has_msg vgicd-b.service load l2big
+migrate $URI_A "$URI_B" l2big && has_msg vgicd.service save l2big && has_msg vgicd-b.service load l2big
 rc=$?
 on=$(jobinfo qemu:///system l2big)
 check b.vgicd-migrate "$([ $rc = 0 ] && echo PASS || echo FAIL)" "A -> B through vgicd: downtime/total/setup $(echo $on | tr " " /) ms; $(jmsg vgicd.service save l2big | tail -n 1)"
@@ -350,8 +358,7 @@ vmode off
 nsave=$(jmsg vgicd-b.service save l2big | grep -c .)
 nload=$(jmsg vgicd.service load l2big | grep -c .)
 nb=$(ticks $B/log-libvirt/qemu/l2big.console | awk '{print $2}')
-virsh -c "$URI_B" migrate --live l2big qemu:///system --migrateuri tcp://127.0.0.1 --listen-address 127.0.0.1 \
-	>/tmp/migrate.log 2>&1 && wait_tick $conbig $((${nb:-0} + 2)) 300
+migrate "$URI_B" $URI_A l2big && wait_tick $conbig $((${nb:-0} + 2)) 300
 rc=$?
 off=$(jobinfo "$URI_B" l2big)
 # With the mode off neither vgicd saves or loads: QEMU's own path.
@@ -373,8 +380,7 @@ virsh -q define /tmp/l2e.xml >/dev/null 2>&1 && virsh -q start l2e >/dev/null 2>
 expect e.enable "$(vgicctl enable l2e --required 2>&1 | tr '\n' ' ')" \
 	sh -c 'virsh dumpxml l2e | grep -q "required=.yes."'
 systemctl stop vgicd-b.socket vgicd-b.service
-if virsh migrate --live l2e "$URI_B" --migrateuri tcp://127.0.0.1 --listen-address 127.0.0.1 \
-	>/tmp/migrate.log 2>&1; then
+if migrate $URI_A "$URI_B" l2e; then
 	check e.refused FAIL "l2e migrated to B although B's vgicd is stopped"
 else
 	check e.refused PASS "virsh: $(tr '\n' ' ' </tmp/migrate.log)"
@@ -385,7 +391,7 @@ expect e.still-on-A "l2e on A: $(virsh domstate l2e 2>&1)" [ "$(virsh domstate l
 systemctl start vgicd-b.socket
 expect e.disable "$(vgicctl disable l2e 2>&1 | tr '\n' ' ')" \
 	sh -c '! virsh dumpxml --inactive l2e | grep -q "vgicd:vgicd"'
-denials=$(dmesg | grep -c 'apparmor="DENIED"')
+denials=$(denials)
 expect e.no-denial "$denials AppArmor denials" [ "$denials" -eq 0 ]
 virsh -q destroy l2e >/dev/null 2>&1
 stamp e-done
@@ -401,19 +407,19 @@ cond=/var/log/libvirt/qemu/l2d.console
 dom_xml l2d 4 $cond >/tmp/l2d.xml
 virsh -q define /tmp/l2d.xml >/dev/null 2>&1 && virsh -q start l2d >/dev/null 2>&1 && wait_tick $cond 2 600
 nd=$(jmsg vgicd.service save l2d | grep -c .)
-virsh migrate --live l2d "$URI_B" --migrateuri tcp://127.0.0.1 --listen-address 127.0.0.1 >/tmp/migrate.log 2>&1
+migrate $URI_A "$URI_B" l2d
 rc=$?
 nt=$(ticks $cond | awk '{print $2}')
 expect d.to-stock "rc $rc; A's vgicd: $(jmsg vgicd.service save l2d | tail -n 1); on B: $(ticks $B/log-libvirt/qemu/l2d.console) $(tr '\n' ' ' </tmp/migrate.log)" \
-	sh -c "[ $rc = 0 ] && [ \$(journalctl -q -o cat -u vgicd.service VGICD_OPERATION=save VGICD_VM=l2d | grep -c .) -gt $nd ]"
+	test "$rc" = 0 -a "$(jmsg vgicd.service save l2d | grep -c .)" -gt "$nd"
 wait_tick $B/log-libvirt/qemu/l2d.console $((${nt:-0} + 2)) 300
 expect d.runs-on-stock "$(ticks $B/log-libvirt/qemu/l2d.console)" wait_tick $B/log-libvirt/qemu/l2d.console $((${nt:-0} + 2)) 0
 nt=$(ticks $B/log-libvirt/qemu/l2d.console | awk '{print $2}')
-virsh -c "$URI_B" migrate --live l2d qemu:///system --migrateuri tcp://127.0.0.1 --listen-address 127.0.0.1 >/tmp/migrate.log 2>&1
+migrate "$URI_B" $URI_A l2d
 rc=$?
 wait_tick $cond $((${nt:-0} + 2)) 300
 expect d.from-stock "rc $rc; A's vgicd: $(jmsg vgicd.service load l2d | tail -n 1); on A: $(ticks $cond) $(tr '\n' ' ' </tmp/migrate.log)" \
-	sh -c "[ $rc = 0 ] && journalctl -q -o cat -u vgicd.service VGICD_OPERATION=load VGICD_VM=l2d | grep -q ."
+	test "$rc" = 0 -a -n "$(jmsg vgicd.service load l2d)"
 virsh -q destroy l2d >/dev/null 2>&1
 # A definition vgicctl touched (enable, then disable: what an operator's
 # tooling leaves), defined and started on B's stock QEMU.
@@ -431,7 +437,7 @@ else
 	check d.touched-starts FAIL "$(tr '\n' ' ' </tmp/virsh.log)"
 fi
 virsh -q -c "$URI_B" destroy l2t >/dev/null 2>&1
-denials=$(dmesg | grep -c 'apparmor="DENIED"')
+denials=$(denials)
 expect d.no-denial "$denials AppArmor denials" [ "$denials" -eq 0 ]
 libvirtd_b
 stamp d-done
@@ -446,22 +452,21 @@ rule=/etc/apparmor.d/abstractions/libvirt-qemu.d/vgicd
 conc=/var/log/libvirt/qemu/l2c.console
 dom_xml l2c 4 $conc >/tmp/l2c.xml
 virsh -q define /tmp/l2c.xml >/dev/null 2>&1 && virsh -q start l2c >/dev/null 2>&1 && wait_tick $conc 2 600
-d0=$(dmesg | grep -c 'apparmor="DENIED"')
+d0=$(denials)
 mv $rule /tmp/vgicd-aa-rule
-virsh migrate --live l2c "$URI_B" --migrateuri tcp://127.0.0.1 --listen-address 127.0.0.1 >/tmp/migrate.log 2>&1
+migrate $URI_A "$URI_B" l2c
 rc=$?
 denied=$(dmesg | grep 'apparmor="DENIED"' | tail -n +$((d0 + 1)) | grep -m1 vgicd)
 expect c.denial "$denied" [ -n "$denied" ]
 expect c.as-documented "migrate rc $rc: $(tr '\n' ' ' </tmp/migrate.log); on A: $(virsh domstate l2c 2>&1)" \
-	sh -c "[ $rc != 0 ] && [ \"\$(virsh domstate l2c 2>/dev/null)\" = running ]"
+	test "$rc" != 0 -a "$(virsh domstate l2c 2>/dev/null)" = running
 mv /tmp/vgicd-aa-rule $rule
-virsh -c "$URI_B" domstate l2c >/dev/null 2>&1 && virsh -c "$URI_B" migrate --live l2c qemu:///system \
-	--migrateuri tcp://127.0.0.1 --listen-address 127.0.0.1 >/dev/null 2>&1
-n=$(dmesg | grep -c 'apparmor="DENIED"')
-virsh migrate --live l2c "$URI_B" --migrateuri tcp://127.0.0.1 --listen-address 127.0.0.1 >/tmp/migrate.log 2>&1
+virsh -c "$URI_B" domstate l2c >/dev/null 2>&1 && migrate "$URI_B" $URI_A l2c
+n=$(denials)
+migrate $URI_A "$URI_B" l2c
 rc=$?
-expect c.restored "rule back: migrate rc $rc, B's vgicd: $(jmsg vgicd-b.service load l2c | tail -n 1), $(( $(dmesg | grep -c 'apparmor="DENIED"') - n )) new denials" \
-	sh -c "[ $rc = 0 ] && [ \$(dmesg | grep -c 'apparmor=\"DENIED\"') -eq $n ] && journalctl -q -o cat -u vgicd-b.service VGICD_OPERATION=load VGICD_VM=l2c | grep -q ."
+expect c.restored "rule back: migrate rc $rc, B's vgicd: $(jmsg vgicd-b.service load l2c | tail -n 1), $(( $(denials) - n )) new denials" \
+	test "$rc" = 0 -a "$(denials)" -eq "$n" -a -n "$(jmsg vgicd-b.service load l2c)"
 virsh -q -c "$URI_B" destroy l2c >/dev/null 2>&1
 virsh -q destroy l2c >/dev/null 2>&1
 stamp c-done

@@ -195,3 +195,28 @@ deb_extract() {
 	dpkg-deb -x "$deb" "$dir"
 	basename "$deb" > "$dir.stamp"
 }
+
+# deb_cached_root DEST BUILD - print DEST, a root file system kept in a
+# cache, after building it if it is missing: BUILD ROOT makes the tree in
+# ROOT, a temporary folder beside DEST, which is marked complete and only
+# then moved to DEST, so an interrupted build never leaves a DEST that
+# looks whole.  BUILD runs with errexit as the caller's script does (not in
+# a condition), and the temporary folder goes when the script exits.
+DEB_ROOT_TMP=
+deb_cached_root() {
+	local dest=$1 build=$2 t0
+	if [ -f "$dest/.vgicd-rootfs-done" ]; then
+		echo "$dest"
+		return 0
+	fi
+	mkdir -p "$(dirname "$dest")"
+	DEB_ROOT_TMP=$(mktemp -d "$(dirname "$dest")/.$(basename "$dest").XXXXXX")
+	trap 'rm -rf "$DEB_ROOT_TMP"' EXIT
+	t0=$(date +%s)
+	"$build" "$DEB_ROOT_TMP/root"
+	touch "$DEB_ROOT_TMP/root/.vgicd-rootfs-done"
+	rm -rf "$dest"
+	mv "$DEB_ROOT_TMP/root" "$dest"
+	echo "$(basename "$0"): built $dest in $(( $(date +%s) - t0 )) s, $(du -sh "$dest" | cut -f1)" >&2
+	echo "$dest"
+}

@@ -33,28 +33,17 @@ mapfile -t MIRRORS < <(deb_sources_lines)
 [ ${#MIRRORS[@]} -gt 0 ] || { echo "rootfs.sh: no deb sources in $DEBIAN_SOURCES" >&2; exit 1; }
 
 key=$(printf '%s\n' "$RECIPE" "$SUITE" "$PACKAGES" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
-dest=$CACHE/rootfs-$key
-if [ -f "$dest/.vgicd-rootfs-done" ]; then
-	echo "$dest"
-	exit 0
-fi
-
-command -v mmdebstrap >/dev/null || { echo "rootfs.sh: mmdebstrap is not installed (apt-get install mmdebstrap)" >&2; exit 1; }
-mkdir -p "$CACHE"
-tmp=$(mktemp -d "$CACHE/.rootfs-$key.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-echo "rootfs.sh: building $dest (mmdebstrap $SUITE, about a minute)" >&2
-t0=$(date +%s)
-# The mirrors also go into the tree's apt sources, so that --from-deb can
-# apt-get a package's missing dependencies inside the container.  The
-# hostname and machine-id are fixed so that every boot looks the same.
-# Only the download and unpack are heavy; a warm cache above takes no lock.
-heavy mmdebstrap --quiet --variant=minbase --include="$PACKAGES" \
-	--customize-hook='echo vgicd-test > "$1/etc/hostname"' \
-	--customize-hook='rm -f "$1/etc/machine-id"; : > "$1/etc/machine-id"' \
-	"$SUITE" "$tmp/root" "${MIRRORS[@]}" >&2
-touch "$tmp/root/.vgicd-rootfs-done"
-rm -rf "$dest"
-mv "$tmp/root" "$dest"
-echo "rootfs.sh: built in $(( $(date +%s) - t0 )) s, $(du -sh "$dest" | cut -f1)" >&2
-echo "$dest"
+# build_root ROOT - the tree, by mmdebstrap.  The mirrors also go into its
+# apt sources, so that --from-deb can apt-get a package's missing
+# dependencies inside the container.  The hostname and machine-id are
+# fixed so that every boot looks the same.  Only the download and unpack
+# are heavy; a warm cache takes no lock.
+build_root() {
+	command -v mmdebstrap >/dev/null || { echo "rootfs.sh: mmdebstrap is not installed (apt-get install mmdebstrap)" >&2; exit 1; }
+	echo "rootfs.sh: building $CACHE/rootfs-$key (mmdebstrap $SUITE, about a minute)" >&2
+	heavy mmdebstrap --quiet --variant=minbase --include="$PACKAGES" \
+		--customize-hook='echo vgicd-test > "$1/etc/hostname"' \
+		--customize-hook='rm -f "$1/etc/machine-id"; : > "$1/etc/machine-id"' \
+		"$SUITE" "$1" "${MIRRORS[@]}" >&2
+}
+deb_cached_root "$CACHE/rootfs-$key" build_root

@@ -43,44 +43,32 @@ unset IFS
 mapfile -t MIRRORS < <(deb_suite_lines "$SUITE")
 [ ${#MIRRORS[@]} -gt 0 ] || { echo "rootfs.sh: no deb sources in $DEBIAN_SOURCES" >&2; exit 1; }
 key=$(printf '%s\n' "$RECIPE" "$SUITE" "$INCLUDE" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
-dest=$CACHE/rootfs-$key
-if [ -f "$dest/.vgicd-rootfs-done" ]; then
-	echo "$dest"
-	exit 0
-fi
-
-# binfmt_misc: mounted, and qemu-aarch64 registered (qemu-user-static's
-# own line, which names its interpreter and the F flag).
-conf=/usr/lib/binfmt.d/qemu-aarch64.conf
-[ -r "$conf" ] || { echo "rootfs.sh: no $conf (package qemu-user-static)" >&2; exit 1; }
-if [ ! -e /proc/sys/fs/binfmt_misc/register ]; then
-	mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
-		{ echo "rootfs.sh: cannot mount binfmt_misc (arm64 maintainer scripts cannot run here)" >&2; exit 1; }
-fi
-if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
-	cat "$conf" >/proc/sys/fs/binfmt_misc/register ||
-		{ echo "rootfs.sh: cannot register qemu-aarch64 with binfmt_misc" >&2; exit 1; }
-	echo "rootfs.sh: registered qemu-aarch64 with binfmt_misc" >&2
-fi
-
-mkdir -p "$CACHE"
-tmp=$(mktemp -d "$CACHE/.rootfs-$key.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-echo "rootfs.sh: building $dest (mmdebstrap $SUITE arm64, ${#PACKAGES[@]} packages and their dependencies)" >&2
-t0=$(date +%s)
-# The hostname and machine-id are fixed so that every boot looks the same;
-# the disk is /dev/vda.  Nothing in the tree starts on its own beyond what
-# Debian enables: L1's test unit (run-virsh-e2e.sh) is added per run.
-heavy mmdebstrap --quiet --mode=root --variant=minbase --architectures=arm64 \
-	--include="$INCLUDE" \
-	--aptopt='APT::Install-Recommends "false"' \
-	--aptopt='Acquire::Languages "none"' \
-	--customize-hook='echo vgicd-l1 > "$1/etc/hostname"' \
-	--customize-hook='rm -f "$1/etc/machine-id"; echo 5b2f6c6e0d9d4c3aa1f2b4f3c0e1d2a7 > "$1/etc/machine-id"' \
-	--customize-hook='echo "/dev/vda / ext4 rw,relatime 0 1" > "$1/etc/fstab"' \
-	"$SUITE" "$tmp/root" "${MIRRORS[@]}" >&2
-touch "$tmp/root/.vgicd-rootfs-done"
-rm -rf "$dest"
-mv "$tmp/root" "$dest"
-echo "rootfs.sh: built in $(( $(date +%s) - t0 )) s, $(du -sh "$dest" | cut -f1)" >&2
-echo "$dest"
+# build_root ROOT - the tree, by mmdebstrap.  First binfmt_misc: mounted,
+# and qemu-aarch64 registered (qemu-user-static's own line, which names its
+# interpreter and the F flag).  The hostname and machine-id are fixed so
+# that every boot looks the same; the disk is /dev/vda.  Nothing in the
+# tree starts on its own beyond what Debian enables: L1's test unit
+# (run-virsh-e2e.sh) is added per run.
+build_root() {
+	conf=/usr/lib/binfmt.d/qemu-aarch64.conf
+	[ -r "$conf" ] || { echo "rootfs.sh: no $conf (package qemu-user-static)" >&2; exit 1; }
+	if [ ! -e /proc/sys/fs/binfmt_misc/register ]; then
+		mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
+			{ echo "rootfs.sh: cannot mount binfmt_misc (arm64 maintainer scripts cannot run here)" >&2; exit 1; }
+	fi
+	if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+		cat "$conf" >/proc/sys/fs/binfmt_misc/register ||
+			{ echo "rootfs.sh: cannot register qemu-aarch64 with binfmt_misc" >&2; exit 1; }
+		echo "rootfs.sh: registered qemu-aarch64 with binfmt_misc" >&2
+	fi
+	echo "rootfs.sh: building $CACHE/rootfs-$key (mmdebstrap $SUITE arm64, ${#PACKAGES[@]} packages and their dependencies)" >&2
+	heavy mmdebstrap --quiet --mode=root --variant=minbase --architectures=arm64 \
+		--include="$INCLUDE" \
+		--aptopt='APT::Install-Recommends "false"' \
+		--aptopt='Acquire::Languages "none"' \
+		--customize-hook='echo vgicd-l1 > "$1/etc/hostname"' \
+		--customize-hook='rm -f "$1/etc/machine-id"; echo 5b2f6c6e0d9d4c3aa1f2b4f3c0e1d2a7 > "$1/etc/machine-id"' \
+		--customize-hook='echo "/dev/vda / ext4 rw,relatime 0 1" > "$1/etc/fstab"' \
+		"$SUITE" "$1" "${MIRRORS[@]}" >&2
+}
+deb_cached_root "$CACHE/rootfs-$key" build_root

@@ -30,7 +30,7 @@ cd "$VGICD_ROOT"
 
 TIMEOUT=${VGICD_VIRSH_TIMEOUT:-3600}
 VCPUS=4
-VCPUS_BIG=16
+VCPUS_BIG=32
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) TIMEOUT=$2; shift 2 ;;
@@ -131,7 +131,7 @@ heavy timeout --kill-after=10 "$TIMEOUT" \
 step_end
 [ $rc -ne 124 ] || echo "L1 timed out after ${TIMEOUT}s"
 
-tr -d '\r' <"$LOG" | grep -aE '^E2E-(CHECK|TIME|TABLE|DONE)' || true
+tr -d '\r' <"$LOG" | grep -aE '^E2E-(CHECK|TIME|TABLE|HOOK|DONE)' || true
 print_step_times
 printf '  %-44s %7.1f s (%.1f s waiting for the heavy-work lock)\n' "total" \
 	"$(echo "$(nested_clock) - $T_START" | bc)" "$(heavy_waited)"

@@ -6,6 +6,8 @@
 # systemd.run=; L1 powers off when it ends.  It prints, on the console:
 #   E2E-CHECK: PASS|FAIL NAME[ :: DETAIL]
 #   E2E-TIME: PHASE SECONDS          (L1's uptime at the phase's end)
+#   E2E-HOOK: HOST DOMAIN: CALLS     (the qemu hook calls, in order)
+#   E2E-TABLE: ...                   ((b)'s downtimes)
 #   E2E-DONE: fails=N
 # and E2E-DIAG lines after a failure.  run-virsh-e2e.sh reads them.
 #
@@ -31,11 +33,16 @@
 # confined under its per-VM profile as libvirt-qemu and attaches to A's
 # vgicd; it migrates live to B, A's vgicd logs a save and B's a load, the
 # guest's counter and its virtio interrupt count keep growing on B, no
-# AppArmor denial, no taint in either domain log but libvirt's host-cpu;
-# (b): a larger domain (VIRSH_VCPUS_BIG, default 16) migrated through
-# vgicd and with the mode off on both hosts, libvirt's downtime of each;
-# (e): vgicctl enable --required and disable against libvirt A, and B's
-# hook refusing the required domain while B's vgicd is stopped.
+# AppArmor denial, no taint in either domain log but libvirt's host-cpu,
+# the hook calls of each host (E2E-HOOK lines); (f): the packages
+# upgraded while that domain runs on B, and its migration back through
+# vgicd; (b): a larger domain (VIRSH_VCPUS_BIG, default 32) migrated
+# through vgicd and with the mode off on both hosts, libvirt's downtime of
+# each (an E2E-TABLE line); (e): vgicctl enable --required and disable
+# against libvirt A, and B's hook refusing the required domain while B's
+# vgicd is stopped; (d): B on Debian's stock QEMU, both directions, and a
+# definition vgicctl touched starting there; (c): the AppArmor rule for
+# QEMU removed, then restored.
 exec >/dev/console 2>&1
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8
 P=/payload
@@ -130,6 +137,22 @@ migrate() {
 	virsh -c "$1" migrate --live "$3" "$2" --migrateuri tcp://127.0.0.1 \
 		--listen-address 127.0.0.1 >/tmp/migrate.log 2>&1
 }
+# migrate_watch FROM TO DOMAIN PIDFILE - migrate, and meanwhile set
+# WATCHED to "PID: LABEL" of the destination's QEMU (PIDFILE is the
+# destination libvirt's) as first seen: QEMU writes its pid file itself,
+# so after its exec, under the label libvirt gave it.
+migrate_watch() {
+	WATCHED=
+	migrate "$1" "$2" "$3" &
+	mw=$!
+	while kill -0 $mw 2>/dev/null; do
+		if [ -z "$WATCHED" ] && mp=$(cat "$4" 2>/dev/null) && [ -n "$mp" ]; then
+			WATCHED="$mp: $(cat /proc/"$mp"/attr/current 2>/dev/null)"
+		fi
+		sleep 0.2
+	done
+	wait $mw
+}
 # denials - how many AppArmor denials the kernel has logged so far.
 denials() { dmesg | grep -c 'apparmor="DENIED"'; }
 
@@ -140,6 +163,26 @@ denials() { dmesg | grep -c 'apparmor="DENIED"'; }
 # /var/cache/libvirt, /run/vgicd).  B's vgicd listens in /srv/b/run-vgicd,
 # so B's QEMUs, started by B's libvirtd in its namespace, find it on
 # /run/vgicd/vgicd.sock.  B's copies are made before A runs a domain.
+# A tracer in the hook folder, before 50-vgicd (names run in order): each
+# host's libvirtd logs every qemu hook call it makes into its own
+# /run/libvirt (libvirtd's profile runs hooks under its own, which may
+# write there).  It prints nothing, so libvirt passes the XML on unchanged.
+cat >/etc/libvirt/hooks/qemu.d/00-e2e-trace <<'EOF_T'
+#!/bin/sh
+# The virsh tier's tracer: DOMAIN OPERATION SUB-OPERATION EXTRA, with uptime.
+read -r t _ </proc/uptime
+echo "$t $*" >>/run/libvirt/e2e-hook-calls.log
+while read -r _; do :; done
+exit 0
+EOF_T
+chmod 0755 /etc/libvirt/hooks/qemu.d/00-e2e-trace
+# hooks HOST DOMAIN - the calls host HOST (A or B) made for DOMAIN, one line.
+hooks() {
+	f=/run/libvirt/e2e-hook-calls.log
+	[ "$1" = A ] || f=$B/run-libvirt/e2e-hook-calls.log
+	awk -v d="$2" '$2 == d { printf "%s%s %s", sep, $3, $4; sep = ", " }' $f 2>/dev/null
+}
+
 B=/srv/b
 BIND="/srv/b/etc-libvirt:/etc/libvirt /srv/b/run-libvirt:/run/libvirt /srv/b/lib-libvirt:/var/lib/libvirt /srv/b/log-libvirt:/var/log/libvirt /srv/b/cache-libvirt:/var/cache/libvirt /srv/b/run-vgicd:/run/vgicd"
 URI_A=qemu:///system
@@ -287,7 +330,7 @@ stamp a-start
 # (a) A -> B, live, through vgicd on both sides (the host-wide default).
 n0=$(ticks $con | awk '{print $2}')
 v0=$(ticks $con | sed 's/.*virtio=//')
-if migrate $URI_A "$URI_B" l2a; then
+if migrate_watch $URI_A "$URI_B" l2a $B/run-libvirt/qemu/l2a.pid; then
 	check a.migrate PASS "virsh migrate --live l2a A -> B"
 else
 	check a.migrate FAIL "$(tr '\n' ' ' </tmp/migrate.log)"
@@ -298,13 +341,15 @@ expect a.loaded-on-B "$(jmsg vgicd-b.service load l2a | tail -n 1)" has_msg vgic
 conb=$B/log-libvirt/qemu/l2a.console
 wait_tick $conb $((n0 + 3)) 300
 expect a.guest-runs-on-B "before: tick $n0 virtio=$v0; after: $(ticks $conb)" wait_tick $conb $((n0 + 3)) 0
-# B's QEMU under its per-VM profile.  Both hosts share one kernel, where
-# the profile's name (libvirt-UUID) is one object: when A's libvirt
-# unloads it after the migration, B's QEMU would lose it (a limit of two
-# hosts on one machine, not of a real pair).
+# B's QEMU under its per-VM profile, as seen while the migration ran
+# (when B loaded the state).  Both hosts share one kernel, where the
+# profile's name (libvirt-UUID) is one object: when A's libvirt unloads
+# it at the migration's end, B's QEMU loses it (a limit of two hosts on
+# one machine, not of a real pair), so the label after is only printed.
 pidb=$(cat $B/run-libvirt/qemu/l2a.pid 2>/dev/null)
-labelb=$(cat /proc/"$pidb"/attr/current 2>/dev/null)
-expect a.confined-on-B "B's QEMU pid $pidb: $labelb" sh -c "case '$labelb' in libvirt-*' (enforce)') exit 0 ;; esac; exit 1"
+say "B's QEMU after the migration: $(cat /proc/"$pidb"/attr/current 2>/dev/null)"
+expect a.confined-on-B "B's QEMU during the migration, pid $WATCHED" \
+	sh -c "case '$WATCHED' in *': libvirt-'*' (enforce)') exit 0 ;; esac; exit 1"
 v1=$(ticks $conb | sed 's/.*virtio=//')
 expect a.interrupts-on-B "virtio interrupts $v0 -> $v1" [ "${v1:-0}" -gt "${v0:-0}" ]
 # libvirt taints every host-passthrough domain "host-cpu" (the CPU model an
@@ -317,8 +362,58 @@ expect a.no-taint "taints in the two domain logs: ${taints:-none}" \
 denials=$(denials)
 expect a.no-denial-after "$denials AppArmor denials" [ "$denials" -eq 0 ]
 dmesg | grep 'apparmor="DENIED"' | sed 's/^/E2E: denied | /'
+# The hook calls of (a) on each host, in order (the closing note's
+# sequence): B is asked at "migrate begin" before it prepares the
+# incoming QEMU; A releases the domain after the migration.
+ha=$(hooks A l2a) hb=$(hooks B l2a)
+echo "E2E-HOOK: A l2a: $ha"
+echo "E2E-HOOK: B l2a: $hb"
+expect a.hooks-A "A: $ha" sh -c "echo '$ha' | grep -q 'prepare begin.*release end'"
+expect a.hooks-B "B: $hb" sh -c "echo '$hb' | grep -q 'migrate begin.*prepare begin'"
 stamp a-done
 
+# (f) Upgrade under a running domain: a newer build of both packages
+# (the same files, a higher version: what an operator's next
+# `apt-get upgrade` brings) installed with dpkg -i while l2a runs on B.
+# The maintainer scripts restart vgicd.socket, so A's vgicd restarts; B's
+# units are this tier's copies, which dpkg does not know, so they get the
+# same restart by hand.  l2a lost its session with B's vgicd; the next
+# migration (B -> A) must still go through vgicd on both sides
+# (operations.md §9: QEMU attaches again when the migration is set up).
+oldv=$(dpkg-query -W -f='${Version}' vgicd)
+newv=$oldv+e2e1
+rm -rf /tmp/f && mkdir -p /tmp/f
+for p in libvgicd0 vgicd; do
+	dpkg-deb -R $P/debs/${p}_*.deb /tmp/f/$p
+	sed -i -e "s/^Version: .*/Version: $newv/" -e "s/(= $oldv)/(= $newv)/g" /tmp/f/$p/DEBIAN/control
+	dpkg-deb -b /tmp/f/$p /tmp/f/${p}_${newv}_arm64.deb >/dev/null
+done
+inv0=$(systemctl show -P InvocationID vgicd.socket)
+ns=$(jmsg vgicd-b.service save l2a | grep -c .)
+nl=$(jmsg vgicd.service load l2a | grep -c .)
+if dpkg -i /tmp/f/libvgicd0_${newv}_arm64.deb /tmp/f/vgicd_${newv}_arm64.deb >/tmp/dpkg-f.log 2>&1; then
+	check f.upgrade PASS "$oldv -> $(dpkg-query -W -f='${Version}' vgicd), l2a running on B: $(virsh -c "$URI_B" domstate l2a 2>&1)"
+else
+	check f.upgrade FAIL "$(tail -n 5 /tmp/dpkg-f.log | tr '\n' ' ')"
+fi
+sed 's/^/E2E: dpkg | /' /tmp/dpkg-f.log
+inv1=$(systemctl show -P InvocationID vgicd.socket)
+expect f.socket-restarted "vgicd.socket invocation $inv0 -> $inv1, $(systemctl is-active vgicd.socket)" \
+	test "$inv0" != "$inv1" -a "$(systemctl is-active vgicd.socket)" = active
+systemctl restart vgicd-b.socket
+nt=$(ticks $conb | awk '{print $2}')
+if migrate "$URI_B" $URI_A l2a && wait_tick $con $((${nt:-0} + 2)) 300; then
+	check f.migrate PASS "l2a B -> A after the upgrade: $(ticks $con)"
+else
+	check f.migrate FAIL "$(tr '\n' ' ' </tmp/migrate.log) $(ticks $con)"
+fi
+expect f.through-vgicd "B's vgicd: $(jmsg vgicd-b.service save l2a | tail -n 1); A's: $(jmsg vgicd.service load l2a | tail -n 1)" \
+	test "$(jmsg vgicd-b.service save l2a | grep -c .)" -gt "$ns" -a "$(jmsg vgicd.service load l2a | grep -c .)" -gt "$nl"
+denials=$(denials)
+expect f.no-denial "$denials AppArmor denials" [ "$denials" -eq 0 ]
+stamp f-done
+
+virsh -q destroy l2a >/dev/null 2>&1
 virsh -q -c "$URI_B" destroy l2a >/dev/null 2>&1
 
 # (b) The larger domain, migrated through vgicd on both hosts (A -> B, the
@@ -338,7 +433,7 @@ vmode() {	# vmode MODE - vgicd's mode on both hosts
 	grep -q "^Mode=$1\$" $B/etc-vgicd/vgicd.conf || echo "Mode=$1" >>$B/etc-vgicd/vgicd.conf
 	! systemctl -q is-active vgicd-b.service || systemctl reload vgicd-b.service
 }
-BIG=${VIRSH_VCPUS_BIG:-16}
+BIG=${VIRSH_VCPUS_BIG:-32}
 conbig=/var/log/libvirt/qemu/l2big.console
 dom_xml l2big "$BIG" $conbig >/tmp/l2big.xml
 if virsh -q define /tmp/l2big.xml >/tmp/virsh.log 2>&1 && virsh -q start l2big >>/tmp/virsh.log 2>&1 &&

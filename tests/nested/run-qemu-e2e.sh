@@ -148,6 +148,7 @@ initramfs_file "$stage" "$NESTED_OUT/qmp" /usr/bin/qmp 0755
 initramfs_file "$stage" "$PATCHED_IMAGE" /l2/Image
 initramfs_file "$stage" "$NESTED_OUT/l2.cpio" /l2/initrd
 initramfs_file "$stage" "$HERE/e2e/l1-init.sh" /init 0755
+initramfs_file "$stage" "$HERE/lib/e2e-lines.sh" /lib/e2e-lines.sh 0644
 initramfs_pack "$stage" "$NESTED_OUT/l1.cpio"
 echo "L1 initramfs: $(du -h "$NESTED_OUT/l1.cpio" | cut -f1), $(find "$stage" -type f | wc -l) files"
 step_end

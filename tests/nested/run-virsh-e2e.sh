@@ -106,6 +106,7 @@ cp "$DEBS"/vgicd_*_arm64.deb "$DEBS"/libvgicd0_*_arm64.deb "$PAY/debs/"
 cp "$QEMU_OUT/qemu-system-aarch64" "$PAY/qemu-patched"
 cp "$PATCHED_IMAGE" "$PAY/l2/Image"
 install -m 0755 "$HERE/virsh/l1-run.sh" "$PAY/l1-run.sh"
+install -m 0644 "$HERE/lib/e2e-lines.sh" "$PAY/e2e-lines.sh"
 stage=$NESTED_OUT/rootfs-l2
 initramfs_init "$stage"
 initramfs_busybox "$stage" "$BB"

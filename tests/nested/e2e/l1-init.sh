@@ -48,13 +48,9 @@ SQ=/usr/bin/qemu-stock
 SOCK=/run/vgicd/vgicd.sock
 FAILS=0
 
-up() { cut -d' ' -f1 /proc/uptime; }
-say() { echo "E2E: [$(up)] $*"; }
-stamp() { echo "E2E-TIME: $1 $(up)"; }
-check() {	# check NAME PASS|FAIL DETAIL
-	echo "E2E-CHECK: $2 $1${3:+ :: $3}"
-	[ "$2" = PASS ] || { FAILS=$((FAILS + 1)); diag; }
-}
+# up, say, stamp, check (the E2E lines): lib/e2e-lines.sh
+# shellcheck source=../lib/e2e-lines.sh
+. /lib/e2e-lines.sh
 # diag - on a failure: every QEMU still running, what it waits on, its last
 # QMP reply, its vgicd trace events and stderr; vgicd's log.
 diag() {

@@ -49,13 +49,6 @@ P=/payload
 FAILS=0
 VCPUS=${VIRSH_VCPUS:-4}
 
-up() { cut -d' ' -f1 /proc/uptime; }
-say() { echo "E2E: [$(up)] $*"; }
-stamp() { echo "E2E-TIME: $1 $(up)"; }
-check() {	# check NAME PASS|FAIL DETAIL
-	echo "E2E-CHECK: $2 $1${3:+ :: $3}"
-	[ "$2" = PASS ] || { FAILS=$((FAILS + 1)); diag; }
-}
 expect() {	# expect NAME DETAIL COMMAND...
 	n=$1 d=$2
 	shift 2
@@ -78,6 +71,9 @@ finish() {
 
 # run-virsh-e2e.sh mounts it with systemd.mount-extra= (this script is on it).
 mountpoint -q $P || { echo "E2E-DONE: fails=1 (no payload disk on $P)"; exit 1; }
+# up, say, stamp, check (the E2E lines): lib/e2e-lines.sh, on the payload.
+# shellcheck source=../lib/e2e-lines.sh
+. $P/e2e-lines.sh
 
 # --- the host ----------------------------------------------------------------
 # This unit is one of the boot's jobs, so "is-system-running --wait" would

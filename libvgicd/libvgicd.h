@@ -221,6 +221,19 @@ void vgicd_client_get_stats (VgicdClient *client, VgicdClientStats *stats);
 /* vgicd_client_get_mode() - the host's mode as of attach ("auto", ...) */
 const char *vgicd_client_get_mode (VgicdClient *client);
 
+/**
+ * vgicd_client_is_connected() - is the session's connection still open, as
+ * far as this side knows?  No round trip, nothing blocks: it reads what
+ * GDBus's worker thread saw on the socket.  FALSE once vgicd closed it (it
+ * stopped or restarted, e.g. on a package upgrade), and every later save or
+ * load would fail: free the client and attach again, where nothing waits
+ * for it (QEMU does at a migration's setup, while the guest runs).  TRUE
+ * says nothing of a vgicd that hangs: its calls still time out.
+ *
+ * Since: 0.3 (VGICD_0.3)
+ */
+gboolean vgicd_client_is_connected (VgicdClient *client);
+
 void vgicd_client_free (VgicdClient *client);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdClient, vgicd_client_free)
 

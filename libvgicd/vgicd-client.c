@@ -568,6 +568,15 @@ vgicd_client_get_mode (VgicdClient *c)
   return c->mode;
 }
 
+gboolean
+vgicd_client_is_connected (VgicdClient *c)
+{
+  /* GDBus's worker thread reads the socket all the time and marks the
+   * connection closed as soon as it reads end-of-file: the flag is current
+   * without a main loop, and reading it costs nothing. */
+  return c->connection && !g_dbus_connection_is_closed (c->connection);
+}
+
 void
 vgicd_client_free (VgicdClient *c)
 {

@@ -881,6 +881,51 @@ test_vgicd_gone (void)
   g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_ABSENT);
 }
 
+/* vgicd restarted between two migrations (a package upgrade does it): the
+ * session is gone, and the client sees so without a round trip, which is
+ * what QEMU checks at a migration's setup before it attaches again; a new
+ * session on the restarted vgicd saves batched as before. */
+static void
+test_vgicd_restarted (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[3];
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) c = attach (h, src, s, "upgraded");
+  g_autoptr (VgicdClient) again = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) record = NULL;
+  VgicdClientStats stats;
+  int waited_ms = 0;
+
+  g_assert_true (vgicd_client_is_connected (c));
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+  g_clear_pointer (&record, g_bytes_unref);
+
+  g_assert_true (vgicd_harness_restart_vgicd (h, &error));
+  g_assert_no_error (error);
+  /* GDBus's worker thread reads the end of file on its own; give it the
+   * time the scheduler takes (a migration's setup comes much later). */
+  while (vgicd_client_is_connected (c) && waited_ms < 5000)
+    {
+      g_usleep (10 * 1000);
+      waited_ms += 10;
+    }
+  g_assert_false (vgicd_client_is_connected (c));
+  g_test_message ("the client saw the restart after %d ms", waited_ms);
+  g_assert_false (vgicd_client_save (c, &record, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
+  g_clear_error (&error);
+
+  again = attach (h, src, s, "upgraded");
+  g_assert_true (vgicd_client_is_connected (again));
+  g_assert_true (vgicd_client_save (again, &record, &error));
+  g_assert_no_error (error);
+  vgicd_client_get_stats (again, &stats);
+  g_assert_true (stats.batched);
+}
+
 /* vgicd killed in the middle of a save (while the executor runs its first
  * round, one by one): the save fails as UNREACHABLE, promptly. */
 typedef struct {
@@ -1326,6 +1371,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/peer-not-allowed", test_peer_not_allowed);
   g_test_add_func ("/vgicd/socket-group", test_socket_group);
   g_test_add_func ("/vgicd/vgicd-gone", test_vgicd_gone);
+  g_test_add_func ("/vgicd/vgicd-restarted", test_vgicd_restarted);
   g_test_add_func ("/vgicd/concurrent-sessions", test_concurrent_sessions);
   g_test_add_func ("/vgicd/fields", test_fields);
   g_test_add_func ("/vgicd/record-setting", test_record_setting);

@@ -93,6 +93,42 @@ wait_for_path (const char *path, GPid pid, GError **error)
   return FALSE;
 }
 
+/* spawn_vgicd - start h->vgicd on the harness's files (its stderr into
+ * h->log_path: truncated at the start, appended to at a restart) and wait
+ * until its socket is there. */
+static gboolean
+spawn_vgicd (VgicdHarness *h, gboolean activated, int log_flags, GError **error)
+{
+  g_auto (GStrv) env = NULL;
+  int log_fd;
+
+  log_fd = open (h->log_path, O_WRONLY | O_CREAT | O_CLOEXEC | log_flags, 0644);
+  env = g_environ_setenv (g_get_environ (), "DBUS_SYSTEM_BUS_ADDRESS", h->bus_address, TRUE);
+  {
+    const char *direct[] = { h->vgicd, "--config", h->config_path, "--state", h->state_path,
+                             "--vms-conf", h->vms_conf, "--vms-dir", h->vms_dir, NULL };
+    const char *via_systemd[] = { "systemd-socket-activate", "-l", h->socket_path,
+                                  h->vgicd, "--config", h->config_path, "--state", h->state_path,
+                                  "--vms-conf", h->vms_conf, "--vms-dir", h->vms_dir, NULL };
+    if (!g_spawn_async_with_fds (NULL, (char **) (activated ? via_systemd : direct), env,
+                                 G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
+                                 child_setup, NULL, &h->vgicd_pid, -1, log_fd, log_fd, error))
+      {
+        close (log_fd);
+        return FALSE;
+      }
+  }
+  close (log_fd);
+  if (!wait_for_path (h->socket_path, h->vgicd_pid, error))
+    {
+      g_autofree char *log = NULL;
+      g_file_get_contents (h->log_path, &log, NULL, NULL);
+      g_prefix_error (error, "vgicd did not start (%s): ", log ? g_strstrip (log) : "");
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static VgicdHarness *
 harness_start (const char *vgicd, const char *policy, const char *config,
                gboolean activated, GError **error)
@@ -103,8 +139,6 @@ harness_start (const char *vgicd, const char *policy, const char *config,
   g_autofree char *bus_socket = NULL;
   g_autofree char *conf = NULL;
   g_autofree char *abs_policy = g_canonicalize_filename (policy, NULL);
-  g_auto (GStrv) env = NULL;
-  int log_fd;
 
   h->dir = g_dir_make_tmp ("vgicd-XXXXXX", error);
   if (!h->dir)
@@ -149,30 +183,9 @@ harness_start (const char *vgicd, const char *policy, const char *config,
   mkdir (h->vms_dir, 0755);
 
   h->log_path = g_build_filename (h->dir, "vgicd.log", NULL);
-  log_fd = open (h->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  env = g_environ_setenv (g_get_environ (), "DBUS_SYSTEM_BUS_ADDRESS", h->bus_address, TRUE);
-  {
-    const char *direct[] = { vgicd, "--config", h->config_path, "--state", h->state_path,
-                             "--vms-conf", h->vms_conf, "--vms-dir", h->vms_dir, NULL };
-    const char *via_systemd[] = { "systemd-socket-activate", "-l", h->socket_path,
-                                  vgicd, "--config", h->config_path, "--state", h->state_path,
-                                  "--vms-conf", h->vms_conf, "--vms-dir", h->vms_dir, NULL };
-    if (!g_spawn_async_with_fds (NULL, (char **) (activated ? via_systemd : direct), env,
-                                 G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
-                                 child_setup, NULL, &h->vgicd_pid, -1, log_fd, log_fd, error))
-      {
-        close (log_fd);
-        return NULL;
-      }
-  }
-  close (log_fd);
-  if (!wait_for_path (h->socket_path, h->vgicd_pid, error))
-    {
-      g_autofree char *log = NULL;
-      g_file_get_contents (h->log_path, &log, NULL, NULL);
-      g_prefix_error (error, "vgicd did not start (%s): ", log ? g_strstrip (log) : "");
-      return NULL;
-    }
+  h->vgicd = g_strdup (vgicd);
+  if (!spawn_vgicd (h, activated, O_TRUNC, error))
+    return NULL;
   return g_steal_pointer (&h);
 }
 
@@ -249,6 +262,15 @@ vgicd_harness_kill_vgicd (VgicdHarness *h)
   stop_pid (&h->vgicd_pid, SIGKILL);
 }
 
+gboolean
+vgicd_harness_restart_vgicd (VgicdHarness *h, GError **error)
+{
+  stop_pid (&h->vgicd_pid, SIGTERM);
+  /* The stopped vgicd's socket file may be left: wait for the new one's. */
+  unlink (h->socket_path);
+  return spawn_vgicd (h, FALSE, O_APPEND, error);
+}
+
 static void
 remove_tree (const char *dir)
 {
@@ -298,5 +320,6 @@ vgicd_harness_stop (VgicdHarness *h)
   g_free (h->state_path);
   g_free (h->vms_conf);
   g_free (h->vms_dir);
+  g_free (h->vgicd);
   g_free (h);
 }

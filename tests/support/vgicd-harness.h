@@ -20,6 +20,7 @@ typedef struct {
   char *state_path;	/* its state file (what SetMode persists) */
   char *vms_conf;	/* its static per-VM policy (absent until written) */
   char *vms_dir;	/* its folder of domains' choices (created empty) */
+  char *vgicd;		/* the binary, for a restart */
 } VgicdHarness;
 
 /**
@@ -51,6 +52,11 @@ guint64 vgicd_harness_stat (VgicdHarness *h, const char *key);
 
 /* vgicd_harness_kill_vgicd() - SIGKILL vgicd (for failure tests) */
 void vgicd_harness_kill_vgicd (VgicdHarness *h);
+
+/* vgicd_harness_restart_vgicd() - stop vgicd as systemd does (SIGTERM, and
+ * wait for it) and start a new one on the same socket and files, as a
+ * package upgrade's restart does (vgicd_harness_start() only) */
+gboolean vgicd_harness_restart_vgicd (VgicdHarness *h, GError **error);
 
 /* vgicd_harness_stop() - stop both, remove the directory */
 void vgicd_harness_stop (VgicdHarness *h);

@@ -21,7 +21,7 @@
 # debian/extract-config-opts turns into options of the system build (b/qemu)
 # only; the microvm, xen and static user builds never read them.  So vgicd
 # is enabled the way Debian enables every optional library: one comment and
-# one build dependency, "libvgicd-dev (>= 0.2.0) [arm64]", in debian/control
+# one build dependency, "libvgicd-dev (>= the version of libvgicd/meson.build) [arm64]", in debian/control
 # and in debian/control-in (which the clean target regenerates it from).
 # arm64 only: the series' auto probe looks only at aarch64 hosts, the KVM
 # GICv3 exists nowhere else, and --enable-vgicd elsewhere would only make

@@ -37,8 +37,9 @@
 # the hook calls of each host (E2E-HOOK lines); (f): the packages
 # upgraded while that domain runs on B, and its migration back through
 # vgicd; (b): a larger domain (VIRSH_VCPUS_BIG, default 32) migrated
-# through vgicd and with the mode off on both hosts, libvirt's downtime of
-# each (an E2E-TABLE line); (e): vgicctl enable --required and disable
+# through vgicd, with the mode off on both hosts and with vgicd stopped on
+# both, libvirt's downtime and the GIC section's times of each (E2E-TABLE
+# lines); (e): vgicctl enable --required and disable
 # against libvirt A, and B's hook refusing the required domain while B's
 # vgicd is stopped; (d): B on Debian's stock QEMU, both directions, and a
 # definition vgicctl touched starting there; (c): the AppArmor rule for
@@ -436,14 +437,18 @@ stamp f-done
 virsh -q destroy l2a >/dev/null 2>&1
 virsh -q -c "$URI_B" destroy l2a >/dev/null 2>&1
 
-# (b) The larger domain, migrated through vgicd on both hosts (A -> B, the
-# default mode) and with vgicd's mode off on both (B -> A, QEMU's own
-# path), the downtime as libvirt reports it (domjobinfo --completed on the
-# source) side by side, and the GIC section's own save and load times,
-# from QEMU's trace events in the two domain logs.  A libvirt domain gets
-# trace events only through extra QEMU arguments (<qemu:commandline>,
-# which libvirt taints custom-argv, and which go along with the
-# migration): this measuring domain has them, (a)'s has none.
+# (b) The larger domain, migrated three times: through vgicd on both hosts
+# (A -> B, the default mode); with vgicd's mode off on both (B -> A): per
+# operations.md section 7 "off" declines saves, so B's is QEMU's own, and
+# still serves loads, so A's is batched; and with vgicd stopped on both
+# (A -> B), QEMU's own path on both sides, as on hosts without vgicd: the
+# baseline.  Each with the downtime as libvirt reports it (domjobinfo
+# --completed on the source) and the GIC section's own save and load times
+# from QEMU's trace events in the two domain logs, read after each run
+# (gic_ms takes a log's last of each kind).  A libvirt domain gets trace
+# events only through extra QEMU arguments (<qemu:commandline>, which
+# libvirt taints custom-argv, and which go along with the migration): this
+# measuring domain has them, (a)'s has none.
 jobinfo() {	# jobinfo URI DOMAIN - "downtime total setup" (ms) of the last job
 	virsh -c "$1" domjobinfo --completed "$2" 2>/dev/null | awk -F: '
 		/^Total downtime/ { d = $2 + 0 } /^Time elapsed:/ { t = $2 + 0 } /^Setup time/ { s = $2 + 0 }
@@ -455,8 +460,13 @@ vmode() {	# vmode MODE - vgicd's mode on both hosts
 	grep -q "^Mode=$1\$" $B/etc-vgicd/vgicd.conf || echo "Mode=$1" >>$B/etc-vgicd/vgicd.conf
 	! systemctl -q is-active vgicd-b.service || systemctl reload vgicd-b.service
 }
+nmsg() { jmsg "$@" | grep -c .; }	# nmsg UNIT OPERATION VM - how many
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a > 0) printf "%.2f", a / b; else print "n/a" }'; }
 BIG=${VIRSH_VCPUS_BIG:-32}
 conbig=/var/log/libvirt/qemu/l2big.console
+conbigb=$B/log-libvirt/qemu/l2big.console
+logbig=/var/log/libvirt/qemu/l2big.log
+logbigb=$B/log-libvirt/qemu/l2big.log
 TRACE="-trace savevm_section_start -trace savevm_section_end -trace vmstate_load -trace vmstate_load_state_end"
 dom_xml l2big "$BIG" $conbig "$TRACE" >/tmp/l2big.xml
 if virsh -q define /tmp/l2big.xml >/tmp/virsh.log 2>&1 && virsh -q start l2big >>/tmp/virsh.log 2>&1 &&
@@ -466,39 +476,52 @@ else
 	check b.start FAIL "$(tr '\n' ' ' </tmp/virsh.log) $(ticks $conbig)"
 fi
 stamp b-start
+
+# 1. Through vgicd on both.
 vmode auto
 migrate $URI_A "$URI_B" l2big && has_msg vgicd.service save l2big && has_msg vgicd-b.service load l2big
 rc=$?
 on=$(jobinfo qemu:///system l2big)
+gs_on=$(gic_ms save $logbig) gl_on=$(gic_ms load $logbigb)
 check b.vgicd-migrate "$([ $rc = 0 ] && echo PASS || echo FAIL)" "A -> B through vgicd: downtime/total/setup $(echo $on | tr " " /) ms; $(jmsg vgicd.service save l2big | tail -n 1)"
 stamp b-vgicd
-GS_ON=$(gic_ms save /var/log/libvirt/qemu/l2big.log)
+
+# 2. Mode off on both: B's vgicd saves nothing, A's loads.
 vmode off
-nsave=$(jmsg vgicd-b.service save l2big | grep -c .)
-nload=$(jmsg vgicd.service load l2big | grep -c .)
-nb=$(ticks $B/log-libvirt/qemu/l2big.console | awk '{print $2}')
-migrate "$URI_B" $URI_A l2big && wait_tick $conbig $((${nb:-0} + 2)) 300
+ns=$(nmsg vgicd-b.service save l2big) nl=$(nmsg vgicd.service load l2big)
+nb=$(ticks $conbigb | awk '{print $2}')
+migrate "$URI_B" $URI_A l2big && wait_tick $conbig $((${nb:-0} + 2)) 300 &&
+	[ "$(nmsg vgicd-b.service save l2big)" = "$ns" ] && [ "$(nmsg vgicd.service load l2big)" -gt "$nl" ]
 rc=$?
-off=$(jobinfo "$URI_B" l2big)
-# With the mode off neither vgicd saves or loads: QEMU's own path.
-[ "$(jmsg vgicd-b.service save l2big | grep -c .)" = "$nsave" ] && [ "$(jmsg vgicd.service load l2big | grep -c .)" = "$nload" ] || rc=1
-check b.off-migrate "$([ $rc = 0 ] && echo PASS || echo FAIL)" "B -> A with mode off: downtime/total/setup $(echo $off | tr " " /) ms $(tr '\n' ' ' </tmp/migrate.log)"
-d_on=${on%% *} d_off=${off%% *}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a > 0) printf "%.2f", a / b; else print "n/a" }'; }
-echo "E2E-TABLE: b $BIG vCPUs | libvirt's total downtime ms: off $d_off, vgicd $d_on | ratio $(ratio "$d_off" "$d_on")"
-echo "E2E-TABLE: b $BIG vCPUs | setup ms: off $(echo $off | cut -d' ' -f3), vgicd $(echo $on | cut -d' ' -f3) | total ms: off $(echo $off | cut -d' ' -f2), vgicd $(echo $on | cut -d' ' -f2)"
-# A's domain log holds the vgicd run's save (read into GS_ON before the
-# off run) and the off run's load; B's the vgicd run's load and the off
-# run's save.
-gs_off=$(gic_ms save $B/log-libvirt/qemu/l2big.log) gl_off=$(gic_ms load /var/log/libvirt/qemu/l2big.log)
-gl_on=$(gic_ms load $B/log-libvirt/qemu/l2big.log)
-echo "E2E-TABLE: b $BIG vCPUs | GIC section save ms: off $gs_off, vgicd $GS_ON | ratio $(ratio "$gs_off" "$GS_ON")"
-echo "E2E-TABLE: b $BIG vCPUs | GIC section load ms: off $gl_off, vgicd $gl_on | ratio $(ratio "$gl_off" "$gl_on")"
-expect b.gic-times "save off $gs_off / vgicd $GS_ON ms, load off $gl_off / vgicd $gl_on ms (trace events)" \
-	sh -c "[ '$gs_off' != n/a ] && [ '$GS_ON' != n/a ] && [ '$gl_off' != n/a ] && [ '$gl_on' != n/a ]"
+mo=$(jobinfo "$URI_B" l2big)
+gs_mo=$(gic_ms save $logbigb) gl_mo=$(gic_ms load $logbig)
+check b.mode-off-migrate "$([ $rc = 0 ] && echo PASS || echo FAIL)" "B -> A, mode off: downtime/total/setup $(echo $mo | tr " " /) ms; B's save QEMU's own, A's load: $(jmsg vgicd.service load l2big | tail -n 1) $(tr '\n' ' ' </tmp/migrate.log)"
 vmode auto
+stamp b-mode-off
+
+# 3. vgicd stopped on both: QEMU's own path on both sides.
+systemctl stop vgicd.socket vgicd.service vgicd-b.socket vgicd-b.service
+ns=$(nmsg vgicd.service save l2big) nl=$(nmsg vgicd-b.service load l2big)
+na=$(ticks $conbig | awk '{print $2}')
+migrate $URI_A "$URI_B" l2big && wait_tick $conbigb $((${na:-0} + 2)) 300 &&
+	[ "$(nmsg vgicd.service save l2big)" = "$ns" ] && [ "$(nmsg vgicd-b.service load l2big)" = "$nl" ]
+rc=$?
+none=$(jobinfo qemu:///system l2big)
+gs_none=$(gic_ms save $logbig) gl_none=$(gic_ms load $logbigb)
+check b.no-vgicd-migrate "$([ $rc = 0 ] && echo PASS || echo FAIL)" "A -> B, no vgicd on either host: downtime/total/setup $(echo $none | tr " " /) ms $(tr '\n' ' ' </tmp/migrate.log)"
+systemctl start vgicd.socket vgicd-b.socket
+
+f1() { echo "$1" | cut -d' ' -f"$2"; }
+echo "E2E-TABLE: b $BIG vCPUs | | no vgicd | mode off | vgicd | no vgicd / vgicd"
+echo "E2E-TABLE: b $BIG vCPUs | libvirt's total downtime ms | $(f1 "$none" 1) | $(f1 "$mo" 1) | $(f1 "$on" 1) | $(ratio "$(f1 "$none" 1)" "$(f1 "$on" 1)")"
+echo "E2E-TABLE: b $BIG vCPUs | GIC section save ms | $gs_none | $gs_mo | $gs_on | $(ratio "$gs_none" "$gs_on")"
+echo "E2E-TABLE: b $BIG vCPUs | GIC section load ms | $gl_none | $gl_mo | $gl_on | $(ratio "$gl_none" "$gl_on")"
+echo "E2E-TABLE: b $BIG vCPUs | setup ms | $(f1 "$none" 3) | $(f1 "$mo" 3) | $(f1 "$on" 3) |"
+echo "E2E-TABLE: b $BIG vCPUs | migration total ms | $(f1 "$none" 2) | $(f1 "$mo" 2) | $(f1 "$on" 2) |"
+expect b.gic-times "save $gs_none / $gs_mo / $gs_on ms, load $gl_none / $gl_mo / $gl_on ms (no vgicd / mode off / vgicd, trace events)" \
+	sh -c "! echo '$gs_none $gs_mo $gs_on $gl_none $gl_mo $gl_on' | grep -q n/a"
 stamp b-done
-virsh -q destroy l2big >/dev/null 2>&1
+virsh -q -c "$URI_B" destroy l2big >/dev/null 2>&1
 
 # (e) vgicctl against libvirt A: enable --required on a running domain
 # (its definition and its live metadata), then a migration towards B with

@@ -20,6 +20,7 @@ patched times at 128 vCPUs are at most 1/20 of the stock ones).
 """
 import argparse
 import base64
+import collections
 import gzip
 import json
 import os
@@ -37,8 +38,11 @@ def result(name, ok, detail=""):
 
 
 def read_log(path, out):
-    """Checks, time stamps and shipped files of the console log."""
+    """Checks, time stamps and shipped files of the console log, and its
+    last other lines (the kernel's: what is left to read when L1 ended
+    without its E2E-DONE line, e.g. after a panic)."""
     checks, stamps, done, files = [], {}, None, {}
+    other = collections.deque(maxlen=40)
     cur = None
     os.makedirs(out, exist_ok=True)
     with open(path, "rb") as f:
@@ -68,7 +72,9 @@ def read_log(path, out):
                 done = line
             elif line.startswith("E2E:"):
                 print("  | " + line)
-    return checks, stamps, done, files
+            elif line.strip() and not line.startswith("E2E"):
+                other.append(line)
+    return checks, stamps, done, files, other
 
 
 ANALYZE = {}
@@ -304,7 +310,11 @@ def main():
     sizes_c = [int(x) for x in args.c.split(",") if x]
 
     print("L1 console:")
-    checks, stamps, done, files = read_log(args.log, args.out)
+    checks, stamps, done, files, other = read_log(args.log, args.out)
+    if done is None:
+        print("\nL1 ended without its E2E-DONE line; the console's last other lines:")
+        for line in other:
+            print("  ! " + line)
     print("\nChecks made inside L1:")
     for c in checks:
         status, rest = c.split(" ", 1)

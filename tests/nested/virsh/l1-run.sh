@@ -308,7 +308,10 @@ gic_ms() {
 	}
 	END { if (r != "") printf "%.1f\n", r; else print "n/a" }' "$2" 2>/dev/null
 }
-ticks() { grep -a 'L2-TICK' "$1" 2>/dev/null | tail -n 1; }
+# ticks CONSOLE - the guest's last whole "L2-TICK N virtio=M" line: QEMU
+# writes the serial port a character at a time, so the file's last line may
+# be cut (a tick number is whole once a space follows it).
+ticks() { grep -a 'L2-TICK [0-9][0-9]* virtio=[0-9]' "$1" 2>/dev/null | tail -n 1; }
 wait_tick() {	# wait_tick CONSOLE MIN_N TIMEOUT - until a tick >= MIN_N
 	wt_t=0
 	while :; do

@@ -635,15 +635,42 @@ rule=/etc/apparmor.d/abstractions/libvirt-qemu.d/vgicd
 conc=/var/log/libvirt/qemu/l2c.console
 dom_xml l2c 4 $conc >/tmp/l2c.xml
 virsh -q define /tmp/l2c.xml >/dev/null 2>&1 && virsh -q start l2c >/dev/null 2>&1 && wait_tick $conc 2 600
-d0=$(denials)
-mv $rule /tmp/vgicd-aa-rule
+d0=$(dmesg | grep -c 'apparmor="DENIED"')
+# Emptied rather than moved away: apparmor_parser keeps compiled policy
+# in a cache it trusts while no file it includes is newer than the cache,
+# so a removed file would leave the rule in force (an operator who takes
+# a rule out meets the same: edit the file, or run apparmor_parser with
+# --skip-cache).  The restore below writes the file anew for that reason.
+cp -p $rule /tmp/vgicd-aa-rule
+echo "# the vgicd rules, removed by the virsh tier's scenario (c)" >$rule
+# What a QEMU profile compiles to now: the abstraction, expanded, must no
+# longer name vgicd.
+printf '%s\n' 'abi <abi/4.0>,' 'include <tunables/global>' 'profile e2e-c {' \
+	'  include <abstractions/libvirt-qemu>' '}' >/tmp/e2e-c.profile
+apparmor_parser -p /tmp/e2e-c.profile >/tmp/e2e-c.expanded 2>&1
+nlines=$(grep -c . /tmp/e2e-c.expanded) nrules=$(grep -c vgicd /tmp/e2e-c.expanded)
+expect c.rule-gone "the expanded libvirt-qemu abstraction ($nlines lines) names vgicd $nrules times" \
+	[ "$nlines" -gt 100 -a "$nrules" -eq 0 ]
+# Whether this kernel mediates AF_UNIX (Ubuntu's do; upstream 6.12, which
+# Debian 13 ships, has no unix socket mediation): only then can a
+# profile refuse QEMU's connect() to vgicd's socket.
+afunix=no
+ls -d /sys/kernel/security/apparmor/features/network*/af_unix >/dev/null 2>&1 && afunix=yes
+say "(c) AppArmor features: $(ls /sys/kernel/security/apparmor/features | tr '\n' ' '); af_unix mediation: $afunix"
 migrate $URI_A "$URI_B" l2c
 rc=$?
 denied=$(dmesg | grep 'apparmor="DENIED"' | tail -n +$((d0 + 1)) | grep -m1 vgicd)
-expect c.denial "$denied" [ -n "$denied" ]
-expect c.as-documented "migrate rc $rc: $(tr '\n' ' ' </tmp/migrate.log); on A: $(virsh domstate l2c 2>&1)" \
-	test "$rc" != 0 -a "$(virsh domstate l2c 2>/dev/null)" = running
-mv /tmp/vgicd-aa-rule $rule
+if [ $afunix = yes ]; then
+	expect c.denial "$denied" [ -n "$denied" ]
+	expect c.as-documented "migrate rc $rc: $(tr '\n' ' ' </tmp/migrate.log); on A: $(virsh domstate l2c 2>&1)" \
+		test "$rc" != 0 -a "$(virsh domstate l2c 2>/dev/null)" = running
+else
+	# Nothing to refuse the connect: the migration goes through vgicd with
+	# or without the rule, and no denial may name vgicd.
+	expect c.no-af-unix "this kernel does not mediate unix sockets: migrate rc $rc, B's vgicd: $(jmsg vgicd-b.service load l2c | tail -n 1); denial naming vgicd: ${denied:-none}" \
+		test "$rc" = 0 -a -z "$denied" -a -n "$(jmsg vgicd-b.service load l2c)"
+fi
+cat /tmp/vgicd-aa-rule >$rule
 virsh -c "$URI_B" domstate l2c >/dev/null 2>&1 && migrate "$URI_B" $URI_A l2c
 n=$(denials)
 migrate $URI_A "$URI_B" l2c

@@ -26,6 +26,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 . "$HERE/lib/initramfs.sh"
+. "$HERE/lib/boot.sh"
 cd "$VGICD_ROOT"
 
 TIMEOUT=${VGICD_VIRSH_TIMEOUT:-3600}
@@ -122,7 +123,7 @@ echo "booting $PATCHED_IMAGE with $ROOT_IMG (console: $LOG, timeout ${TIMEOUT}s)
 rc=0
 heavy timeout --kill-after=10 "$TIMEOUT" \
 	qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 \
-	-cpu max,pauth-impdef=on -smp 2 -m 4G -accel tcg,thread=multi \
+	-cpu "$NESTED_CPU" -smp 2 -m 4G -accel tcg,thread=multi \
 	-nographic -no-reboot -nic none \
 	-drive "file=$ROOT_IMG,format=raw,if=virtio,snapshot=on" \
 	-drive "file=$NESTED_OUT/payload.ext4,format=raw,if=virtio,readonly=on" \

@@ -128,6 +128,9 @@ jmsg() {
 	journalctl -q --no-pager -o cat -u "$1" VGICD_OPERATION="$2" VGICD_VM="$3" 2>/dev/null
 }
 has_msg() { [ -n "$(jmsg "$@")" ]; }
+# nmsg UNIT OPERATION VM - how many saves or loads UNIT ran for VM (its
+# "declined" notices carry the same fields, and are not counted)
+nmsg() { jmsg "$@" | grep -v ' declined: ' | grep -c .; }
 # migrate FROM TO DOMAIN - virsh migrate --live between the two hosts
 # (URIs), the data over loopback (both are this machine); virsh's output
 # in /tmp/migrate.log.
@@ -161,6 +164,8 @@ migrate_watch() {
 # (artifacts) and printed; a denial that involves vgicd is never one.
 artifact_re='profile="libvirt-[0-9a-f-]*" name="/var/lib/libvirt/qemu/domain-[0-9]*-'
 denials() { dmesg | grep 'apparmor="DENIED"' | grep -v "$artifact_re" | grep -c .; }
+# no_denial NAME - the check that no counted denial was logged so far
+no_denial() { nd_n=$(denials); expect "$1" "$nd_n AppArmor denials" [ "$nd_n" -eq 0 ]; }
 artifacts() { dmesg | grep 'apparmor="DENIED"' | grep "$artifact_re" | grep -v vgicd; }
 
 # --- host B ------------------------------------------------------------------
@@ -356,8 +361,7 @@ expect a.confined "QEMU pid $pid: $label" sh -c "case '$label' in libvirt-*' (en
 expect a.attached "$(jmsg vgicd.service attach l2a | tail -n 1)" \
 	has_msg vgicd.service attach l2a
 vgicctl sessions 2>&1 | sed 's/^/E2E: vgicctl sessions | /'
-denials=$(denials)
-expect a.no-denial "$denials AppArmor denials" [ "$denials" -eq 0 ]
+no_denial a.no-denial
 dmesg | grep 'apparmor="DENIED"' | sed 's/^/E2E: denied | /'
 stamp a-start
 
@@ -393,8 +397,7 @@ taints=$(grep -ho 'is tainted: [a-z-]*' /var/log/libvirt/qemu/l2a.log $B/log-lib
 	sed 's/is tainted: //' | sort | uniq -c | tr -s ' \n' ' ')
 expect a.no-taint "taints in the two domain logs: ${taints:-none}" \
 	sh -c "! grep -h 'is tainted' /var/log/libvirt/qemu/l2a.log $B/log-libvirt/qemu/l2a.log | grep -qv 'is tainted: host-cpu\$'"
-denials=$(denials)
-expect a.no-denial-after "$denials AppArmor denials" [ "$denials" -eq 0 ]
+no_denial a.no-denial-after
 dmesg | grep 'apparmor="DENIED"' | sed 's/^/E2E: denied | /'
 # The hook calls of (a) on each host, in order (the closing note's
 # sequence): B is asked at "migrate begin" before it prepares the
@@ -423,8 +426,8 @@ for p in libvgicd0 vgicd; do
 	dpkg-deb -b /tmp/f/$p /tmp/f/${p}_${newv}_arm64.deb >/dev/null
 done
 inv0=$(systemctl show -P InvocationID vgicd.socket)
-ns=$(jmsg vgicd-b.service save l2a | grep -c .)
-nl=$(jmsg vgicd.service load l2a | grep -c .)
+ns=$(nmsg vgicd-b.service save l2a)
+nl=$(nmsg vgicd.service load l2a)
 if dpkg -i /tmp/f/libvgicd0_${newv}_arm64.deb /tmp/f/vgicd_${newv}_arm64.deb >/tmp/dpkg-f.log 2>&1; then
 	check f.upgrade PASS "$oldv -> $(dpkg-query -W -f='${Version}' vgicd), l2a running on B: $(virsh -c "$URI_B" domstate l2a 2>&1)"
 else
@@ -442,9 +445,8 @@ else
 	check f.migrate FAIL "$(tr '\n' ' ' </tmp/migrate.log) $(ticks $con)"
 fi
 expect f.through-vgicd "B's vgicd: $(jmsg vgicd-b.service save l2a | tail -n 1); A's: $(jmsg vgicd.service load l2a | tail -n 1)" \
-	test "$(jmsg vgicd-b.service save l2a | grep -c .)" -gt "$ns" -a "$(jmsg vgicd.service load l2a | grep -c .)" -gt "$nl"
-denials=$(denials)
-expect f.no-denial "$denials AppArmor denials" [ "$denials" -eq 0 ]
+	test "$(nmsg vgicd-b.service save l2a)" -gt "$ns" -a "$(nmsg vgicd.service load l2a)" -gt "$nl"
+no_denial f.no-denial
 stamp f-done
 
 virsh -q destroy l2a >/dev/null 2>&1
@@ -482,9 +484,6 @@ vmode() {	# vmode MODE - vgicd's mode on both hosts
 	grep -q "^Mode=$1\$" $B/etc-vgicd/vgicd.conf || echo "Mode=$1" >>$B/etc-vgicd/vgicd.conf
 	! systemctl -q is-active vgicd-b.service || systemctl reload vgicd-b.service
 }
-# nmsg UNIT OPERATION VM - how many saves or loads UNIT ran for VM (its
-# "declined" notices carry the same fields, and are not counted)
-nmsg() { jmsg "$@" | grep -v ' declined: ' | grep -c .; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a > 0) printf "%.2f", a / b; else print "n/a" }'; }
 BIG=${VIRSH_VCPUS_BIG:-32}
 conbig=/var/log/libvirt/qemu/l2big.console
@@ -517,12 +516,12 @@ ns=$(nmsg vgicd-b.service save l2big) nl=$(nmsg vgicd.service load l2big)
 nb=$(ticks $conbigb | awk '{print $2}')
 migrate "$URI_B" $URI_A l2big && wait_tick $conbig $((${nb:-0} + 2)) 300 &&
 	[ "$(nmsg vgicd-b.service save l2big)" = "$ns" ] && [ "$(nmsg vgicd.service load l2big)" = "$nl" ] &&
-	journalctl -q -o cat -u vgicd-b.service | grep -q 'VM l2big: save declined: mode is off' &&
-	journalctl -q -o cat -u vgicd.service | grep -q 'VM l2big: load declined: mode is off'
+	jmsg vgicd-b.service save l2big | grep -q 'VM l2big: save declined: mode is off' &&
+	jmsg vgicd.service load l2big | grep -q 'VM l2big: load declined: mode is off'
 rc=$?
 mo=$(jobinfo $URI_A "$URI_B" l2big)
 gs_mo=$(gic_ms save $logbigb) gl_mo=$(gic_ms load $logbig)
-check b.mode-off-migrate "$([ $rc = 0 ] && echo PASS || echo FAIL)" "B -> A, mode off: downtime/total/setup $(echo $mo | tr " " /) ms; $(journalctl -q -o cat -u vgicd-b.service | grep 'l2big: save declined' | tail -n 1); $(journalctl -q -o cat -u vgicd.service | grep 'l2big: load declined' | tail -n 1) $(tr '\n' ' ' </tmp/migrate.log)"
+check b.mode-off-migrate "$([ $rc = 0 ] && echo PASS || echo FAIL)" "B -> A, mode off: downtime/total/setup $(echo $mo | tr " " /) ms; $(jmsg vgicd-b.service save l2big | grep ' declined: ' | tail -n 1); $(jmsg vgicd.service load l2big | grep ' declined: ' | tail -n 1) $(tr '\n' ' ' </tmp/migrate.log)"
 vmode auto
 stamp b-mode-off
 
@@ -574,8 +573,7 @@ systemctl start vgicd-b.socket
 expect e.disable "$(vgicctl disable l2e 2>&1 | tr '\n' ' ')" \
 	sh -c 'for f in --inactive ""; do virsh dumpxml $f l2e | grep -q "mode=.off." || exit 1
 		! virsh dumpxml $f l2e | grep -q "required=.yes." || exit 1; done'
-denials=$(denials)
-expect e.no-denial "$denials AppArmor denials" [ "$denials" -eq 0 ]
+no_denial e.no-denial
 virsh -q destroy l2e >/dev/null 2>&1
 stamp e-done
 
@@ -589,12 +587,12 @@ expect d.stock-on-B "$(virsh -q -c "$URI_B" version 2>&1 | grep hypervisor)" \
 cond=/var/log/libvirt/qemu/l2d.console
 dom_xml l2d 4 $cond >/tmp/l2d.xml
 virsh -q define /tmp/l2d.xml >/dev/null 2>&1 && virsh -q start l2d >/dev/null 2>&1 && wait_tick $cond 2 600
-nd=$(jmsg vgicd.service save l2d | grep -c .)
+nd=$(nmsg vgicd.service save l2d)
 migrate $URI_A "$URI_B" l2d
 rc=$?
 nt=$(ticks $cond | awk '{print $2}')
 expect d.to-stock "rc $rc; A's vgicd: $(jmsg vgicd.service save l2d | tail -n 1); on B: $(ticks $B/log-libvirt/qemu/l2d.console) $(tr '\n' ' ' </tmp/migrate.log)" \
-	test "$rc" = 0 -a "$(jmsg vgicd.service save l2d | grep -c .)" -gt "$nd"
+	test "$rc" = 0 -a "$(nmsg vgicd.service save l2d)" -gt "$nd"
 wait_tick $B/log-libvirt/qemu/l2d.console $((${nt:-0} + 2)) 300
 expect d.runs-on-stock "$(ticks $B/log-libvirt/qemu/l2d.console)" wait_tick $B/log-libvirt/qemu/l2d.console $((${nt:-0} + 2)) 0
 nt=$(ticks $B/log-libvirt/qemu/l2d.console | awk '{print $2}')
@@ -620,8 +618,7 @@ else
 	check d.touched-starts FAIL "$(tr '\n' ' ' </tmp/virsh.log)"
 fi
 virsh -q -c "$URI_B" destroy l2t >/dev/null 2>&1
-denials=$(denials)
-expect d.no-denial "$denials AppArmor denials" [ "$denials" -eq 0 ]
+no_denial d.no-denial
 libvirtd_b
 stamp d-done
 

@@ -108,8 +108,12 @@ t_start=$(now)
 # --- Packages ----------------------------------------------------------------
 # The KVM selftests' arm64 folder: aarch64/ until 6.14, arm64/ after.
 st_dir=aarch64
+# The booted base (6.12) also gets what a booted Debian host needs, so that
+# one kernel serves every nested tier, the virsh tier's systemd L1 included.
+host_fragment=
 case $base in
-6.12) suite=trixie; series_dir=$here; fragment_base=6.12 ;;
+6.12) suite=trixie; series_dir=$here; fragment_base=6.12
+      host_fragment=$here/config/arm64-l1-host.config ;;
 6.1) suite=; series_dir=$here/6.1; fragment_base=6.1 ;;
 7.3) suite=trixie-backports; series_dir=$here/7.3; fragment_base=7.3; st_dir=arm64
      [ "$check_only" = 1 ] || die "--base 7.3 is a compile check: add --check-only" ;;
@@ -164,12 +168,13 @@ export CCACHE_DIR=$cache/ccache CCACHE_BASEDIR=$cache CCACHE_MAXSIZE=${CCACHE_MA
 kmake() { make -C "$src" O="$build" CC="ccache ${CROSS_COMPILE}gcc" "$@"; }
 
 fragments=("$here/config/arm64-nested.config" "$here/config/debian-$fragment_base.config")
+[ -z "$host_fragment" ] || fragments+=("$host_fragment")
 [ -z "$extra_fragment" ] || fragments+=("$extra_fragment")
 mkdir -p "$build"
 config_id=$(cat "${fragments[@]}" "$src/.git/vgicd-series" | sha256sum)
 if [ ! -f "$build/.config" ] ||
    [ "$(cat "$build/.vgicd-config" 2>/dev/null)" != "$config_id" ]; then
-	log "configuring: tinyconfig + arm64-nested.config + debian-$fragment_base.config"
+	log "configuring: tinyconfig, then ${fragments[*]##*/}"
 	{
 		kmake -s tinyconfig &&
 		"$src/scripts/kconfig/merge_config.sh" -m -O "$build" \

@@ -22,13 +22,20 @@
 # everything that goes into it, and is only read afterwards: each run
 # copies it into a fresh disk image (mke2fs -d).  The mirrors are this
 # machine's apt sources, read at run time.
+#
+# What L1 never reads is not unpacked: manuals, translations and
+# documentation (copyrights kept), and udev's hardware database (L1's udev
+# then names no device vendors, which nothing in the tier reads).  The tree
+# shrinks from 384 to 294 MiB and its disk image with it; the build's CPU
+# time does not (9m05s against 9m08s of user time: it is dpkg and the
+# maintainer scripts, emulated, not the files).
 set -euo pipefail
 . "$(dirname "$0")/../../../scripts/lib/common.sh"
 
 SUITE=trixie
 CACHE=$VGICD_CACHE/nested/virsh
 # Bump to force a rebuild when the recipe below changes.
-RECIPE=1
+RECIPE=2
 PACKAGES=(
 	systemd-sysv udev dbus procps iproute2 kmod
 	apparmor
@@ -66,6 +73,11 @@ build_root() {
 		--include="$INCLUDE" \
 		--aptopt='APT::Install-Recommends "false"' \
 		--aptopt='Acquire::Languages "none"' \
+		--dpkgopt='path-exclude=/usr/share/man/*' \
+		--dpkgopt='path-exclude=/usr/share/locale/*' \
+		--dpkgopt='path-exclude=/usr/share/doc/*' \
+		--dpkgopt='path-include=/usr/share/doc/*/copyright' \
+		--dpkgopt='path-exclude=/usr/lib/udev/hwdb.d/*' \
 		--customize-hook='echo vgicd-l1 > "$1/etc/hostname"' \
 		--customize-hook='rm -f "$1/etc/machine-id"; echo 5b2f6c6e0d9d4c3aa1f2b4f3c0e1d2a7 > "$1/etc/machine-id"' \
 		--customize-hook='echo "/dev/vda / ext4 rw,relatime 0 1" > "$1/etc/fstab"' \

@@ -77,7 +77,8 @@ PKGS_NESTED=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64
 # maintainer scripts run under qemu-user through binfmt_misc; mke2fs -d
 # (e2fsprogs) turns it into L1's disk without a loop mount.
 # mmdebstrap wants arch-test to see that arm64 runs here.
-PKGS_VIRSH=(mmdebstrap arch-test qemu-user-static e2fsprogs
+PKGS_VIRSH_ROOT=(mmdebstrap arch-test qemu-user-static)
+PKGS_VIRSH=("${PKGS_VIRSH_ROOT[@]}" e2fsprogs
 	"${PKGS_BOOT[@]}" "${PKGS_CHROOT[@]}" "${PKGS_QEMU[@]}" "${PKGS_KERNEL[@]}")
 # need_packages PKG... - install the Debian packages that are missing (an
 # :arm64 one adds the architecture first).  apt-get update runs at most

@@ -103,13 +103,17 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
 
       server->daemon->totals.refused++;
       vgicd_daemon_changed (server->daemon);
+      /* The operator reads the setting in the log; the peer, possibly
+       * hostile, is told only that its own uid is refused, not who else
+       * may connect nor where the configuration lives. */
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
                         "VGICD_PEER_UID", uid,
-                        "MESSAGE", "refused a peer: user %s (uid %u, pid %d) is not allowed",
-                        who, (guint) p->uid, (int) p->pid);
+                        "MESSAGE", "refused a peer: user %s (uid %u, pid %d) is not allowed "
+                        "(AllowUsers in %s lists: %s)",
+                        who, (guint) p->uid, (int) p->pid, server->daemon->config->path, list);
       g_autofree char *msg =
-        g_strdup_printf ("user %s (uid %u) may not use vgicd; AllowUsers in %s lists: %s",
-                         who, (guint) p->uid, server->daemon->config->path, list);
+        g_strdup_printf ("user %s (uid %u) may not use vgicd on this host; vgicd's log "
+                         "names the setting that allows it", who, (guint) p->uid);
       g_dbus_method_invocation_return_dbus_error (
         inv, "org.freedesktop.DBus.Error.AccessDenied", msg);
       return G_DBUS_METHOD_INVOCATION_HANDLED;

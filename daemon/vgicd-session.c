@@ -8,6 +8,7 @@
  *
  * What the session does with Save, Load and Next is vgicd-steps.c's.
  */
+#include <string.h>
 #include <unistd.h>
 
 #include "vgicd-session-private.h"
@@ -98,6 +99,23 @@ vgicd_session_take_peer_channel (VgicdSession *s)
 /* Life cycle                                                         */
 /* ------------------------------------------------------------------ */
 
+/* A VM's name goes into vgicd's log, the journal's fields, Manager1's
+ * answers and vgicctl's terminal: control characters there would forge
+ * log lines or drive the terminal, and a name of megabytes would make
+ * every listing that big (the system bus drops a connection that sends a
+ * message over its limit).  libvirt's and QEMU's names are far shorter. */
+static gboolean
+name_ok (const char *name)
+{
+  if (strlen (name) > VGICD_VM_NAME_MAX)
+    return FALSE;
+  /* GVariant strings are valid UTF-8. */
+  for (const char *p = name; *p; p = g_utf8_next_char (p))
+    if (!g_unichar_isprint (g_utf8_get_char (p)))
+      return FALSE;
+  return TRUE;
+}
+
 static gboolean
 parse_vm (VgicdSession *s, GVariant *vm, GError **error)
 {
@@ -114,8 +132,22 @@ parse_vm (VgicdSession *s, GVariant *vm, GError **error)
                    "Attach needs \"name\" (s), \"nr-irqs\" (u) and \"mpidrs\" (au)");
       return FALSE;
     }
+  if (!name_ok (s->name))
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_INVALID_SHAPE,
+                   "Attach: \"%s\" must be at most %d bytes of printable characters",
+                   VGICD_VM_NAME, VGICD_VM_NAME_MAX);
+      return FALSE;
+    }
   if (!g_variant_lookup (vm, VGICD_VM_UUID, "s", &s->uuid))
     s->uuid = g_strdup ("");
+  if (*s->uuid && !vgicd_vms_uuid_ok (s->uuid))
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_INVALID_SHAPE,
+                   "Attach: \"%s\" is not a UUID (hex digits and '-', at most 64)",
+                   VGICD_VM_UUID);
+      return FALSE;
+    }
   g_variant_lookup (vm, VGICD_VM_KERNEL_BATCH, "b", &s->kernel_batch);
   /* Older executors send neither: their probe was HAS(10, 0) alone. */
   if (!g_variant_lookup (vm, VGICD_VM_KERNEL_BATCH_ABI, "s", &s->kernel_batch_abi))

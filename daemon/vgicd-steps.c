@@ -539,6 +539,17 @@ guard_failed (VgicdSession *s, guint32 index)
 /* Next                                                               */
 /* ------------------------------------------------------------------ */
 
+/* The error a peer reported, in words.  The peer can send any int32:
+ * only a kernel errno (-1 to -4095) is one, and negating INT32_MIN, which
+ * g_strerror (-err) would do, is undefined behaviour. */
+static char *
+peer_error_text (gint32 err)
+{
+  if (err < 0 && err >= -4095)
+    return g_strdup (g_strerror (-err));
+  return g_strdup_printf ("error %d, which is not a kernel errno", (int) err);
+}
+
 /* The peer's report on a failed step: name the register, say how far it
  * got, and what that means for the VM.  @index is a window position. */
 static GVariant *
@@ -546,6 +557,7 @@ step_failed_in_kernel (VgicdSession *s, guint32 done, gint32 err, guint32 index)
 {
   g_autofree char *what = NULL;
   g_autofree char *msg = NULL;
+  g_autofree char *why = peer_error_text (err);
   const char *operation = op_name (s->op);
   guint guards = s->step->n_guards;
 
@@ -558,11 +570,10 @@ step_failed_in_kernel (VgicdSession *s, guint32 done, gint32 err, guint32 index)
     msg = g_strdup_printf ("restore failed writing %s (entry %u of %u): %s; %u writes "
                            "were applied, so this VM's vGIC is partly restored: fail the "
                            "migration and keep the source running",
-                           what, index - guards, s->step->len - guards,
-                           g_strerror (-err), done);
+                           what, index - guards, s->step->len - guards, why, done);
   else
     msg = g_strdup_printf ("%s failed reading %s (entry %u of %u): %s; nothing was changed",
-                           operation, what, index, s->step->len, g_strerror (-err));
+                           operation, what, index, s->step->len, why);
   return step_fail_why (s, operation, VGICD_REASON_DEVICE, msg);
 }
 

@@ -49,7 +49,8 @@
 /* ------------------------------------------------------------------ */
 
 #define VGICD_VM_NAME "name"		/* s: for logs and vgicctl */
-#define VGICD_VM_UUID "uuid"		/* s: may be empty */
+#define VGICD_VM_NAME_MAX 256		/* bytes, printable: else refused */
+#define VGICD_VM_UUID "uuid"		/* s: may be empty, else hex and '-' */
 #define VGICD_VM_NR_IRQS "nr-irqs"	/* u: including the 32 private ones */
 #define VGICD_VM_MPIDRS "mpidrs"	/* au: per vCPU, Aff3.Aff2.Aff1.Aff0 */
 #define VGICD_VM_KERNEL_BATCH "kernel-batch"	/* b: the executor's probe */

@@ -345,6 +345,10 @@ old_peer_clear (OldPeer *p)
 }
 
 /* Call @method, then run steps until done; the last step is returned. */
+/* When not 0, old_peer_run() reports this error for the first step
+ * instead of running it (done 0): a peer that says anything. */
+static gint32 report_error;
+
 static GVariant *
 old_peer_run (OldPeer *p, VgicSim *sim, const char *method, GVariant *args, guint *steps)
 {
@@ -371,12 +375,21 @@ old_peer_run (OldPeer *p, VgicSim *sim, const char *method, GVariant *args, guin
       g_assert_false (g_variant_lookup (step, "guard", "u", &guard));
       g_variant_lookup (step, "count", "u", &count);
       g_assert_cmpuint (count, <=, p->entries);
-      vgic_exec_run (vgic_sim_get_fd (sim), p->window, count,
-                     action[0] == 'w' ? VGIC_EXEC_WRITE : VGIC_EXEC_READ, VGIC_EXEC_SINGLE, &r);
-      g_assert_cmpint (r.error, ==, 0);
+      if (report_error)
+        {
+          r = (VgicExecReport) { .error = report_error };
+          report_error = 0;
+        }
+      else
+        {
+          vgic_exec_run (vgic_sim_get_fd (sim), p->window, count,
+                         action[0] == 'w' ? VGIC_EXEC_WRITE : VGIC_EXEC_READ, VGIC_EXEC_SINGLE,
+                         &r);
+          g_assert_cmpint (r.error, ==, 0);
+        }
       g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
       g_variant_builder_add (&b, "{sv}", "done", g_variant_new_uint32 (r.done));
-      g_variant_builder_add (&b, "{sv}", "error", g_variant_new_int32 (0));
+      g_variant_builder_add (&b, "{sv}", "error", g_variant_new_int32 (r.error));
       g_variant_builder_add (&b, "{sv}", "ioctls", g_variant_new_uint32 (r.ioctls));
       g_variant_builder_add (&b, "{sv}", "ns", g_variant_new_uint64 (r.ns));
       g_variant_builder_add (&b, "{sv}", "via", g_variant_new_string ("single"));
@@ -433,6 +446,76 @@ test_protocol1_peer (void)
 /* A peer that sends the step channel what no method is: vgicd closes the
  * channel and says why, and nothing else changes (vgicd serves the next
  * peer, and this one's D-Bus session still works). */
+/* A name with control characters (a forged log line, a terminal escape),
+ * one over 256 bytes, and a uuid that is not one are refused at Attach,
+ * with the reason; a 256-byte name of printable characters, spaces and
+ * non-ASCII ones included, is not. */
+static void
+test_attach_names (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) sim = make_sim (s, FALSE);
+  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
+  g_autofree char *long_name = g_strnfill (257, 'n');
+  const struct { const char *name, *uuid, *why; } bad[] = {
+    { "web-1\nvgicd[1]: VM db: load failed", NULL, "printable" },
+    { "web-\033[2J", NULL, "printable" },
+    { long_name, NULL, "at most 256 bytes" },
+    { "web-1", "../../etc/passwd", "is not a UUID" },
+  };
+
+  for (guint i = 0; i < s->vcpus; i++)
+    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (VgicdClient) c = vgicd_client_connect (h->address, 0, &error);
+
+      g_assert_no_error (error);
+      g_assert_false (vgicd_client_attach (c, vgic_sim_get_fd (sim), bad[i].name, bad[i].uuid,
+                                           s->irqs, s->vcpus, mpidrs, &error));
+      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_INVALID);
+      g_assert_nonnull (strstr (error->message, bad[i].why));
+    }
+  {
+    /* 256 bytes: UTF-8 and spaces, then ASCII up to the limit. */
+    g_autofree char *ok_name = g_strdup_printf ("h\u00f4te web 1 %s", long_name);
+    g_autoptr (VgicdClient) c = NULL;
+
+    ok_name[256] = '\0';
+    c = attach (h, sim, s, ok_name);	/* asserts that it attached */
+  }
+}
+
+/* A step report's error is the peer's word: any int32, INT32_MIN too
+ * (whose negation is undefined, which UBSan would catch).  The save fails
+ * with the number told as it is, and the session serves the next one. */
+static void
+test_report_error_not_errno (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (GVariant) failed = NULL, done = NULL;
+  const char *action = NULL, *message = NULL;
+  OldPeer p = { 0 };
+  guint steps;
+
+  vgic_sim_randomize (src, 7);
+  old_peer_attach (&p, h, src, s, "liar");
+  report_error = G_MININT32;
+  failed = old_peer_run (&p, src, "Save", NULL, &steps);
+  g_assert_true (g_variant_lookup (failed, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "fail");
+  g_assert_true (g_variant_lookup (failed, "message", "&s", &message));
+  g_assert_nonnull (strstr (message, "error -2147483648, which is not a kernel errno"));
+  done = old_peer_run (&p, src, "Save", NULL, &steps);
+  g_assert_true (g_variant_lookup (done, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "done");
+  old_peer_clear (&p);
+}
+
 static void
 test_channel_refuses_garbage (void)
 {
@@ -706,7 +789,9 @@ harness_group_of (struct passwd *pw)
   return h;
 }
 
-/* A peer whose uid is not on the allow-list is refused with a reason. */
+/* A peer whose uid is not on the allow-list is refused with a reason,
+ * which names neither the allow-list nor the configuration's path (the
+ * peer may be hostile); vgicd's log has both, for the operator. */
 static void
 test_peer_not_allowed (void)
 {
@@ -714,6 +799,7 @@ test_peer_not_allowed (void)
   g_autoptr (VgicdHarness) h = NULL;
   g_autofree char *out = NULL;
   g_autofree char *code = NULL;
+  g_autofree char *log = NULL;
 
   g_assert_nonnull (nobody);
   h = harness_group_of (nobody);
@@ -721,7 +807,12 @@ test_peer_not_allowed (void)
   code = g_strdup_printf ("error %d ", VGICD_CLIENT_ERROR_DENIED);
   g_assert_true (g_str_has_prefix (out, code));
   g_assert_nonnull (strstr (out, "may not use vgicd"));
-  g_assert_nonnull (strstr (out, "AllowUsers"));
+  g_assert_null (strstr (out, "AllowUsers"));
+  g_assert_null (strstr (out, "root"));
+  g_assert_null (strstr (out, ".conf"));
+  /* Logged before the refusal was sent. */
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_assert_nonnull (strstr (log, "is not allowed (AllowUsers in "));
 }
 
 /* The socket vgicd binds itself is what vgicd.socket makes: 0660 in group
@@ -1365,6 +1456,8 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/mode-off-declines-save-serves-load", test_mode_off);
   g_test_add_func ("/vgicd/protocol-1-peer", test_protocol1_peer);
   g_test_add_func ("/vgicd/channel-refuses-garbage", test_channel_refuses_garbage);
+  g_test_add_func ("/vgicd/report-error-not-errno", test_report_error_not_errno);
+  g_test_add_func ("/vgicd/attach-names", test_attach_names);
   g_test_add_func ("/vgicd/refused-records-change-nothing", test_refused_records_change_nothing);
   g_test_add_func ("/vgicd/guards-refuse-destination", test_guards_refuse_destination);
   g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);

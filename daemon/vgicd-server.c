@@ -6,14 +6,30 @@
  * Why not GDBusServer: under systemd the listening socket arrives already
  * bound (socket activation), and GDBusServer only listens on addresses it
  * binds itself.  So vgicd accepts with a GSocketService and runs the D-Bus
- * server-side handshake on each accepted stream.  Peers authenticate with
- * EXTERNAL only (SO_PEERCRED credentials); their uid is checked against the
- * allow-list when they Attach, so a refused peer gets an error that says why
- * instead of a bare authentication failure.
+ * server-side handshake on each accepted stream.
  *
- * Each connection is independent: a slow or stuck peer holds nothing that
- * another needs (all D-Bus I/O is asynchronous, and a session's work is
- * bounded planning and encoding).
+ * Theory of operation: the door.  Every peer is possibly hostile (any
+ * QEMU may be compromised), and what runs before a peer is known must not
+ * let it hold a thread, an fd or memory beyond a small bound:
+ *
+ *   1. At accept(), the kernel's word on who connected (SO_PEERCRED) is
+ *      read, before any byte.  A uid not on AllowUsers is closed at once:
+ *      no handshake, no thread.  The refusal is counted, and logged at
+ *      most once per uid every REFUSAL_LOG_US (with how many were not
+ *      logged), so a peer that reconnects in a loop cannot flood the
+ *      journal.  AllowUsers is checked again at Attach (a reload may have
+ *      changed it since).
+ *   2. An admitted connection is "pending" until its D-Bus handshake ends:
+ *      at most PENDING_MAX on the host and PENDING_PER_PID per process,
+ *      so one QEMU's silent connections cannot take the places of
+ *      another's; over the bound, it is closed and counted.
+ *   3. Each pending connection has HANDSHAKE_MS to finish its handshake
+ *      (GDBus runs it on a worker thread, with no timeout of its own): at
+ *      the deadline it is cancelled and the connection closed.
+ *
+ * After the handshake each connection is independent: a slow or stuck peer
+ * holds nothing that another needs (all D-Bus I/O is asynchronous, and a
+ * session's work is bounded planning and encoding).
  */
 #include <errno.h>
 #include <grp.h>
@@ -31,6 +47,13 @@
 #include "vgicd/protocol.h"
 
 
+/* The door's bounds (the theory above). */
+#define PENDING_MAX 128
+#define PENDING_PER_PID 32
+#define HANDSHAKE_MS 5000
+#define REFUSAL_LOG_US (10 * G_USEC_PER_SEC)
+#define REFUSAL_UIDS_MAX 256	/* uids whose last refusal is remembered */
+
 struct _VgicdServer {
   VgicdDaemon *daemon;
   GSocketService *service;
@@ -39,9 +62,15 @@ struct _VgicdServer {
   char *description;
   char *bound_path;	/* unlinked at exit when vgicd bound it */
   GArray *allowed;	/* uid_t */
-  GPtrArray *pending;	/* Pending *: accepted, before their first byte */
+  GPtrArray *pending;	/* Pending *: admitted, handshake not finished */
   GPtrArray *peers;	/* Peer * */
+  GHashTable *refusals;	/* uid -> Refusal *: the door's log limit */
 };
+
+typedef struct {
+  gint64 logged_us;	/* when this uid's refusal was last logged */
+  guint unlogged;	/* refusals since, not logged */
+} Refusal;
 
 typedef struct {
   VgicdServer *server;
@@ -167,27 +196,97 @@ on_closed (GDBusConnection *connection, gboolean remote_peer_vanished, GError *e
   g_ptr_array_remove (p->server->peers, p);
 }
 
+/*
+ * A connection admitted at the door, until its handshake ends.  The
+ * handshake's callback owns it while the handshake runs (handshake_running),
+ * so that a server going away cancels it instead of freeing it under the
+ * callback.
+ */
+typedef struct {
+  VgicdServer *server;	/* NULL once the server is gone */
+  GSocketConnection *stream;
+  GSource *first_byte;	/* until the first byte */
+  GSource *deadline;	/* HANDSHAKE_MS after accept() */
+  GCancellable *cancel;	/* the handshake */
+  gboolean handshake_running;
+  uid_t uid;
+  pid_t pid;
+} Pending;
+
+static void
+source_clear (GSource **source)
+{
+  if (*source)
+    {
+      g_source_destroy (*source);
+      g_clear_pointer (source, g_source_unref);
+    }
+}
+
+static void
+pending_free (Pending *p)
+{
+  source_clear (&p->first_byte);
+  source_clear (&p->deadline);
+  g_clear_object (&p->cancel);
+  g_clear_object (&p->stream);
+  g_free (p);
+}
+
+/* Out of the pending list; freed now, or by the handshake's callback. */
+static void
+pending_drop (Pending *p)
+{
+  if (p->server)
+    g_ptr_array_remove_fast (p->server->pending, p);
+  p->server = NULL;
+  source_clear (&p->first_byte);
+  source_clear (&p->deadline);
+  if (p->handshake_running)
+    g_cancellable_cancel (p->cancel);	/* its callback frees it */
+  else
+    {
+      if (p->stream)
+        g_io_stream_close (G_IO_STREAM (p->stream), NULL, NULL);
+      pending_free (p);
+    }
+}
+
 static void
 on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
 {
-  VgicdServer *server = data;
+  Pending *pending = data;
+  VgicdServer *server = pending->server;
   g_autoptr (GError) error = NULL;
   GDBusConnection *connection = g_dbus_connection_new_finish (res, &error);
-  GCredentials *creds;
   Peer *p;
 
-  if (!connection)
+  pending->handshake_running = FALSE;
+  if (server)
     {
-      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
-                        "MESSAGE", "a peer failed the D-Bus handshake: %s", error->message);
+      g_ptr_array_remove_fast (server->pending, pending);
+      pending->server = NULL;
+    }
+  if (!connection || !server)
+    {
+      /* A cancelled handshake was logged by whoever cancelled it. */
+      if (server)
+        g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                          "MESSAGE", "a peer (pid %d) failed the D-Bus handshake: %s",
+                          (int) pending->pid, error->message);
+      if (connection)
+        g_object_unref (connection);
+      g_io_stream_close (G_IO_STREAM (pending->stream), NULL, NULL);
+      pending_free (pending);
       return;
     }
   p = g_new0 (Peer, 1);
   p->server = server;
   p->connection = connection;
-  creds = g_dbus_connection_get_peer_credentials (connection);
-  p->uid = creds ? g_credentials_get_unix_user (creds, NULL) : (uid_t) -1;
-  p->pid = creds ? g_credentials_get_unix_pid (creds, NULL) : -1;
+  /* The door's credentials: the same socket's SO_PEERCRED. */
+  p->uid = pending->uid;
+  p->pid = pending->pid;
+  pending_free (pending);
   p->helper = vgicd_dbus_helper1_skeleton_new ();
   g_signal_connect (p->helper, "handle-attach", G_CALLBACK (on_attach), p);
   p->closed_id = g_signal_connect (connection, "closed", G_CALLBACK (on_closed), p);
@@ -200,25 +299,6 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
       return;
     }
   g_dbus_connection_start_message_processing (connection);
-}
-
-/* A connection waiting for its first byte. */
-typedef struct {
-  VgicdServer *server;
-  GSocketConnection *stream;
-  GSource *source;
-} Pending;
-
-static void
-pending_free (Pending *p)
-{
-  if (p->source)
-    {
-      g_source_destroy (p->source);
-      g_source_unref (p->source);
-    }
-  g_clear_object (&p->stream);
-  g_free (p);
 }
 
 /*
@@ -238,17 +318,81 @@ on_first_byte (GSocket *sock, GIOCondition cond, gpointer data)
 
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return G_SOURCE_CONTINUE;
+  g_clear_pointer (&p->first_byte, g_source_unref);	/* removed by returning */
   if (n > 0)
-    g_dbus_connection_new (G_IO_STREAM (p->stream), server->guid,
-                           G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_SERVER |
-                           G_DBUS_CONNECTION_FLAGS_DELAY_MESSAGE_PROCESSING,
-                           server->observer, NULL, on_connection_ready, server);
-  else
-    g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_DEBUG,
-                      "MESSAGE", "a peer connected and closed: a reachability probe");
-  g_clear_pointer (&p->source, g_source_unref);	/* removed by returning */
-  g_ptr_array_remove (server->pending, p);
+    {
+      p->cancel = g_cancellable_new ();
+      p->handshake_running = TRUE;
+      g_dbus_connection_new (G_IO_STREAM (p->stream), server->guid,
+                             G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_SERVER |
+                             G_DBUS_CONNECTION_FLAGS_DELAY_MESSAGE_PROCESSING,
+                             server->observer, p->cancel, on_connection_ready, p);
+      return G_SOURCE_REMOVE;
+    }
+  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_DEBUG,
+                    "MESSAGE", "a peer connected and closed: a reachability probe");
+  pending_drop (p);
   return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_deadline (gpointer data)
+{
+  Pending *p = data;
+
+  g_clear_pointer (&p->deadline, g_source_unref);	/* removed by returning */
+  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                    "MESSAGE", "a peer (pid %d) %s within %d ms; closed", (int) p->pid,
+                    p->handshake_running ? "did not finish its D-Bus handshake" : "sent nothing",
+                    HANDSHAKE_MS);
+  pending_drop (p);	/* a running handshake is cancelled */
+  return G_SOURCE_REMOVE;
+}
+
+/* Step 1's log: at most once per uid every REFUSAL_LOG_US. */
+static void
+log_refusal (VgicdServer *server, uid_t uid, pid_t pid, const char *why)
+{
+  gint64 now = g_get_monotonic_time ();
+  Refusal *r = g_hash_table_lookup (server->refusals, GUINT_TO_POINTER (uid));
+  g_autofree char *who = NULL;
+  g_autofree char *uid_s = NULL;
+  g_autofree char *list = NULL;
+
+  if (r && now - r->logged_us < REFUSAL_LOG_US)
+    {
+      r->unlogged++;
+      return;
+    }
+  if (!r)
+    {
+      /* Forget them all rather than grow: at worst one more line each. */
+      if (g_hash_table_size (server->refusals) >= REFUSAL_UIDS_MAX)
+        g_hash_table_remove_all (server->refusals);
+      r = g_new0 (Refusal, 1);
+      g_hash_table_insert (server->refusals, GUINT_TO_POINTER (uid), r);
+    }
+  who = user_name (uid);
+  uid_s = g_strdup_printf ("%u", (guint) uid);
+  list = g_strjoinv (", ", server->daemon->config->allow_users);
+  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                    "VGICD_PEER_UID", uid_s,
+                    "MESSAGE", "closed a connection from user %s (uid %u, pid %d): %s "
+                    "(AllowUsers in %s lists: %s)%s",
+                    who, (guint) uid, (int) pid, why, server->daemon->config->path, list,
+                    r->unlogged ? "; more refused and not logged, see GetStats' refused" : "");
+  r->logged_us = now;
+  r->unlogged = 0;
+}
+
+static guint
+pending_of_pid (VgicdServer *server, pid_t pid)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < server->pending->len; i++)
+    n += ((Pending *) g_ptr_array_index (server->pending, i))->pid == pid;
+  return n;
 }
 
 static gboolean
@@ -256,14 +400,38 @@ on_incoming (GSocketService *service, GSocketConnection *stream, GObject *source
              gpointer data)
 {
   VgicdServer *server = data;
-  Pending *p = g_new0 (Pending, 1);
+  GSocket *sock = g_socket_connection_get_socket (stream);
+  g_autoptr (GCredentials) creds = g_socket_get_credentials (sock, NULL);
+  uid_t uid = creds ? g_credentials_get_unix_user (creds, NULL) : (uid_t) -1;
+  pid_t pid = creds ? g_credentials_get_unix_pid (creds, NULL) : -1;
+  const char *why = NULL;
+  Pending *p;
 
+  if (!creds || !uid_allowed (server, uid))
+    why = "not allowed";
+  else if (server->pending->len >= PENDING_MAX)
+    why = "too many connections in their handshake on this host";
+  else if (pending_of_pid (server, pid) >= PENDING_PER_PID)
+    why = "too many connections of this process in their handshake";
+  if (why)
+    {
+      server->daemon->totals.refused++;
+      vgicd_daemon_changed (server->daemon);
+      log_refusal (server, uid, pid, why);
+      g_io_stream_close (G_IO_STREAM (stream), NULL, NULL);
+      return TRUE;
+    }
+  p = g_new0 (Pending, 1);
   p->server = server;
   p->stream = g_object_ref (stream);
-  p->source = g_socket_create_source (g_socket_connection_get_socket (stream),
-                                      G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
-  g_source_set_callback (p->source, G_SOURCE_FUNC (on_first_byte), p, NULL);
-  g_source_attach (p->source, NULL);
+  p->uid = uid;
+  p->pid = pid;
+  p->first_byte = g_socket_create_source (sock, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
+  g_source_set_callback (p->first_byte, G_SOURCE_FUNC (on_first_byte), p, NULL);
+  g_source_attach (p->first_byte, NULL);
+  p->deadline = g_timeout_source_new (HANDSHAKE_MS);
+  g_source_set_callback (p->deadline, on_deadline, p, NULL);
+  g_source_attach (p->deadline, NULL);
   g_ptr_array_add (server->pending, p);
   return TRUE;
 }
@@ -363,7 +531,8 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
   server->guid = g_dbus_generate_guid ();
   server->allowed = g_array_new (FALSE, FALSE, sizeof (uid_t));
   server->peers = g_ptr_array_new_with_free_func ((GDestroyNotify) peer_free);
-  server->pending = g_ptr_array_new_with_free_func ((GDestroyNotify) pending_free);
+  server->pending = g_ptr_array_new ();
+  server->refusals = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   server->observer = g_dbus_auth_observer_new ();
   g_signal_connect (server->observer, "allow-mechanism", G_CALLBACK (on_allow_mechanism), NULL);
 
@@ -425,7 +594,13 @@ vgicd_server_free (VgicdServer *server)
       g_object_unref (server->service);
     }
   if (server->pending)
-    g_ptr_array_unref (server->pending);
+    {
+      while (server->pending->len)
+        pending_drop (g_ptr_array_index (server->pending, 0));
+      g_ptr_array_unref (server->pending);
+    }
+  if (server->refusals)
+    g_hash_table_unref (server->refusals);
   if (server->peers)
     g_ptr_array_unref (server->peers);
   if (server->bound_path)

@@ -56,7 +56,10 @@ GQuark vgicd_client_error_quark (void);
  * VgicdClientError - what went wrong, and what the caller does about it
  * @VGICD_CLIENT_ERROR_UNREACHABLE: no vgicd at the address, it went away,
  *	or it did not answer in time.  On save: use your own path.
- * @VGICD_CLIENT_ERROR_DENIED: vgicd refused this process (allow-list).
+ * @VGICD_CLIENT_ERROR_DENIED: vgicd refused this process: its user is not
+ *	on the allow-list, or (on connect) vgicd closed the connection at
+ *	its door, which it also does when too many connections are in their
+ *	handshake.  Use your own path; vgicd's log says why.
  * @VGICD_CLIENT_ERROR_DECLINED: a save, or a load of QEMU's own fields:
  *	the mode (the host's or the VM's) is off; use your own path.  Not a
  *	failure.  A record is never declined.

@@ -107,6 +107,22 @@ vgicd_client_connect (const char *address, int timeout_ms, GError **error)
       gboolean absent = g_error_matches (local, G_IO_ERROR, G_IO_ERROR_NOT_FOUND) ||
                         g_error_matches (local, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED);
 
+      /* vgicd closes a connection at accept() when its user is not on
+       * AllowUsers, or when the host or this process has too many
+       * connections in their handshake: the handshake then meets a closed
+       * socket.  (A vgicd that stops at that moment looks the same.) */
+      gboolean closed = g_error_matches (local, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED) ||
+                        g_error_matches (local, G_IO_ERROR, G_IO_ERROR_BROKEN_PIPE);
+
+      if (closed && !g_cancellable_is_cancelled (cancel))
+        {
+          g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DENIED,
+                       "vgicd at %s closed the connection before the D-Bus handshake: "
+                       "this process's user (uid %u) may not use vgicd on this host, or "
+                       "too many connections are in their handshake; vgicd's log says "
+                       "which (%s)", address, (guint) getuid (), local->message);
+          return NULL;
+        }
       g_set_error (error, VGICD_CLIENT_ERROR,
                    absent ? VGICD_CLIENT_ERROR_ABSENT : VGICD_CLIENT_ERROR_UNREACHABLE,
                    "cannot reach vgicd at %s: %s", address,

@@ -12,7 +12,9 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <poll.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -488,6 +490,84 @@ test_attach_names (void)
   }
 }
 
+/* The door's bounds, against a real vgicd: another process (a child, so
+ * its own pid) opens 40 connections and says nothing.  32 are admitted
+ * (the bound per process), the other 8 are closed at once and counted as
+ * refused; meanwhile a QEMU of another process attaches and saves; and the
+ * silent 32 are closed when their handshake time (5 s) is up, which the
+ * child sees as end of file on every one (it waits up to 30 s). */
+#define SILENT 40
+static void
+test_door_bounds (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) sim = make_sim (s, FALSE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log = NULL;
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  int ready[2], status;
+  char byte;
+  pid_t child;
+
+  g_assert_cmpuint (strlen (h->socket_path), <, sizeof sa.sun_path);
+  strcpy (sa.sun_path, h->socket_path);
+  g_assert_cmpint (pipe (ready), ==, 0);
+  child = fork ();
+  g_assert_cmpint (child, >=, 0);
+  if (child == 0)
+    {
+      /* Only system calls here: the parent has threads. */
+      struct pollfd fds[SILENT];
+      int open = SILENT;
+
+      for (int i = 0; i < SILENT; i++)
+        {
+          fds[i] = (struct pollfd) { .fd = socket (AF_UNIX, SOCK_STREAM, 0), .events = POLLIN };
+          if (fds[i].fd < 0 || connect (fds[i].fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+            _exit (2);
+        }
+      if (write (ready[1], "r", 1) != 1)
+        _exit (2);
+      while (open > 0)
+        {
+          int n = poll (fds, SILENT, 30000);
+
+          if (n <= 0)
+            _exit (1);	/* some still open after 30 s */
+          for (int i = 0; i < SILENT; i++)
+            if (fds[i].fd >= 0 && fds[i].revents)
+              {
+                if (read (fds[i].fd, &byte, 1) > 0)
+                  _exit (3);	/* vgicd said something */
+                close (fds[i].fd);
+                fds[i].fd = -1;
+                open--;
+              }
+        }
+      _exit (0);
+    }
+  g_assert_cmpint (read (ready[0], &byte, 1), ==, 1);
+  close (ready[0]);
+  close (ready[1]);
+  /* Another process's QEMU is not kept out. */
+  c = attach (h, sim, s, "after-the-silent");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 0);
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, SILENT - 32);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_assert_nonnull (strstr (log, "too many connections of this process in their handshake"));
+  g_assert_nonnull (strstr (log, "sent nothing within 5000 ms; closed"));
+  /* One refusal line for the 8: the rest were counted, not logged. */
+  g_assert_null (strstr (strstr (log, "too many connections of this process") + 1,
+                         "too many connections of this process"));
+}
+
 /* A step report's error is the peer's word: any int32, INT32_MIN too
  * (whose negation is undefined, which UBSan would catch).  The save fails
  * with the number told as it is, and the session serves the next one. */
@@ -789,9 +869,10 @@ harness_group_of (struct passwd *pw)
   return h;
 }
 
-/* A peer whose uid is not on the allow-list is refused with a reason,
- * which names neither the allow-list nor the configuration's path (the
- * peer may be hostile); vgicd's log has both, for the operator. */
+/* A peer whose uid is not on the allow-list is closed at the door, before
+ * any handshake; libvgicd tells its caller it is denied, with a message
+ * that names neither the allow-list nor the configuration's path (the peer
+ * may be hostile); vgicd's log has both, for the operator. */
 static void
 test_peer_not_allowed (void)
 {
@@ -810,9 +891,11 @@ test_peer_not_allowed (void)
   g_assert_null (strstr (out, "AllowUsers"));
   g_assert_null (strstr (out, "root"));
   g_assert_null (strstr (out, ".conf"));
-  /* Logged before the refusal was sent. */
+  /* Logged before the connection was closed. */
   g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
-  g_assert_nonnull (strstr (log, "is not allowed (AllowUsers in "));
+  g_assert_nonnull (strstr (log, "closed a connection from user nobody"));
+  g_assert_nonnull (strstr (log, ": not allowed (AllowUsers in "));
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, 1);
 }
 
 /* The socket vgicd binds itself is what vgicd.socket makes: 0660 in group
@@ -1458,6 +1541,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/channel-refuses-garbage", test_channel_refuses_garbage);
   g_test_add_func ("/vgicd/report-error-not-errno", test_report_error_not_errno);
   g_test_add_func ("/vgicd/attach-names", test_attach_names);
+  g_test_add_func ("/vgicd/door-bounds", test_door_bounds);
   g_test_add_func ("/vgicd/refused-records-change-nothing", test_refused_records_change_nothing);
   g_test_add_func ("/vgicd/guards-refuse-destination", test_guards_refuse_destination);
   g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);

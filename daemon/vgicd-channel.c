@@ -15,6 +15,13 @@
  * method) closes the channel with a log line; the peer then sees its call
  * fail and attaches again.  The session itself lives as long as the D-Bus
  * connection, not the channel.
+ *
+ * Nothing here waits on the peer: vgicd's main thread serves every VM and
+ * the operator.  The answer is sent without blocking, and a peer whose
+ * socket cannot take it is one that sends requests without reading the
+ * answers (a conforming peer has at most one call outstanding, and the
+ * socket holds far more than one answer): its channel is closed.  So the
+ * answers queued for a peer never exceed its socket's buffer.
  */
 #include <errno.h>
 #include <glib-unix.h>
@@ -93,10 +100,17 @@ on_packet (gint fd, GIOCondition cond, gpointer data)
     args = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (type), bytes, FALSE));
   }
   reply = g_variant_ref_sink (g_variant_new ("(@a{sv})", c->call (c->data, h.method, args)));
-  if ((gsize) g_variant_get_size (reply) > VGICD_CHANNEL_MAX ||
-      send (fd, g_variant_get_data (reply), g_variant_get_size (reply), MSG_NOSIGNAL) < 0)
+  if ((gsize) g_variant_get_size (reply) > VGICD_CHANNEL_MAX)
     {
-      channel_refuse (c, "the answer could not be sent");
+      channel_refuse (c, "an answer larger than a packet");
+      return G_SOURCE_REMOVE;
+    }
+  if (send (fd, g_variant_get_data (reply), g_variant_get_size (reply),
+            MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+    {
+      channel_refuse (c, errno == EAGAIN || errno == EWOULDBLOCK
+                           ? "the peer sends requests and does not read the answers"
+                           : "the answer could not be sent");
       return G_SOURCE_REMOVE;
     }
   return G_SOURCE_CONTINUE;

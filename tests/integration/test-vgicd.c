@@ -25,6 +25,7 @@
 #include "vgic-record.h"
 #include "vgic-sim.h"
 #include "vgicd-harness.h"
+#include "vgicd/protocol.h"
 
 typedef VgicEntry Entry;
 
@@ -635,6 +636,48 @@ test_channel_refuses_garbage (void)
   c = attach (h, other, s, "next");
   g_assert_true (vgicd_client_save (c, &record, &error));
   g_assert_no_error (error);
+}
+
+/* A peer that sends step-channel requests and never reads an answer (a
+ * compromised QEMU): vgicd must not wait on it.  It closes that channel
+ * once the answers fill the socket, says why, and serves the next VM. */
+static void
+test_channel_peer_does_not_read (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  static const char *const features[] = { "channel", "record-window", NULL };
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (VgicSim) other = make_sim (s, FALSE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log = NULL;
+  /* Save: the header, then "()" (one byte). */
+  const guint8 save[9] = { VGICD_CHANNEL_SAVE };
+  OldPeer p = { 0 };
+  guint sent = 0, i;
+
+  peer_attach (&p, h, src, s, "deaf", features);
+  for (i = 0; i < 20000; i++)
+    {
+      if (send (p.channel, save, sizeof save, MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof save)
+        sent++;
+      else if (errno == EAGAIN)
+        g_usleep (1000);	/* vgicd is reading: let it */
+      else
+        break;	/* EPIPE or ECONNRESET: vgicd closed its end */
+    }
+  g_test_message ("%u requests sent before vgicd closed the channel", sent);
+  g_assert_cmpuint (i, <, 20000);
+  g_assert_true (errno == EPIPE || errno == ECONNRESET);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_assert_nonnull (strstr (log, "VM deaf: closing the step channel: the peer sends requests "
+                                 "and does not read the answers"));
+  c = attach (h, other, s, "next");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+  old_peer_clear (&p);
 }
 
 /* Mode off: saves are declined (QEMU keeps its own path); loads still serve. */
@@ -1539,6 +1582,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/mode-off-declines-save-serves-load", test_mode_off);
   g_test_add_func ("/vgicd/protocol-1-peer", test_protocol1_peer);
   g_test_add_func ("/vgicd/channel-refuses-garbage", test_channel_refuses_garbage);
+  g_test_add_func ("/vgicd/channel-peer-does-not-read", test_channel_peer_does_not_read);
   g_test_add_func ("/vgicd/report-error-not-errno", test_report_error_not_errno);
   g_test_add_func ("/vgicd/attach-names", test_attach_names);
   g_test_add_func ("/vgicd/door-bounds", test_door_bounds);

@@ -177,6 +177,33 @@ test_guards_agree_with_destination_check (void)
   g_assert_cmpuint (refused, <, cases);
 }
 
+/* Entries a record's sender chose so that all of them start their probe
+ * in the register index's first slot (the hash is public: attr is the
+ * multiplier's inverse times k).  Building the index was quadratic in
+ * them; now a set that collides beyond MAX_PROBE is refused, early. */
+static void
+test_colliding_entries (void)
+{
+  const guint64 mul = G_GUINT64_CONSTANT (0x9E3779B97F4A7C15);
+  const guint32 group = KVM_DEV_ARM_VGIC_GRP_REDIST_REGS;
+  const guint n = 16384;
+  g_autofree VgicEntry *e = g_new0 (VgicEntry, n);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicValues) values = NULL;
+  guint64 inv = mul;
+
+  for (int i = 0; i < 6; i++)	/* Newton: the inverse modulo 2^64 */
+    inv *= 2 - mul * inv;
+  g_assert_cmpuint (inv * mul, ==, 1);
+  for (guint k = 0; k < n; k++)
+    e[k] = (VgicEntry) { .group = group, .attr = ((k + 1) * inv) ^ ((guint64) group << 59) };
+  values = vgic_values_new (e, n, &error);
+  g_assert_null (values);
+  g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
+  g_assert_nonnull (strstr (error->message, "entry 256 "));
+  g_assert_nonnull (strstr (error->message, "a crafted set"));
+}
+
 static void
 test_results (void)
 {
@@ -361,6 +388,7 @@ main (int argc, char **argv)
   g_test_add_func ("/validate/guards-agree-with-destination-check",
                    test_guards_agree_with_destination_check);
   g_test_add_func ("/validate/results", test_results);
+  g_test_add_func ("/validate/colliding-entries", test_colliding_entries);
   g_test_add_func ("/validate/writes/round-trip", test_writes_round_trip);
   g_test_add_data_func ("/validate/writes/out-of-order", GINT_TO_POINTER (SWAP), test_writes_refused);
   g_test_add_data_func ("/validate/writes/irouter-overlap-disagrees", GINT_TO_POINTER (VALUE),

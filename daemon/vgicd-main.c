@@ -150,6 +150,16 @@ vgicd_clear (Vgicd *v)
   g_clear_pointer (&v->socket_override, g_free);
 }
 
+static void
+on_bus_closed (GDBusConnection *bus, gboolean remote_peer_vanished, GError *error,
+               gpointer data)
+{
+  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                    "MESSAGE", "lost the system bus (%s): the operator API (vgicctl) is "
+                    "unavailable until vgicd restarts; QEMUs are still served",
+                    error ? error->message : "closed");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -257,7 +267,15 @@ main (int argc, char **argv)
     {
       bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, NULL, &error);
       if (bus)
-        v.manager = vgicd_manager_new (&v.daemon, bus, &error);
+        {
+          /* GDBus exits the process when its bus connection closes: the
+           * bus restarting, or dropping vgicd for a message over its
+           * limits, would end every VM's session on the host.  The QEMUs
+           * do not use the bus; only the operator API goes with it. */
+          g_dbus_connection_set_exit_on_close (bus, FALSE);
+          g_signal_connect (bus, "closed", G_CALLBACK (on_bus_closed), NULL);
+          v.manager = vgicd_manager_new (&v.daemon, bus, &error);
+        }
       if (!v.manager)
         {
           /* QEMUs are still served; only the operator API is missing. */

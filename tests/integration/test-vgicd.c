@@ -680,6 +680,43 @@ test_channel_peer_does_not_read (void)
   old_peer_clear (&p);
 }
 
+/* The system bus goes away (restarted, or it dropped vgicd): vgicd says
+ * so and keeps serving its QEMUs, the attached one and a new one.  GDBus's
+ * default, exiting the process, would have ended every session. */
+static void
+test_bus_gone (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (VgicSim) other = make_sim (s, FALSE);
+  g_autoptr (VgicdClient) c = NULL, c2 = NULL;
+  g_autoptr (GBytes) record = NULL, record2 = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log = NULL;
+
+  c = attach (h, src, s, "before");
+  kill (h->dbus_pid, SIGTERM);
+  g_assert_cmpint (waitpid (h->dbus_pid, NULL, 0), ==, h->dbus_pid);
+  g_spawn_close_pid (h->dbus_pid);
+  h->dbus_pid = 0;
+  for (int i = 0; i < 100; i++)
+    {
+      g_clear_pointer (&log, g_free);
+      g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+      if (strstr (log, "lost the system bus"))
+        break;
+      g_usleep (50000);
+    }
+  g_assert_nonnull (strstr (log, "lost the system bus"));
+  g_assert_cmpint (kill (h->vgicd_pid, 0), ==, 0);
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+  c2 = attach (h, other, s, "after");
+  g_assert_true (vgicd_client_save (c2, &record2, &error));
+  g_assert_no_error (error);
+}
+
 /* Mode off: saves are declined (QEMU keeps its own path); loads still serve. */
 static void
 test_mode_off (void)
@@ -1592,6 +1629,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/peer-not-allowed", test_peer_not_allowed);
   g_test_add_func ("/vgicd/socket-group", test_socket_group);
   g_test_add_func ("/vgicd/vgicd-gone", test_vgicd_gone);
+  g_test_add_func ("/vgicd/bus-gone", test_bus_gone);
   g_test_add_func ("/vgicd/vgicd-restarted", test_vgicd_restarted);
   g_test_add_func ("/vgicd/concurrent-sessions", test_concurrent_sessions);
   g_test_add_func ("/vgicd/fields", test_fields);

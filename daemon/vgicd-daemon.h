@@ -36,6 +36,7 @@ typedef struct {
   const char *vms_dir;		/* the domains' own choices, by UUID */
   int kernel_batch;		/* -1 unknown, 0 no, 1 yes */
   char *kernel_batch_source;	/* "start-up probe", "executor of VM foo", ... */
+  gboolean kernel_batch_probed;	/* kernel_batch is vgicd's own probe's answer */
   GPtrArray *sessions;		/* VgicdSession *, attached */
   /* What the next save assumes of round 2: the last save's (or load's)
    * GICR_TYPER.PLPIS and AP registers per group. */

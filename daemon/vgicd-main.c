@@ -243,6 +243,7 @@ main (int argc, char **argv)
     {
       kb = vgicd_probe_kernel_batch (VGICD_KVM_DEVICE, &kb_source);
       v.daemon.kernel_batch = kb;
+      v.daemon.kernel_batch_probed = kb >= 0;
       g_free (v.daemon.kernel_batch_source);
       v.daemon.kernel_batch_source = g_steal_pointer (&kb_source);
       g_message ("kernel batch group: %s (%s)",

@@ -237,12 +237,25 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
   s->attached_usec = g_get_real_time ();
   vgicd_session_refresh_policy (s);
 
-  /* What the executor found is the freshest word on the kernel. */
-  if (daemon->kernel_batch != (s->kernel_batch ? 1 : 0))
+  /* The host's status is vgicd's own probe's when it has one: an executor
+   * is a peer, possibly hostile, and its claim is only its own VM's (the
+   * session runs by it).  Without a probe (Probe=false, or /dev/kvm not
+   * openable), the last executor's claim is all there is, and says so. */
+  if (daemon->kernel_batch_probed)
+    {
+      if (daemon->kernel_batch != (s->kernel_batch ? 1 : 0))
+        vgicd_session_log (s, G_LOG_LEVEL_WARNING, NULL, NULL,
+                           "VM %s: its executor says this kernel %s the batch group, but "
+                           "vgicd's own probe found %s; the host's status stays the probe's",
+                           s->name, s->kernel_batch ? "has" : "lacks",
+                           daemon->kernel_batch ? "it" : "none");
+    }
+  else if (daemon->kernel_batch != (s->kernel_batch ? 1 : 0))
     {
       daemon->kernel_batch = s->kernel_batch ? 1 : 0;
       g_free (daemon->kernel_batch_source);
-      daemon->kernel_batch_source = g_strdup_printf ("executor of VM %s", s->name);
+      daemon->kernel_batch_source = g_strdup_printf ("executor of VM %s (its claim: vgicd "
+                                                     "has no probe of its own)", s->name);
     }
   g_ptr_array_add (daemon->sessions, s);
   daemon->totals.sessions_total++;

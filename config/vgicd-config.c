@@ -30,7 +30,8 @@ static const char *const mode_names[] = {
 
 /* The keys vgicd reads; anything else in [vgicd] is most likely a typo. */
 static const char *const known_keys[] = {
-  "Mode", "Socket", "SocketGroup", "AllowUsers", "Probe", "ClientTimeout", "Record", NULL,
+  "Mode", "Socket", "SocketGroup", "AllowUsers", "Probe", "ClientTimeout", "Record",
+  "MaxSessions", "MaxSessionsPerUser", NULL,
 };
 
 /* vgicd_mode_to_string() - "auto", "single" or "off" */
@@ -83,6 +84,8 @@ config_defaults (const char *path)
   config->allow_users = g_strsplit ("root;libvirt-qemu", ";", -1);
   config->probe = TRUE;
   config->client_timeout = VGICD_DEFAULT_CLIENT_TIMEOUT;
+  config->max_sessions = VGICD_DEFAULT_MAX_SESSIONS;
+  config->max_sessions_per_user = VGICD_DEFAULT_MAX_SESSIONS;
   return config;
 }
 
@@ -157,6 +160,27 @@ config_error (GError **error, GError *cause, const char *path, const char *key)
   return FALSE;
 }
 
+/* A count key, 1..VGICD_MAX_MAX_SESSIONS, when the file has it. */
+static gboolean
+read_count (GKeyFile *file, const char *path, const char *key, guint *out, GError **error)
+{
+  g_autofree char *value = g_key_file_get_value (file, GROUP, key, NULL);
+  guint64 n = 0;
+
+  if (!value)
+    return TRUE;
+  g_strstrip (value);
+  if (!g_ascii_string_to_unsigned (value, 10, 1, VGICD_MAX_MAX_SESSIONS, &n, NULL))
+    {
+      g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                   "%s: [" GROUP "] %s=%s is not a number in 1..%u", path, key, value,
+                   VGICD_MAX_MAX_SESSIONS);
+      return FALSE;
+    }
+  *out = (guint) n;
+  return TRUE;
+}
+
 static gboolean
 config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
 {
@@ -174,7 +198,7 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
                         "MESSAGE", "%s: unknown key [" GROUP "] %s ignored "
                         "(known: Mode, Socket, SocketGroup, AllowUsers, Probe, "
-                        "ClientTimeout, Record)",
+                        "ClientTimeout, Record, MaxSessions, MaxSessionsPerUser)",
                         path, keys[i]);
 
   if (!vgicd_config_read_mode (file, path, GROUP, &config->mode, &found, error))
@@ -254,6 +278,9 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
       config->client_timeout = (guint) ms;
     }
 
+  if (!read_count (file, path, "MaxSessions", &config->max_sessions, error) ||
+      !read_count (file, path, "MaxSessionsPerUser", &config->max_sessions_per_user, error))
+    return FALSE;
   if (!vgicd_config_read_bool (file, path, GROUP, "Probe", &config->probe, &found, error) ||
       !vgicd_config_read_bool (file, path, GROUP, "Record", &config->record, &found, error))
     return FALSE;

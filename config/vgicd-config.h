@@ -17,6 +17,10 @@
 #define VGICD_DEFAULT_CLIENT_TIMEOUT 250
 #define VGICD_MIN_CLIENT_TIMEOUT 10
 #define VGICD_MAX_CLIENT_TIMEOUT 5000
+/* Sessions (attached VMs) on the host, and per QEMU user: each holds its
+ * plan, its window and its state (up to about 6 MiB at 4,096 vCPUs). */
+#define VGICD_DEFAULT_MAX_SESSIONS 1024
+#define VGICD_MAX_MAX_SESSIONS 65536
 
 typedef enum {
   VGICD_MODE_AUTO,	/* batch when the kernel has it, else one by one */
@@ -55,12 +59,15 @@ typedef struct {
   gboolean probe;	/* [vgicd] Probe=true: start-up /dev/kvm probe */
   gboolean record;	/* [vgicd] Record=: saves carry a state record */
   guint client_timeout;	/* [vgicd] ClientTimeout= ms, for libvgicd's calls */
+  guint max_sessions;	/* [vgicd] MaxSessions= on the host */
+  guint max_sessions_per_user;	/* [vgicd] MaxSessionsPerUser= per QEMU uid */
 } VgicdConfig;
 
 /**
  * vgicd_config_load() - read @path; a missing file gives the defaults
  * (Mode=auto, Socket=/run/vgicd/vgicd.sock, SocketGroup=kvm,
- * AllowUsers=root;libvirt-qemu, Probe=true, ClientTimeout=250).  A file
+ * AllowUsers=root;libvirt-qemu, Probe=true, ClientTimeout=250,
+ * MaxSessions=1024, MaxSessionsPerUser=1024).  A file
  * that exists but does not parse, or holds an unknown mode, is an error
  * that names the file, the key and the accepted values.
  */

@@ -114,6 +114,34 @@ user_name (uid_t uid)
   return pw ? g_strdup (pw->pw_name) : g_strdup_printf ("%u", (guint) uid);
 }
 
+/* MaxSessions= and MaxSessionsPerUser=: whether one more session fits. */
+static gboolean
+session_room (VgicdServer *server, uid_t uid, GError **error)
+{
+  const VgicdConfig *config = server->daemon->config;
+  guint all = 0, mine = 0;
+
+  for (guint i = 0; i < server->peers->len; i++)
+    {
+      const Peer *q = g_ptr_array_index (server->peers, i);
+
+      all += q->session != NULL;
+      mine += q->session != NULL && q->uid == uid;
+    }
+  if (all >= config->max_sessions)
+    g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                 "vgicd has %u sessions, its limit (MaxSessions=%u); this VM saves "
+                 "and loads by QEMU's own path", all, config->max_sessions);
+  else if (mine >= config->max_sessions_per_user)
+    g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                 "uid %u has %u sessions, its limit (MaxSessionsPerUser=%u); this VM saves "
+                 "and loads by QEMU's own path", (guint) uid, mine,
+                 config->max_sessions_per_user);
+  else
+    return TRUE;
+  return FALSE;
+}
+
 static gboolean
 on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in_fds,
            GVariant *vm, gpointer data)
@@ -152,6 +180,16 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
       g_dbus_method_invocation_return_dbus_error (
         inv, VGICD_DBUS_ERROR_ALREADY_ATTACHED,
         "this connection already has a session; open a new connection for another VM");
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+  if (!session_room (server, p->uid, &error))
+    {
+      server->daemon->totals.refused++;
+      vgicd_daemon_changed (server->daemon);
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "MESSAGE", "refused an attach (pid %d): %s", (int) p->pid,
+                        error->message);
+      g_dbus_method_invocation_return_dbus_error (inv, VGICD_DBUS_ERROR_LIMIT, error->message);
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
   p->session = vgicd_session_new (server->daemon, p->connection, vm, p->uid, p->pid, &error);

@@ -59,7 +59,8 @@ GQuark vgicd_client_error_quark (void);
  * @VGICD_CLIENT_ERROR_DENIED: vgicd refused this process: its user is not
  *	on the allow-list, or (on connect) vgicd closed the connection at
  *	its door, which it also does when too many connections are in their
- *	handshake.  Use your own path; vgicd's log says why.
+ *	handshake, or (on attach) its MaxSessions= or MaxSessionsPerUser= is
+ *	reached.  Use your own path; vgicd's log says why.
  * @VGICD_CLIENT_ERROR_DECLINED: a save, or a load of QEMU's own fields:
  *	the mode (the host's or the VM's) is off; use your own path.  Not a
  *	failure.  A record is never declined.

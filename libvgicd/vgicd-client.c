@@ -36,7 +36,8 @@ set_call_error (GError **error, GError *call_error, const char *what)
   g_autofree char *remote = g_dbus_error_get_remote_error (call_error);
   int code = VGICD_CLIENT_ERROR_UNREACHABLE;
 
-  if (remote && strcmp (remote, "org.freedesktop.DBus.Error.AccessDenied") == 0)
+  if (remote && (strcmp (remote, "org.freedesktop.DBus.Error.AccessDenied") == 0 ||
+                 strcmp (remote, VGICD_DBUS_ERROR_LIMIT) == 0))
     code = VGICD_CLIENT_ERROR_DENIED;
   else if (remote && strcmp (remote, "org.freedesktop.DBus.Error.InvalidArgs") == 0)
     code = VGICD_CLIENT_ERROR_INVALID;

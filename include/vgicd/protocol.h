@@ -43,6 +43,8 @@
  * org.freedesktop.DBus.Error.AccessDenied for a peer not on AllowUsers,
  * org.freedesktop.DBus.Error.InvalidArgs for a VM that cannot be). */
 #define VGICD_DBUS_ERROR_ALREADY_ATTACHED "org.vgicd.Error.AlreadyAttached"
+/* MaxSessions= or MaxSessionsPerUser= reached: save by your own path. */
+#define VGICD_DBUS_ERROR_LIMIT "org.vgicd.Error.Limit"
 
 /* ------------------------------------------------------------------ */
 /* Helper1.Attach (a{sv} vm) -> (o session, h window, a{sv} info)     */

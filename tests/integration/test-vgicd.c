@@ -717,6 +717,75 @@ test_bus_gone (void)
   g_assert_no_error (error);
 }
 
+/* MaxSessions= and MaxSessionsPerUser=: the attach over the limit is
+ * refused with the reason (QEMU then keeps its own path), counted, and a
+ * session that ends makes room again. */
+static void
+attach_refused (VgicdHarness *h, VgicSim *sim, const Shape *s, const char *why)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
+  g_autoptr (VgicdClient) c = vgicd_client_connect (h->address, 0, &error);
+
+  g_assert_no_error (error);
+  for (guint i = 0; i < s->vcpus; i++)
+    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
+  g_assert_false (vgicd_client_attach (c, vgic_sim_get_fd (sim), "one-too-many", NULL, s->irqs,
+                                       s->vcpus, mpidrs, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DENIED);
+  g_assert_nonnull (strstr (error->message, why));
+}
+
+static void
+test_session_limits (void)
+{
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) sim = make_sim (s, FALSE);
+  g_autoptr (GError) error = NULL;
+  VgicdClient *c[3] = { NULL };
+
+  {
+    g_autoptr (VgicdHarness) h =
+      vgicd_harness_start (vgicd_bin, policy, "Mode=auto\nAllowUsers=root\nMaxSessions=2\n",
+                           &error);
+    g_assert_no_error (error);
+    c[0] = attach (h, sim, s, "one");
+    c[1] = attach (h, sim, s, "two");
+    attach_refused (h, sim, s, "vgicd has 2 sessions, its limit (MaxSessions=2)");
+    g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, 1);
+    g_clear_pointer (&c[1], vgicd_client_free);
+    /* The session goes with its connection, which vgicd sees close. */
+    for (int i = 0; i < 100 && !c[2]; i++)
+      {
+        g_autoptr (GError) e2 = NULL;
+        g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
+
+        c[2] = vgicd_client_connect (h->address, 0, &e2);
+        g_assert_no_error (e2);
+        for (guint v = 0; v < s->vcpus; v++)
+          mpidrs[v] = vgic_sim_get_mpidr (sim, v);
+        if (!vgicd_client_attach (c[2], vgic_sim_get_fd (sim), "three", NULL, s->irqs, s->vcpus,
+                                  mpidrs, &e2))
+          {
+            g_clear_pointer (&c[2], vgicd_client_free);
+            g_usleep (20000);
+          }
+      }
+    g_assert_nonnull (c[2]);
+    for (guint i = 0; i < G_N_ELEMENTS (c); i++)
+      g_clear_pointer (&c[i], vgicd_client_free);
+  }
+  {
+    g_autoptr (VgicdHarness) h =
+      vgicd_harness_start (vgicd_bin, policy,
+                           "Mode=auto\nAllowUsers=root\nMaxSessionsPerUser=1\n", &error);
+    g_assert_no_error (error);
+    c[0] = attach (h, sim, s, "one");
+    attach_refused (h, sim, s, "uid 0 has 1 sessions, its limit (MaxSessionsPerUser=1)");
+    g_clear_pointer (&c[0], vgicd_client_free);
+  }
+}
+
 /* Mode off: saves are declined (QEMU keeps its own path); loads still serve. */
 static void
 test_mode_off (void)
@@ -1630,6 +1699,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/socket-group", test_socket_group);
   g_test_add_func ("/vgicd/vgicd-gone", test_vgicd_gone);
   g_test_add_func ("/vgicd/bus-gone", test_bus_gone);
+  g_test_add_func ("/vgicd/session-limits", test_session_limits);
   g_test_add_func ("/vgicd/vgicd-restarted", test_vgicd_restarted);
   g_test_add_func ("/vgicd/concurrent-sessions", test_concurrent_sessions);
   g_test_add_func ("/vgicd/fields", test_fields);

@@ -63,7 +63,8 @@ test_all_keys (void)
 {
   g_autofree char *path = write_config ("all.conf",
     "# comment\n[vgicd]\nMode=off\nSocket=/tmp/x.sock\nSocketGroup= qemu \n"
-    "AllowUsers=alice; bob\nProbe=false\nRecord=true\n");
+    "AllowUsers=alice; bob\nProbe=false\nRecord=true\nMaxSessions=10\n"
+    "MaxSessionsPerUser= 3\n");
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicdConfig) c = vgicd_config_load (path, &error);
 
@@ -76,6 +77,8 @@ test_all_keys (void)
   g_assert_cmpstr (c->allow_users[1], ==, "bob");
   g_assert_false (c->probe);
   g_assert_true (c->record);
+  g_assert_cmpuint (c->max_sessions, ==, 10);
+  g_assert_cmpuint (c->max_sessions_per_user, ==, 3);
 }
 
 /* The distribution's file with everything commented out is all defaults. */
@@ -121,6 +124,8 @@ test_bad_probe_and_syntax (void)
   g_autofree char *p3 = write_config ("relsock.conf", "[vgicd]\nSocket=x.sock\n");
   g_autofree char *p4 = write_config ("nogroup.conf", "[vgicd]\nSocketGroup= \n");
   g_autofree char *p5 = write_config ("record.conf", "[vgicd]\nRecord=sometimes\n");
+  g_autofree char *p6 = write_config ("sessions.conf", "[vgicd]\nMaxSessions=0\n");
+  g_autoptr (GError) e6 = NULL;
   g_autoptr (GError) e5 = NULL;
   g_autoptr (GError) e4 = NULL;
   g_autoptr (GError) e1 = NULL;
@@ -137,6 +142,9 @@ test_bad_probe_and_syntax (void)
 
   g_assert_null (vgicd_config_load (p3, &e3));
   g_assert_nonnull (strstr (e3->message, "Socket"));
+
+  g_assert_null (vgicd_config_load (p6, &e6));
+  g_assert_nonnull (strstr (e6->message, "MaxSessions=0 is not a number in 1..65536"));
 
   g_assert_null (vgicd_config_load (p4, &e4));
   g_assert_nonnull (strstr (e4->message, "SocketGroup= is empty"));

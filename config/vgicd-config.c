@@ -160,9 +160,11 @@ config_error (GError **error, GError *cause, const char *path, const char *key)
   return FALSE;
 }
 
-/* A count key, 1..VGICD_MAX_MAX_SESSIONS, when the file has it. */
+/* An unsigned key in @min..@max, when the file has it; @what names its
+ * unit in the error ("number", "number of milliseconds"). */
 static gboolean
-read_count (GKeyFile *file, const char *path, const char *key, guint *out, GError **error)
+read_uint (GKeyFile *file, const char *path, const char *key, guint min, guint max,
+           const char *what, guint *out, GError **error)
 {
   g_autofree char *value = g_key_file_get_value (file, GROUP, key, NULL);
   guint64 n = 0;
@@ -170,11 +172,11 @@ read_count (GKeyFile *file, const char *path, const char *key, guint *out, GErro
   if (!value)
     return TRUE;
   g_strstrip (value);
-  if (!g_ascii_string_to_unsigned (value, 10, 1, VGICD_MAX_MAX_SESSIONS, &n, NULL))
+  if (!g_ascii_string_to_unsigned (value, 10, min, max, &n, NULL))
     {
       g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                   "%s: [" GROUP "] %s=%s is not a number in 1..%u", path, key, value,
-                   VGICD_MAX_MAX_SESSIONS);
+                   "%s: [" GROUP "] %s=%s is not a %s in %u..%u", path, key, value, what,
+                   min, max);
       return FALSE;
     }
   *out = (guint) n;
@@ -260,26 +262,14 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
       config->allow_users = users;
     }
 
-  if (g_key_file_has_key (file, GROUP, "ClientTimeout", NULL))
-    {
-      g_autofree char *value = g_key_file_get_value (file, GROUP, "ClientTimeout", NULL);
-      guint64 ms = 0;
-
-      g_strstrip (value);
-      if (!g_ascii_string_to_unsigned (value, 10, VGICD_MIN_CLIENT_TIMEOUT,
-                                       VGICD_MAX_CLIENT_TIMEOUT, &ms, NULL))
-        {
-          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                       "%s: [" GROUP "] ClientTimeout=%s is not a number of "
-                       "milliseconds in %u..%u", path, value,
-                       VGICD_MIN_CLIENT_TIMEOUT, VGICD_MAX_CLIENT_TIMEOUT);
-          return FALSE;
-        }
-      config->client_timeout = (guint) ms;
-    }
-
-  if (!read_count (file, path, "MaxSessions", &config->max_sessions, error) ||
-      !read_count (file, path, "MaxSessionsPerUser", &config->max_sessions_per_user, error))
+  if (!read_uint (file, path, "ClientTimeout", VGICD_MIN_CLIENT_TIMEOUT,
+                  VGICD_MAX_CLIENT_TIMEOUT, "number of milliseconds", &config->client_timeout,
+                  error))
+    return FALSE;
+  if (!read_uint (file, path, "MaxSessions", 1, VGICD_MAX_MAX_SESSIONS, "number",
+                  &config->max_sessions, error) ||
+      !read_uint (file, path, "MaxSessionsPerUser", 1, VGICD_MAX_MAX_SESSIONS, "number",
+                  &config->max_sessions_per_user, error))
     return FALSE;
   if (!vgicd_config_read_bool (file, path, GROUP, "Probe", &config->probe, &found, error) ||
       !vgicd_config_read_bool (file, path, GROUP, "Record", &config->record, &found, error))

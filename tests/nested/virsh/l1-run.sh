@@ -155,9 +155,16 @@ migrate_watch() {
 	WATCHED=
 	migrate "$1" "$2" "$3" &
 	mw=$!
+	# libvirt writes the pid file from its forked child before that child
+	# execs QEMU under the per-VM profile, so the first label seen may
+	# still be libvirtd's own: keep looking until the child has moved to
+	# a libvirt-UUID profile (then stop) or the migration ends (the last
+	# label seen is what the check reports).
+	mw_done=
 	while kill -0 $mw 2>/dev/null; do
-		if [ -z "$WATCHED" ] && mp=$(cat "$4" 2>/dev/null) && [ -n "$mp" ]; then
+		if [ -z "$mw_done" ] && mp=$(cat "$4" 2>/dev/null) && [ -n "$mp" ]; then
 			WATCHED="$mp: $(cat /proc/"$mp"/attr/current 2>/dev/null)"
+			case "$WATCHED" in *': libvirt-'*) mw_done=1 ;; esac
 		fi
 		sleep 0.2
 	done

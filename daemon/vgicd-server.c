@@ -543,6 +543,10 @@ bind_socket (const char *path, const char *group, gboolean group_set, GError **e
   if (!sock)
     return NULL;
   addr = g_unix_socket_address_new (path);
+  /* GLib's backlog is 10: a host starting VMs in a burst, while vgicd is
+   * busy, would have QEMUs past the tenth refused (EAGAIN) at connect.  As
+   * systemd's Backlog= does for vgicd.socket, take the kernel's maximum. */
+  g_socket_set_listen_backlog (sock, SOMAXCONN);
   /* Owner and mode are set before listen(): until then nobody connects. */
   if (!g_socket_bind (sock, addr, TRUE, error))
     {

@@ -206,9 +206,10 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
       return NULL;
     }
   /* The largest step of any operation on this shape: a restore's writes
-   * with LPIs and four APRs per group, after its guards (a save, even with
-   * its guessed round 2, is smaller; so is its record). */
-  capacity = vgic_plan_restore_count (s->shape, TRUE, 4) + 8;
+   * with LPIs and four APRs per group, after its guards (QEMU's three reads,
+   * which the count includes, and one per vCPU; a save, even with its
+   * guessed round 2, is smaller; so is its record). */
+  capacity = vgic_plan_restore_count (s->shape, TRUE, 4) + s->shape->nr_vcpus + 8;
   s->window = vgicd_window_new (capacity, error);
   if (!s->window)
     {

@@ -16,9 +16,10 @@
  *   save:  [round 1 reads + guessed round 2] → done(record)
  *          ([round 2 reads] in between when the guess was wrong)
  *   load:  validate the whole record against the VM
- *          → [guarded writes: TYPER reads, checked by the peer, then writes]
+ *          → [guarded writes: TYPER and ICC_CTLR_EL1 reads, checked by the
+ *             peer, then writes]
  *          → done
- *          (a peer without guards: [TYPER reads] → [writes] → done)
+ *          (a peer without guards: [the same reads] → [writes] → done)
  *
  * A stream that carries QEMU's own GIC fields, not a record, needs no
  * record at either end: SaveFields runs a save's steps and ends without
@@ -36,9 +37,10 @@
  * is a property of the host and of the VM's ITS); the values of round 1
  * then confirm the guess, or a second round reads what it missed, logged
  * and counted.  And a restore hands the peer the checks QEMU makes on the
- * destination (GICD_TYPER, GICR_TYPER) as guards: the peer reads them,
- * compares them with the ranges vgicd gave, and writes nothing unless all
- * hold.
+ * destination (GICD_TYPER, GICR_TYPER), and one of its own (each vCPU's
+ * ICC_CTLR_EL1, which the kernel refuses to take from a GIC with more
+ * priority bits), as guards: the peer reads them, compares them with the
+ * ranges vgicd gave, and writes nothing unless all hold.
  *
  * A load validates the record (shape, register set, checksum, version)
  * before it lays out a single write, so a record that does not fit changes
@@ -428,13 +430,18 @@ load_done (VgicdSession *s)
   return step_simple (VGICD_ACTION_DONE, NULL, NULL);
 }
 
+#define GUARDED_VCPUS_MAX 2048
+
 /* The state to write is known and judged (s->state): lay out the restore. */
 static GVariant *
 start_restore (VgicdSession *s)
 {
   g_autoptr (GError) error = NULL;
 
-  if (s->peer_guards)
+  /* A guard costs its step's answer 24 bytes, which must fit one channel
+   * packet: a VM of more vCPUs than that allows (far beyond KVM's 512)
+   * takes the restore in two rounds, its reads judged by vgicd. */
+  if (s->peer_guards && s->shape->nr_vcpus <= GUARDED_VCPUS_MAX)
     {
       g_autoptr (VgicList) guards = vgic_validate_guards (s->shape, s->state);
       g_autoptr (VgicList) write = vgic_plan_restore_write (s->shape, s->state, &error);
@@ -456,7 +463,11 @@ start_restore (VgicdSession *s)
     }
   s->op = OP_LOAD_CHECK;
   {
-    g_autoptr (VgicList) check = vgic_plan_restore_check (s->shape);
+    /* The guards' reads, without the guards: vgicd judges the values
+     * itself (destination_fits()). */
+    g_autoptr (VgicList) guards = vgic_validate_guards (s->shape, s->state);
+    g_autoptr (VgicList) check = vgic_list_new_from (guards->entries, guards->len);
+
     return step_run (s, check, FALSE);
   }
 }
@@ -506,8 +517,8 @@ start_load_list (VgicdSession *s, guint32 count)
   return start_restore (s);
 }
 
-/* Do the destination's answers to the TYPER reads (@reads, already taken
- * out of the window) take the record? */
+/* Do the destination's answers to the guards' reads (@reads, already
+ * taken out of the window) take the record? */
 static gboolean
 destination_fits (VgicdSession *s, const VgicList *reads, GError **error)
 {

@@ -33,6 +33,26 @@
  * exist once, as guards (mask, min, max); vgicd hands them to a peer that
  * checks them before it writes, and applies the same list itself to the
  * values of a peer that does not.
+ *
+ * The kernel also refuses some values outright, and a refusal in the middle
+ * of a restore leaves the destination partly written.  So each value the
+ * kernel can refuse is judged before the first write.  The list, from
+ * Linux 6.12's arch/arm64/kvm/vgic-sys-reg-v3.c and vgic-mmio-v3.c, for the
+ * registers a restore writes:
+ *  - ICC_SRE_EL1 without SRE (set_gic_sre()): judged in the state itself
+ *    (check_kernel_values());
+ *  - ICC_CTLR_EL1 whose PRIbits or IDbits exceed the destination vCPU's, or
+ *    whose SEIS or A3V differ from the host's (set_gic_ctlr()): only the
+ *    destination knows, so the restore reads every vCPU's ICC_CTLR_EL1
+ *    first, as a guard (ctlr_guard());
+ *  - an AP0R/AP1R index above what PRIbits allows: the state holds the APRs
+ *    its own PRIbits asks for (it is exactly a save), and ICC_CTLR_EL1 is
+ *    written before them (R4);
+ *  - GICD_TYPER2 and GICD_IIDR other than as read: a restore does not write
+ *    them;
+ *  - a value wider than its register: vgic_validate_width().
+ * What only a running kernel can say (-EBUSY from a vCPU that runs, -ENOMEM)
+ * stays a mid-restore failure, reported as one.
  */
 #include "vgic-validate.h"
 
@@ -42,6 +62,7 @@
 
 #define GRP_DIST KVM_DEV_ARM_VGIC_GRP_DIST_REGS
 #define GRP_REDIST KVM_DEV_ARM_VGIC_GRP_REDIST_REGS
+#define GRP_SYSREG KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS
 
 /* ------------------------------------------------------------------ */
 /* One entry                                                          */
@@ -154,6 +175,31 @@ check_plan_order (const VgicShape *shape, const VgicList *entries, const VgicVal
   return FALSE;
 }
 
+/* The values of @state the kernel refuses whatever the destination (the
+ * list is in the theory above): ICC_SRE_EL1 must keep SRE set.  @what
+ * names the state's source in the message. */
+static gboolean
+check_kernel_values (const VgicShape *shape, const VgicValues *state, const char *what,
+                     GError **error)
+{
+  for (guint cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    {
+      uint64_t sre;
+
+      if (vgic_values_lookup (state, GRP_SYSREG, vgic_attr (shape->mpidrs[cpu], ICC_SRE_EL1),
+                              &sre) &&
+          !(sre & ICC_SRE_EL1_SRE))
+        {
+          g_set_error (error, VGICD_ERROR, VGICD_ERROR_BAD_RECORD,
+                       "%s: vCPU %u's ICC_SRE_EL1 is 0x%" G_GINT64_MODIFIER "x, without SRE, "
+                       "which the kernel refuses (a GICv3 guest's CPU interface always "
+                       "has it); nothing written", what, cpu, (guint64) sre);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
 gboolean
 vgic_validate_record (VgicRecord *record, const VgicShape *vm, const VgicList *first,
                       GError **error)
@@ -195,6 +241,10 @@ vgic_validate_record (VgicRecord *record, const VgicShape *vm, const VgicList *f
         g_prefix_error (error, "%s", prefix);
       return FALSE;
     }
+  /* 5.  Only against a VM: on its own (vgicctl dump) a record may hold
+   * anything its format allows. */
+  if (vm && !check_kernel_values (record->shape, values, "bad state record", error))
+    return FALSE;
   g_clear_pointer (&record->values, vgic_values_free);
   record->values = g_steal_pointer (&values);
   return TRUE;
@@ -204,18 +254,41 @@ vgic_validate_record (VgicRecord *record, const VgicShape *vm, const VgicList *f
 /* The destination                                                    */
 /* ------------------------------------------------------------------ */
 
+#define CTLR_HOST_BITS (ICC_CTLR_EL1_SEIS | ICC_CTLR_EL1_A3V)
+
+/* The guard on a destination vCPU's ICC_CTLR_EL1 for the value @rec a
+ * restore writes there.  set_gic_ctlr() takes @rec only when its PRIbits
+ * and IDbits are no larger than the vCPU's and its SEIS and A3V are the
+ * host's.  One range on one read says that because of where the fields
+ * sit: SEIS and A3V (bits 14, 15) and IDbits (11..13) are fixed in both
+ * bounds, so only PRIbits (8..10, below them) may vary, from @rec's up.
+ * IDbits is fixed only when @rec's is not 0: 0 (16-bit IDs) fits any
+ * destination, and the one other value the architecture defines (1, 24
+ * bits) is the largest, so "equal" is "no larger" on every real GIC. */
+static VgicGuard
+ctlr_guard (uint64_t rec)
+{
+  const uint64_t fixed = rec & (CTLR_HOST_BITS | ICC_CTLR_EL1_IDBITS_MASK);
+  const uint64_t mask = CTLR_HOST_BITS | ICC_CTLR_EL1_PRIBITS_MASK |
+                        (rec & ICC_CTLR_EL1_IDBITS_MASK ? ICC_CTLR_EL1_IDBITS_MASK : 0);
+
+  return (VgicGuard) { mask, fixed | (rec & ICC_CTLR_EL1_PRIBITS_MASK),
+                       fixed | ICC_CTLR_EL1_PRIBITS_MASK };
+}
+
 VgicList *
 vgic_validate_guards (const VgicShape *shape, const VgicValues *state)
 {
   VgicList *reads = vgic_plan_restore_check (shape);
-  g_autofree VgicGuard *guards = g_new0 (VgicGuard, reads->len);
+  const guint n_qemu = reads->len;
+  g_autofree VgicGuard *guards = g_new0 (VgicGuard, n_qemu + shape->nr_vcpus);
   const uint64_t gicr_typer = vgic_attr (shape->mpidrs[0], GICR_TYPER);
   uint64_t typer = 0;
   gboolean plpis;
 
   vgic_values_lookup (state, GRP_REDIST, gicr_typer, &typer);
   plpis = (typer & GICR_TYPER_PLPIS) != 0;
-  for (guint i = 0; i < reads->len; i++)
+  for (guint i = 0; i < n_qemu; i++)
     {
       const VgicEntry *e = &reads->entries[i];
 
@@ -228,8 +301,51 @@ vgic_validate_guards (const VgicShape *shape, const VgicValues *state)
                                   plpis ? GICR_TYPER_PLPIS : 0 };
       /* else: read, as QEMU does; no condition */
     }
+  /* vgicd's own reads, after QEMU's: each vCPU's ICC_CTLR_EL1. */
+  for (guint cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    {
+      const uint64_t attr = vgic_attr (shape->mpidrs[cpu], ICC_CTLR_EL1);
+      uint64_t rec = 0;
+
+      vgic_values_lookup (state, GRP_SYSREG, attr, &rec);
+      vgic_list_add (reads, GRP_SYSREG, attr, 0);
+      guards[n_qemu + cpu] = ctlr_guard (rec);
+    }
   vgic_list_set_guards (reads, guards, reads->len);
   return reads;
+}
+
+/* @rec, the ICC_CTLR_EL1 a restore would write to vCPU @cpu, failed
+ * ctlr_guard() on the destination's @dst: say which field, and what it
+ * means for the two hosts. */
+static void
+ctlr_refused (guint cpu, uint64_t rec, uint64_t dst, GError **error)
+{
+#define FIELD(v, f) ((guint) (((v) & ICC_CTLR_EL1_##f##_MASK) >> ICC_CTLR_EL1_##f##_SHIFT))
+  const guint rp = FIELD (rec, PRIBITS) + 1, dp = FIELD (dst, PRIBITS) + 1;
+  const guint ri = FIELD (rec, IDBITS), di = FIELD (dst, IDBITS);
+#undef FIELD
+  g_autofree char *why = NULL;
+
+  if (rp > dp)
+    why = g_strdup_printf ("the source's CPU interface implements %u priority bits and "
+                           "this one %u (PRIbits)", rp, dp);
+  else if (ri != di && (ri > di || ri != 0))
+    why = g_strdup_printf ("the source's CPU interface has %u-bit interrupt IDs and this "
+                           "one %u-bit (IDbits %u and %u)", ri ? 24 : 16, di ? 24 : 16, ri, di);
+  else if ((rec ^ dst) & ICC_CTLR_EL1_SEIS)
+    why = g_strdup_printf ("the source's GIC %s SErrors and this one %s (SEIS)",
+                           rec & ICC_CTLR_EL1_SEIS ? "generates" : "does not generate",
+                           dst & ICC_CTLR_EL1_SEIS ? "does" : "does not");
+  else
+    why = g_strdup_printf ("the source's GIC %s affinity level 3 and this one %s (A3V)",
+                           rec & ICC_CTLR_EL1_A3V ? "supports" : "does not support",
+                           dst & ICC_CTLR_EL1_A3V ? "does" : "does not");
+  g_set_error (error, VGICD_ERROR, VGICD_ERROR_KERNEL,
+               "the destination's kernel would refuse vCPU %u's ICC_CTLR_EL1 = 0x%"
+               G_GINT64_MODIFIER "x (it has 0x%" G_GINT64_MODIFIER "x): %s; the two "
+               "hosts' GICs differ, and a VM cannot move between them with its "
+               "interrupt state", cpu, (guint64) rec, (guint64) dst, why);
 }
 
 gboolean
@@ -257,7 +373,15 @@ vgic_validate_destination (const VgicShape *shape, const VgicValues *state,
       v = value & g->mask;
       if (g->min <= v && v <= g->max)
         continue;
-      if (e->group == GRP_DIST)
+      if (e->group == GRP_SYSREG)
+        {
+          uint64_t rec = 0;
+
+          vgic_values_lookup (state, GRP_SYSREG, e->attr, &rec);
+          /* The last nr_vcpus guards are the vCPUs' ICC_CTLR_EL1, in order. */
+          ctlr_refused (i - (guards->n_guards - shape->nr_vcpus), rec, value, error);
+        }
+      else if (e->group == GRP_DIST)
         /* QEMU aborts here. */
         g_set_error (error, VGICD_ERROR, VGICD_ERROR_KERNEL,
                      "the destination vGIC supports %u IRQs but the VM has %u",
@@ -402,6 +526,8 @@ vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
                    want ? (guint64) want->value : 0);
       return NULL;
     }
+  if (!check_kernel_values (shape, state, "QEMU's restore", error))
+    return NULL;
   return g_steal_pointer (&state);
 }
 

@@ -6,7 +6,8 @@
  *
  *   a record, on its own and against the attached VM: vgic_validate_record()
  *   the destination's answers to the restore's first reads (room for every
- *   IRQ, LPIs on both sides or neither), as guards a peer checks before it
+ *   IRQ, LPIs on both sides or neither, a CPU interface that takes the
+ *   state's ICC_CTLR_EL1), as guards a peer checks before it
  *   writes, and as a check vgicd makes itself: vgic_validate_guards(),
  *   vgic_validate_destination()
  *   QEMU's own restore, as a list of writes: vgic_validate_writes()
@@ -50,7 +51,10 @@ gboolean vgic_validate_width (const VgicEntry *e, GError **error);
  *  3. every entry is in one of the four state groups, no register appears
  *     twice, and every value fits its register;
  *  4. the entries are exactly the registers a save of the shape reads, in
- *     plan order (vgic_plan_save_registers()).
+ *     plan order (vgic_plan_save_registers());
+ *  5. with @vm, no value is one the kernel refuses on any destination
+ *     (ICC_SRE_EL1 without SRE); those only the destination can judge are
+ *     guards (vgic_validate_guards()).
  */
 gboolean vgic_validate_record (VgicRecord *record, const VgicShape *vm,
                                const VgicList *first, GError **error);
@@ -65,8 +69,9 @@ gboolean vgic_validate_saved (const VgicShape *shape, const VgicValues *state,
 
 /**
  * vgic_validate_guards() - the reads a restore makes before it writes
- * (vgic_plan_restore_check()), each with the condition the destination's
- * value must meet for @state to be written there
+ * (vgic_plan_restore_check(), QEMU's, then every vCPU's ICC_CTLR_EL1, in
+ * vCPU order), each with the condition the destination's value must meet
+ * for @state to be written there
  * @shape: the VM
  * @state: the saved values (a validated record's)
  *
@@ -80,8 +85,10 @@ VgicList *vgic_validate_guards (const VgicShape *shape, const VgicValues *state)
 
 /**
  * vgic_validate_destination() - can the destination that answered @check
- * (the values of vgic_plan_restore_check()'s reads) take @state?
- * @error: VGICD_ERROR_KERNEL (fewer IRQs than the VM) or
+ * (the values of vgic_validate_guards()'s reads) take @state?
+ * @error: VGICD_ERROR_KERNEL (fewer IRQs than the VM, or a CPU interface
+ *	the destination's kernel would refuse: ICC_CTLR_EL1's PRIbits, IDbits,
+ *	SEIS or A3V) or
  *	VGICD_ERROR_SHAPE_MISMATCH (LPI support on one side only), or
  *	VGICD_ERROR_REGISTER_SET when @check or @state lacks a register;
  *	nothing has been written then

@@ -897,10 +897,84 @@ test_guards_refuse_destination (void)
   g_assert_nonnull (strstr (error->message, "ITS configuration"));
   g_assert_nonnull (strstr (error->message, "nothing written"));
   g_clear_error (&error);
-  /* The guard reads ran, and nothing else. */
+  /* The guard reads ran (QEMU's three, and each vCPU's ICC_CTLR_EL1), and
+   * nothing else. */
   vgicd_client_get_stats (cd, &st);
-  g_assert_cmpuint (st.entries, ==, 3);
+  g_assert_cmpuint (st.entries, ==, 3 + 4);
   assert_untouched (dst, before);
+}
+
+/* Row 8: a record from a host whose GIC implements more priority bits
+ * than the destination's.  The kernel refuses such an ICC_CTLR_EL1 when it
+ * is written, which used to be after the distributor and every
+ * redistributor: the destination was left partly written.  The guards now
+ * read each vCPU's ICC_CTLR_EL1 first, and nothing is written. */
+static void
+test_guards_refuse_cpu_interface (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape seven = { 4, 128, TRUE, 7 }, five = { 4, 128, TRUE, 5 };
+  g_autoptr (VgicSim) src = make_sim (&seven, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (&five, TRUE);
+  g_autoptr (VgicSim) dst7 = make_sim (&seven, TRUE);
+  g_autoptr (VgicdClient) cs = NULL, cd = NULL, cd7 = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicSimState) before = NULL;
+  VgicdClientStats st;
+
+  /* Randomized, the source's vCPUs use 5 to 7 priority bits; seed 5 gives
+   * vCPU 0 more than 5 (asserted through the message below). */
+  vgic_sim_randomize (src, 5);
+  cs = attach (h, src, &seven, "src");
+  cd = attach (h, dst, &five, "dst");
+  cd7 = attach (h, dst7, &seven, "dst7");
+  g_assert_true (vgicd_client_save (cs, &record, &error));
+
+  before = vgic_sim_state_get (dst);
+  vgic_sim_counters_reset (dst);
+  g_assert_false (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                     g_bytes_get_size (record), &error));
+  g_test_message ("%s", error->message);
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
+  g_assert_nonnull (strstr (error->message, "ICC_CTLR_EL1"));
+  g_assert_nonnull (strstr (error->message, "priority bits"));
+  g_assert_nonnull (strstr (error->message, "nothing written"));
+  g_clear_error (&error);
+  vgicd_client_get_stats (cd, &st);
+  g_assert_cmpuint (st.entries, ==, 3 + 4);
+  assert_untouched (dst, before);
+
+  /* The same record loads into a destination with as many bits. */
+  g_assert_true (vgicd_client_load (cd7, g_bytes_get_data (record, NULL),
+                                    g_bytes_get_size (record), &error));
+  g_assert_no_error (error);
+
+  /* A peer without guards: vgicd reads the same registers in a step of
+   * their own, judges them, and ends the load before any write. */
+  {
+    g_autoptr (VgicSim) old_dst = make_sim (&five, FALSE);
+    g_autoptr (VgicSimState) old_before = vgic_sim_state_get (old_dst);
+    g_autoptr (GVariant) last = NULL;
+    OldPeer pd = { 0 };
+    const char *action = NULL, *msg = NULL;
+    guint steps;
+
+    old_peer_attach (&pd, h, old_dst, &five, "old-dst");
+    last = old_peer_run (&pd, old_dst, "Load",
+                         g_variant_new ("(@ay)",
+                                        g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING,
+                                                                  record, TRUE)),
+                         &steps);
+    g_assert_true (g_variant_lookup (last, "action", "&s", &action));
+    g_assert_cmpstr (action, !=, "done");
+    g_assert_cmpuint (steps, ==, 1);	/* the check reads, and no write step */
+    g_assert_true (g_variant_lookup (last, "message", "&s", &msg));
+    g_test_message ("protocol 1 peer: %s: %s", action, msg);
+    g_assert_nonnull (strstr (msg, "ICC_CTLR_EL1"));
+    assert_untouched (old_dst, old_before);
+    old_peer_clear (&pd);
+  }
 }
 
 /* A fault at write k: the load fails naming the register, vgicd and the
@@ -921,9 +995,9 @@ test_fault_during_restore (void)
   cd = attach (h, dst, s, "dst");
   g_assert_true (vgicd_client_save (cs, &record, &error));
 
-  /* Access 100 from now: the restore's 3 TYPER reads come first, so this
-   * is write 97. */
-  vgic_sim_fail_at (dst, 100, -EINVAL);
+  /* Access 104 from now: the restore's guard reads come first (3 TYPER
+   * reads, 4 ICC_CTLR_EL1), so this is write 97. */
+  vgic_sim_fail_at (dst, 104, -EINVAL);
   g_assert_false (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
                                      g_bytes_get_size (record), &error));
   g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DEVICE);
@@ -1694,6 +1768,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/door-bounds", test_door_bounds);
   g_test_add_func ("/vgicd/refused-records-change-nothing", test_refused_records_change_nothing);
   g_test_add_func ("/vgicd/guards-refuse-destination", test_guards_refuse_destination);
+  g_test_add_func ("/vgicd/guards-refuse-cpu-interface", test_guards_refuse_cpu_interface);
   g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);
   g_test_add_func ("/vgicd/peer-not-allowed", test_peer_not_allowed);
   g_test_add_func ("/vgicd/socket-group", test_socket_group);

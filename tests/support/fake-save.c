@@ -31,6 +31,10 @@ fake_save_fill (VgicList *reads, guint32 seed, gboolean plpis, guint pri_bits)
       if (e->group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && low == ICC_CTLR_EL1)
         e->value = (e->value & ~ICC_CTLR_EL1_PRIBITS_MASK) |
                    ((uint64_t) (pri_bits - 1) << ICC_CTLR_EL1_PRIBITS_SHIFT);
+      /* What every kernel reads for a GICv3 guest (SRE, DFB, DIB): a state
+       * whose SRE is clear is one the kernel refuses to restore. */
+      if (e->group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && low == ICC_SRE_EL1)
+        e->value = ICC_SRE_EL1_SRE | 0x6;
       if (e->group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS && low == GICD_TYPER)
         e->value = (e->value & ~0x1fULL) | 31;
     }

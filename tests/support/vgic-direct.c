@@ -51,6 +51,28 @@ vgic_direct_save (const VgicShape *shape, int fd, VgicExecVia via,
   return g_steal_pointer (&all);
 }
 
+/* The values vgic_validate_destination() judges, from QEMU's reads
+ * (@check: the TYPERs).  QEMU does not read the CPU interfaces before it
+ * writes (the kernel refuses an ICC_CTLR_EL1 it cannot take as the write
+ * comes), so, to keep this path's accesses QEMU's, each vCPU's is taken to
+ * be the state's own, which passes vgicd's guard. */
+static VgicValues *
+qemu_checked (const VgicShape *shape, const VgicValues *state, const VgicList *check,
+              GError **error)
+{
+  g_autoptr (VgicList) all = vgic_list_new_from (check->entries, check->len);
+
+  for (guint cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    {
+      const uint64_t attr = vgic_attr (shape->mpidrs[cpu], ICC_CTLR_EL1);
+      uint64_t v = 0;
+
+      vgic_values_lookup (state, KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS, attr, &v);
+      vgic_list_add (all, KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS, attr, v);
+    }
+  return vgic_values_new (all->entries, all->len, error);
+}
+
 gboolean
 vgic_direct_restore (const VgicShape *shape, int fd, const VgicValues *state,
                      VgicExecVia via, VgicExecReport *report, GError **error)
@@ -62,7 +84,7 @@ vgic_direct_restore (const VgicShape *shape, int fd, const VgicValues *state,
   gboolean ok;
 
   ok = run_round (fd, check, VGIC_EXEC_READ, via, &total, error) &&
-       (checked = vgic_values_new (check->entries, check->len, error)) &&
+       (checked = qemu_checked (shape, state, check, error)) &&
        vgic_validate_destination (shape, state, checked, error) &&
        (writes = vgic_plan_restore_write (shape, state, error)) &&
        run_round (fd, writes, VGIC_EXEC_WRITE, via, &total, error);

@@ -99,12 +99,16 @@ test_record_other_vm (void)
 typedef struct {
   guint itlines;	/* GICD_TYPER[4:0] */
   gboolean plpis;	/* GICR_TYPER.PLPIS */
+  gboolean has_ctlr;	/* else every vCPU's ICC_CTLR_EL1 is the state's */
+  guint64 ctlr;		/* every vCPU's ICC_CTLR_EL1 */
 } Destination;
 
+/* The destination's answers to the guards' reads for @state. */
 static VgicValues *
-destination (const VgicShape *shape, const Destination *d, guint64 noise)
+destination (const VgicShape *shape, const VgicValues *state, const Destination *d,
+             guint64 noise)
 {
-  g_autoptr (VgicList) check = vgic_plan_restore_check (shape);
+  g_autoptr (VgicList) check = vgic_validate_guards (shape, state);
   g_autoptr (GError) error = NULL;
   VgicValues *values;
 
@@ -116,6 +120,15 @@ destination (const VgicShape *shape, const Destination *d, guint64 noise)
       e->value = noise & 0xffffffe0u;
       if (e->group == GRP_DIST)
         e->value |= d->itlines;
+      else if (e->group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && d->has_ctlr)
+        e->value = d->ctlr;
+      else if (e->group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS)
+        {
+          uint64_t v = 0;
+
+          g_assert_true (vgic_values_lookup (state, e->group, e->attr, &v));
+          e->value = v;
+        }
       else if (vgic_attr_low (e->attr) == GICR_TYPER)
         e->value = (e->value & ~GICR_TYPER_PLPIS) | (d->plpis ? GICR_TYPER_PLPIS : 0);
     }
@@ -157,8 +170,9 @@ test_guards_agree_with_destination_check (void)
             g_autoptr (VgicList) reads = fake_save (shape, src_lpis, 5, q, NULL);
             g_autoptr (VgicValues) state = vgic_values_from_reads (reads->entries, reads->len, NULL);
             g_autoptr (VgicList) guards = vgic_validate_guards (shape, state);
-            Destination d = { itlines, dst_lpis };
-            g_autoptr (VgicValues) read = destination (shape, &d, 0x5a5a5a5a00ull * (itlines + 1));
+            Destination d = { itlines, dst_lpis, FALSE, 0 };
+            g_autoptr (VgicValues) read = destination (shape, state, &d,
+                                                       0x5a5a5a5a00ull * (itlines + 1));
             g_autoptr (GError) error = NULL;
             gboolean fits = vgic_validate_destination (shape, state, read, &error);
             gboolean expect = (itlines + 1) * 32 >= irqs[q] && src_lpis == dst_lpis;
@@ -175,6 +189,104 @@ test_guards_agree_with_destination_check (void)
   g_test_message ("%u destinations, %u refused", cases, refused);
   g_assert_cmpuint (refused, >, 0);
   g_assert_cmpuint (refused, <, cases);
+}
+
+/* set_gic_ctlr() of Linux 6.12 (arch/arm64/kvm/vgic-sys-reg-v3.c): does a
+ * vCPU whose ICC_CTLR_EL1 reads @dst take a write of @rec?  Its PRIbits
+ * and IDbits may not be larger, SEIS and A3V must be the host's. */
+static gboolean
+kernel_takes_ctlr (guint64 rec, guint64 dst)
+{
+  const guint64 pri = ICC_CTLR_EL1_PRIBITS_MASK, id = ICC_CTLR_EL1_IDBITS_MASK;
+  const guint64 host = ICC_CTLR_EL1_SEIS | ICC_CTLR_EL1_A3V;
+
+  return (rec & pri) <= (dst & pri) && (rec & id) <= (dst & id) &&
+         (rec & host) == (dst & host);
+}
+
+static guint64
+ctlr_of (guint pri_bits, guint id_bits, gboolean seis, gboolean a3v, guint64 noise)
+{
+  /* CBPR, EOImode, PMHE and the bits above A3V: what the guard ignores */
+  return (noise & 0xf00c3) | (guint64) (pri_bits - 1) << ICC_CTLR_EL1_PRIBITS_SHIFT |
+         (guint64) id_bits << ICC_CTLR_EL1_IDBITS_SHIFT |
+         (seis ? ICC_CTLR_EL1_SEIS : 0) | (a3v ? ICC_CTLR_EL1_A3V : 0);
+}
+
+/* Row 8: every ICC_CTLR_EL1 pair the architecture allows (PRIbits+1 of 5
+ * to 7, IDbits of 16 or 24 bits, SEIS and A3V either way), as record and
+ * as destination: the guards a peer checks, vgicd's own check and the
+ * kernel's rule agree on each, and a refusal names the field. */
+static void
+test_ctlr_guards_agree_with_kernel (void)
+{
+  g_autoptr (VgicShape) shape = shape_new (2, 64);
+  guint cases = 0, refused = 0;
+
+  for (guint rc = 0; rc < 3 * 2 * 4; rc++)
+    for (guint dc = 0; dc < 3 * 2 * 4; dc++)
+      {
+        const guint64 rec = ctlr_of (5 + rc % 3, rc / 3 % 2, rc / 6 & 1, rc / 12 & 1, rc * 0x3f0c3u);
+        const guint64 dst = ctlr_of (5 + dc % 3, dc / 3 % 2, dc / 6 & 1, dc / 12 & 1, dc * 0x5a0c3u);
+        g_autoptr (VgicList) reads = fake_save (shape, TRUE, 5 + rc % 3, rc, NULL);
+        g_autoptr (VgicValues) state = NULL;
+        g_autoptr (VgicList) guards = NULL;
+        g_autoptr (VgicValues) read = NULL;
+        g_autoptr (GError) error = NULL;
+        Destination d = { 31, TRUE, TRUE, dst };
+        gboolean fits;
+
+        /* vCPU 1 carries @rec; vCPU 0 the destination's own value. */
+        for (guint i = 0; i < reads->len; i++)
+          if (reads->entries[i].group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS &&
+              vgic_attr_low (reads->entries[i].attr) == ICC_CTLR_EL1)
+            reads->entries[i].value = vgic_attr_mpidr (reads->entries[i].attr) ? rec : dst;
+        state = vgic_values_from_reads (reads->entries, reads->len, NULL);
+        guards = vgic_validate_guards (shape, state);
+        read = destination (shape, state, &d, 0);
+        fits = vgic_validate_destination (shape, state, read, &error);
+        g_assert_cmpint (guards_hold (guards, read), ==, fits);
+        g_assert_cmpint (fits, ==, kernel_takes_ctlr (rec, dst));
+        cases++;
+        if (fits)
+          continue;
+        refused++;
+        g_assert_error (error, VGICD_ERROR, VGICD_ERROR_KERNEL);
+        g_assert_nonnull (strstr (error->message, "vCPU 1's ICC_CTLR_EL1"));
+        g_assert_true (strstr (error->message, "(PRIbits)") || strstr (error->message, "(IDbits") ||
+                       strstr (error->message, "(SEIS)") || strstr (error->message, "(A3V)"));
+      }
+  g_test_message ("%u pairs, %u refused", cases, refused);
+  g_assert_cmpuint (refused, >, 0);
+  g_assert_cmpuint (refused, <, cases);
+}
+
+/* Row 8's other half: a state whose ICC_SRE_EL1 lacks SRE, which set_gic_sre()
+ * refuses on every kernel, is refused against a VM before any write. */
+static void
+test_sre_refused (void)
+{
+  g_autoptr (VgicShape) shape = shape_new (2, 64);
+  g_autoptr (VgicList) reads = fake_save (shape, TRUE, 5, 3, NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicRecord) record = NULL;
+  g_autoptr (GBytes) bytes = NULL;
+
+  for (guint i = 0; i < reads->len; i++)
+    if (reads->entries[i].group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS &&
+        vgic_attr_low (reads->entries[i].attr) == ICC_SRE_EL1 &&
+        vgic_attr_mpidr (reads->entries[i].attr))
+      reads->entries[i].value = 0x6;
+  bytes = vgic_record_encode (shape, reads->entries, reads->len, &error);
+  g_assert_no_error (error);
+  /* On its own terms (vgicctl dump) the record is fine... */
+  record = vgic_record_parse (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), &error);
+  g_assert_no_error (error);
+  g_assert_true (vgic_validate_record (record, NULL, NULL, &error));
+  /* ... but not for a VM. */
+  g_assert_false (vgic_validate_record (record, shape, NULL, &error));
+  g_assert_error (error, VGICD_ERROR, VGICD_ERROR_BAD_RECORD);
+  g_assert_nonnull (strstr (error->message, "vCPU 1's ICC_SRE_EL1 is 0x6, without SRE"));
 }
 
 /* Entries a record's sender chose so that all of them start their probe
@@ -387,6 +499,8 @@ main (int argc, char **argv)
   g_test_add_func ("/validate/record/other-vm", test_record_other_vm);
   g_test_add_func ("/validate/guards-agree-with-destination-check",
                    test_guards_agree_with_destination_check);
+  g_test_add_func ("/validate/ctlr-guards-agree-with-kernel", test_ctlr_guards_agree_with_kernel);
+  g_test_add_func ("/validate/sre-refused", test_sre_refused);
   g_test_add_func ("/validate/results", test_results);
   g_test_add_func ("/validate/colliding-entries", test_colliding_entries);
   g_test_add_func ("/validate/writes/round-trip", test_writes_round_trip);

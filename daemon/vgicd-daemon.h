@@ -38,8 +38,8 @@ typedef struct {
   char *kernel_batch_source;	/* "start-up probe", "executor of VM foo", ... */
   gboolean kernel_batch_probed;	/* kernel_batch is vgicd's own probe's answer */
   GPtrArray *sessions;		/* VgicdSession *, attached */
-  /* What the next save assumes of round 2: the last save's (or load's)
-   * GICR_TYPER.PLPIS and AP registers per group. */
+  /* What a VM's first save assumes of round 2: the GICR_TYPER.PLPIS and AP
+   * registers per group most attached VMs have (learn_shape()). */
   gboolean guess_plpis;
   guint guess_apr;
   VgicdTotals totals;

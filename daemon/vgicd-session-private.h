@@ -75,6 +75,9 @@ struct _VgicdSession {
   const char *step_via;
   VgicList *guess;	/* save: the guessed round 2 after round 1 */
   VgicList *last_second;	/* round 2 as this VM's last save or load found it */
+  gboolean shape_known;		/* known_*: the shape its last save or load found */
+  gboolean known_plpis;
+  guint known_apr;
   VgicList *first_plan;	/* round 1 of a save: the shape's, planned at attach */
   VgicList *reads;	/* save: everything read so far */
   VgicRecord *record;	/* load: the validated record */

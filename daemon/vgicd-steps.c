@@ -309,12 +309,40 @@ save_done (VgicdSession *s)
   return step_simple (VGICD_ACTION_DONE, key, value);
 }
 
-/* Remember the shape a save or a restore found: the next save guesses it. */
+/* Remember the shape a save or a restore found.  This VM's next save
+ * guesses it (s->last_second); the first save of a VM new to the host
+ * guesses what most attached VMs have.  The values are the peer's to
+ * report, so each session is one vote: a peer that claims an odd shape
+ * moves the host's guess only when its VMs are most of those attached
+ * (and then costs a newcomer's first save one more round, counted), not
+ * with one save.  A tie keeps the guess as it was. */
 static void
 learn_shape (VgicdSession *s, gboolean plpis, guint apr)
 {
-  s->daemon->guess_plpis = plpis;
-  s->daemon->guess_apr = apr;
+  VgicdDaemon *d = s->daemon;
+  guint votes[2][5] = { { 0 } };
+  gboolean best_plpis = d->guess_plpis;
+  guint best_apr = CLAMP (d->guess_apr, 1, 4);
+
+  s->shape_known = TRUE;
+  s->known_plpis = plpis;
+  s->known_apr = CLAMP (apr, 1, 4);
+  for (guint i = 0; i < d->sessions->len; i++)
+    {
+      const VgicdSession *t = g_ptr_array_index (d->sessions, i);
+
+      if (t->shape_known)
+        votes[t->known_plpis ? 1 : 0][t->known_apr]++;
+    }
+  /* s itself, if it is not (or no longer) in the list */
+  if (!g_ptr_array_find (d->sessions, s, NULL))
+    votes[plpis ? 1 : 0][s->known_apr]++;
+  for (guint p = 0; p < 2; p++)
+    for (guint a = 1; a <= 4; a++)
+      if (votes[p][a] > votes[best_plpis ? 1 : 0][best_apr])
+        best_plpis = p, best_apr = a;
+  d->guess_plpis = best_plpis;
+  d->guess_apr = best_apr;
 }
 
 /* Round 1 (and maybe the guessed round 2) was read: finish the save, or
@@ -396,7 +424,7 @@ start_save (VgicdSession *s, gboolean fields)
   if (vgicd_session_mode (s) == VGICD_MODE_OFF)
     return declined (s, "save");
   /* Round 1, then round 2 as this VM's last save (or load) found it, or
-   * as the host's last save did. */
+   * as most VMs on the host have it (learn_shape()). */
   plan = vgic_list_new (s->window->capacity);
   vgic_list_append (plan, s->first_plan->entries, s->first_plan->len);
   if (s->last_second)

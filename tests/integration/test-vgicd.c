@@ -977,6 +977,46 @@ test_guards_refuse_cpu_interface (void)
   }
 }
 
+/* Row 12: the first save of a VM new to the host guesses round 2 from what
+ * most attached VMs have, not from whichever peer saved last.  Three VMs
+ * with an ITS and 5 priority bits, then one peer whose VM claims neither
+ * (no LPIs, 7 priority bits: its values are its own to report): a newcomer
+ * of the common shape still saves in one round.  With the old rule (the
+ * last save's shape) the newcomer read round 2 again. */
+static void
+test_save_guess_is_the_hosts (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape common = { 4, 128, TRUE, 5 }, odd = { 4, 128, FALSE, 7 };
+  VgicSim *sims[5];
+  VgicdClient *clients[5];
+  guint64 rounds;
+
+  for (guint i = 0; i < G_N_ELEMENTS (sims); i++)
+    {
+      const Shape *sh = i == 3 ? &odd : &common;
+      g_autofree char *name = g_strdup_printf ("vm%u", i);
+      g_autoptr (GBytes) record = NULL;
+      g_autoptr (GError) error = NULL;
+
+      sims[i] = make_sim (sh, TRUE);
+      clients[i] = attach (h, sims[i], sh, name);
+      rounds = vgicd_harness_stat (h, "second-rounds");
+      g_assert_true (vgicd_client_save (clients[i], &record, &error));
+      g_assert_no_error (error);
+      g_test_message ("vm%u (%s): second rounds %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT,
+                      i, i == 3 ? "odd" : "common", rounds,
+                      vgicd_harness_stat (h, "second-rounds"));
+      /* Only the odd VM's own first save misses. */
+      g_assert_cmpuint (vgicd_harness_stat (h, "second-rounds"), ==, rounds + (i == 3));
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (sims); i++)
+    {
+      vgicd_client_free (clients[i]);
+      vgic_sim_free (sims[i]);
+    }
+}
+
 /* A fault at write k: the load fails naming the register, vgicd and the
  * QEMU side stay usable. */
 static void
@@ -1770,6 +1810,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/guards-refuse-destination", test_guards_refuse_destination);
   g_test_add_func ("/vgicd/guards-refuse-cpu-interface", test_guards_refuse_cpu_interface);
   g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);
+  g_test_add_func ("/vgicd/save-guess-is-the-hosts", test_save_guess_is_the_hosts);
   g_test_add_func ("/vgicd/peer-not-allowed", test_peer_not_allowed);
   g_test_add_func ("/vgicd/socket-group", test_socket_group);
   g_test_add_func ("/vgicd/vgicd-gone", test_vgicd_gone);

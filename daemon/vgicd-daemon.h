@@ -43,6 +43,10 @@ typedef struct {
   gboolean guess_plpis;
   guint guess_apr;
   VgicdTotals totals;
+  /* Admitted peers closed for what they sent (vgicd-server.c's filter,
+   * which runs on GDBus's worker thread: atomic, read with
+   * g_atomic_int_get()). */
+  gint peers_closed;
   gint64 start_usec;		/* g_get_monotonic_time() at start */
   /* Called after any change the operator API shows (mode, kernel batch,
    * sessions, totals). */

@@ -160,6 +160,7 @@ get_stats (VgicdManager *m)
   T ("bytes-loaded", t->bytes_loaded);
   T ("sessions-total", t->sessions_total);
   T ("refused", t->refused);
+  T ("peers-closed", (guint64) g_atomic_int_get (&d->peers_closed));
   T ("uptime-usec", d->start_usec ? g_get_monotonic_time () - d->start_usec : 0);
 #undef T
   g_variant_builder_add (&b, "{sv}", "sessions",

@@ -27,13 +27,32 @@
  *      (GDBus runs it on a worker thread, with no timeout of its own): at
  *      the deadline it is cancelled and the connection closed.
  *
+ *
  * After the handshake each connection is independent: a slow or stuck peer
  * holds nothing that another needs (all D-Bus I/O is asynchronous, and a
- * session's work is bounded planning and encoding).
+ * session's work is bounded planning and encoding).  What an admitted peer
+ * can still make vgicd keep is bounded by a filter on its connection
+ * (peer_filter(), run by GDBus's worker thread on each whole message,
+ * before it is queued for the main loop).  A peer is closed when it sends
+ *   - file descriptors: the protocol passes none to vgicd;
+ *   - anything but a method call that wants a reply: the protocol has no
+ *     signals and no one-way calls, and vgicd never calls a peer;
+ *   - a call while CALLS_IN_FLIGHT_MAX of its calls are unanswered (a
+ *     conforming peer waits for each answer);
+ *   - a call while OUTQ_MAX bytes of answers wait in its socket unread: a
+ *     peer that sends and does not read would otherwise have GDBus queue
+ *     its answers in vgicd's memory without end.
+ * What the filter cannot see is a message still arriving: GDBus takes the
+ * file descriptors that come with each part of it as it reads, before the
+ * message is whole.  An admitted peer that never finishes a message can
+ * still make vgicd hold descriptors, up to LimitNOFILE= (the unit's);
+ * refusing them at the socket needs SO_PASSRIGHTS (Linux 6.16) or a relay.
  */
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -53,6 +72,9 @@
 #define HANDSHAKE_MS 5000
 #define REFUSAL_LOG_US (10 * G_USEC_PER_SEC)
 #define REFUSAL_UIDS_MAX 256	/* uids whose last refusal is remembered */
+/* An admitted peer's bounds (the theory above). */
+#define CALLS_IN_FLIGHT_MAX 16
+#define OUTQ_MAX (64 * 1024)
 
 struct _VgicdServer {
   VgicdDaemon *daemon;
@@ -81,6 +103,79 @@ typedef struct {
   pid_t pid;
   gulong closed_id;
 } Peer;
+
+/*
+ * What peer_filter() knows of one connection.  It runs on GDBus's worker
+ * thread (incoming messages) and on whichever thread sends (outgoing), so
+ * its counters are atomic; the connection owns it (the filter's user data),
+ * and the socket's fd lives as long as the connection does.
+ */
+typedef struct {
+  int fd;
+  pid_t pid;
+  gint in_flight;	/* calls received and not yet answered */
+  gint closing;		/* set once: the filter has closed the connection */
+  gint *closed_count;	/* the daemon's totals.peers_closed */
+} PeerGuard;
+
+/* Close @connection for @why (once), from the filter's thread. */
+static GDBusMessage *
+guard_close (PeerGuard *g, GDBusConnection *connection, GDBusMessage *message,
+             const char *why)
+{
+  if (g_atomic_int_compare_and_exchange (&g->closing, 0, 1))
+    {
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "MESSAGE", "closed the connection of a peer (pid %d): %s",
+                        (int) g->pid, why);
+      g_atomic_int_inc (g->closed_count);
+      g_dbus_connection_close (connection, NULL, NULL, NULL);
+    }
+  g_object_unref (message);
+  return NULL;
+}
+
+static GDBusMessage *
+peer_filter (GDBusConnection *connection, GDBusMessage *message, gboolean incoming,
+             gpointer data)
+{
+  PeerGuard *g = data;
+  int unread = 0;
+
+  if (!incoming)
+    {
+      GDBusMessageType t = g_dbus_message_get_message_type (message);
+
+      if (t == G_DBUS_MESSAGE_TYPE_METHOD_RETURN || t == G_DBUS_MESSAGE_TYPE_ERROR)
+        g_atomic_int_dec_and_test (&g->in_flight);
+      return message;
+    }
+  if (g_atomic_int_get (&g->closing))
+    {
+      g_object_unref (message);
+      return NULL;
+    }
+  if (g_dbus_message_get_unix_fd_list (message))
+    return guard_close (g, connection, message,
+                        "it sent file descriptors, which vgicd's protocol never passes");
+  if (g_dbus_message_get_message_type (message) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||
+      (g_dbus_message_get_flags (message) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED))
+    return guard_close (g, connection, message,
+                        "it sent a message that is not a call awaiting an answer");
+  if (g_atomic_int_get (&g->in_flight) >= CALLS_IN_FLIGHT_MAX)
+    return guard_close (g, connection, message,
+                        "it sent a call with " G_STRINGIFY (CALLS_IN_FLIGHT_MAX)
+                        " of its calls unanswered");
+  if (ioctl (g->fd, SIOCOUTQ, &unread) == 0 && unread >= OUTQ_MAX)
+    {
+      g_autofree char *why =
+        g_strdup_printf ("it sends calls and does not read the answers (%d bytes unread)",
+                         unread);
+      return guard_close (g, connection, message, why);
+    }
+  g_atomic_int_inc (&g->in_flight);
+  return message;
+}
 
 static void
 peer_free (Peer *p)
@@ -324,6 +419,15 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
   /* The door's credentials: the same socket's SO_PEERCRED. */
   p->uid = pending->uid;
   p->pid = pending->pid;
+  {
+    PeerGuard *g = g_new0 (PeerGuard, 1);
+
+    g->fd = g_socket_get_fd (g_socket_connection_get_socket (pending->stream));
+    g->pid = pending->pid;
+    g->closed_count = &server->daemon->peers_closed;
+    /* Before message processing starts, so no message escapes it. */
+    g_dbus_connection_add_filter (connection, peer_filter, g, g_free);
+  }
   pending_free (pending);
   p->helper = vgicd_dbus_helper1_skeleton_new ();
   g_signal_connect (p->helper, "handle-attach", G_CALLBACK (on_attach), p);

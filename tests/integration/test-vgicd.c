@@ -977,6 +977,207 @@ test_guards_refuse_cpu_interface (void)
   }
 }
 
+/* ------------------------------------------------------------------ */
+/* An admitted peer that does what GDBus would not                    */
+/* ------------------------------------------------------------------ */
+
+/* A D-Bus client on a raw socket, past the handshake (as root, who is on
+ * the harness's AllowUsers): it can send without reading, and send file
+ * descriptors with any message. */
+static int
+raw_peer_connect (VgicdHarness *h)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  g_autofree char *uid = g_strdup_printf ("%u", (guint) getuid ());
+  g_autoptr (GString) auth = g_string_new ("AUTH EXTERNAL ");
+  char buf[256];
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const char *lines[] = { NULL, "NEGOTIATE_UNIX_FD\r\n", "BEGIN\r\n" };
+
+  g_assert_cmpint (fd, >=, 0);
+  g_strlcpy (a.sun_path, h->socket_path, sizeof a.sun_path);
+  g_assert_cmpint (connect (fd, (struct sockaddr *) &a, sizeof a), ==, 0);
+  g_assert_cmpint (send (fd, "", 1, MSG_NOSIGNAL), ==, 1);
+  for (const char *c = uid; *c; c++)
+    g_string_append_printf (auth, "%02x", (guint) (guchar) *c);
+  g_string_append (auth, "\r\n");
+  lines[0] = auth->str;
+  for (guint i = 0; i < G_N_ELEMENTS (lines); i++)
+    {
+      ssize_t n;
+
+      g_assert_cmpint (send (fd, lines[i], strlen (lines[i]), MSG_NOSIGNAL), ==,
+                       (gssize) strlen (lines[i]));
+      if (i == 2)
+        break;
+      n = recv (fd, buf, sizeof buf - 1, 0);
+      g_assert_cmpint (n, >, 0);
+      buf[n] = 0;
+      g_assert_true (g_str_has_prefix (buf, i == 0 ? "OK " : "AGREE_UNIX_FD"));
+    }
+  return fd;
+}
+
+/* A call of Introspect on the helper, serial @serial, as bytes. */
+static guint8 *
+raw_call (guint32 serial, GUnixFDList *fds, gsize *len)
+{
+  g_autoptr (GDBusMessage) m =
+    g_dbus_message_new_method_call (NULL, "/org/vgicd/Helper1",
+                                    "org.freedesktop.DBus.Introspectable", "Introspect");
+  g_autoptr (GError) error = NULL;
+  guint8 *blob;
+
+  g_dbus_message_set_serial (m, serial);
+  if (fds)
+    g_dbus_message_set_unix_fd_list (m, fds);
+  blob = g_dbus_message_to_blob (m, len, G_DBUS_CAPABILITY_FLAGS_UNIX_FD_PASSING, &error);
+  g_assert_no_error (error);
+  return blob;
+}
+
+static guint64
+vgicd_rss_kib (VgicdHarness *h)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int) h->vgicd_pid);
+  g_autofree char *text = NULL;
+  const char *line;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  line = strstr (text, "VmRSS:");
+  g_assert_nonnull (line);
+  return g_ascii_strtoull (line + 6, NULL, 10);
+}
+
+static guint
+vgicd_fd_count (VgicdHarness *h)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", (int) h->vgicd_pid);
+  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+  guint n = 0;
+
+  g_assert_nonnull (dir);
+  while (g_dir_read_name (dir))
+    n++;
+  return n;
+}
+
+/* Did vgicd close @fd's connection?  Reads (and drops) what is there
+ * until EOF, for at most @ms. */
+static gboolean
+raw_peer_closed (int fd, int ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) ms * 1000;
+  char buf[65536];
+
+  while (g_get_monotonic_time () < end)
+    {
+      struct pollfd p = { fd, POLLIN, 0 };
+      ssize_t n;
+
+      if (poll (&p, 1, 100) <= 0)
+        continue;
+      n = recv (fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno == ECONNRESET))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* Rows 3 and 4, for a peer on AllowUsers (the door keeps out the others):
+ * 200,000 calls sent without reading an answer, then a call carrying file
+ * descriptors.  Each peer is closed, vgicd's memory and descriptors stay
+ * where they were, and an honest QEMU attaches and saves meanwhile.  With
+ * the old code the first peer was never closed and vgicd grew by hundreds
+ * of MiB; the second left vgicd holding its descriptors until it closed. */
+static void
+test_admitted_peer_bounds (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) sim = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log = NULL;
+  guint64 rss0, rss1;
+  guint fds0, fds1, sent = 0;
+  gsize len;
+  int fd;
+
+  c = attach (h, sim, s, "honest");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  rss0 = vgicd_rss_kib (h);
+  fds0 = vgicd_fd_count (h);
+
+  /* A flood, never read. */
+  fd = raw_peer_connect (h);
+  for (sent = 0; sent < 200000; sent++)
+    {
+      g_autofree guint8 *blob = raw_call (sent + 1, NULL, &len);
+
+      if (send (fd, blob, len, MSG_NOSIGNAL) < 0)
+        break;	/* EPIPE: vgicd closed it */
+    }
+  g_assert_true (raw_peer_closed (fd, 10000));
+  close (fd);
+  rss1 = vgicd_rss_kib (h);
+  g_test_message ("flood: %u calls sent before vgicd closed the peer; RSS %" G_GUINT64_FORMAT
+                  " -> %" G_GUINT64_FORMAT " KiB", sent, rss0, rss1);
+  g_assert_cmpuint (rss1, <, rss0 + 32 * 1024);
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+
+  /* File descriptors with a call: 200 of them. */
+  {
+    g_autoptr (GUnixFDList) list = g_unix_fd_list_new ();
+    g_autofree guint8 *blob = NULL;
+    g_autofree int *raw = NULL;
+    char cbuf[CMSG_SPACE (200 * sizeof (int))];
+    struct iovec iov;
+    struct msghdr mh = { 0 };
+    struct cmsghdr *cm;
+    int n;
+
+    for (guint i = 0; i < 200; i++)
+      g_unix_fd_list_append (list, 0, NULL);
+    raw = g_unix_fd_list_steal_fds (list, &n);
+    list = g_unix_fd_list_new_from_array (raw, n);	/* owns them now */
+    raw = NULL;
+    blob = raw_call (1, list, &len);
+    fd = raw_peer_connect (h);
+    iov = (struct iovec) { blob, len };
+    mh.msg_iov = &iov, mh.msg_iovlen = 1;
+    mh.msg_control = cbuf, mh.msg_controllen = sizeof cbuf;
+    cm = CMSG_FIRSTHDR (&mh);
+    cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN (200 * sizeof (int));
+    memcpy (CMSG_DATA (cm), g_unix_fd_list_peek_fds (list, NULL), 200 * sizeof (int));
+    g_assert_cmpint (sendmsg (fd, &mh, MSG_NOSIGNAL), ==, (gssize) len);
+    g_assert_true (raw_peer_closed (fd, 10000));
+    close (fd);
+  }
+  fds1 = vgicd_fd_count (h);
+  g_test_message ("fds: vgicd holds %u descriptors before, %u after", fds0, fds1);
+  g_assert_cmpuint (fds1, <=, fds0);
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+
+  g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, 2);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  {
+    g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
+
+    for (guint i = 0; lines[i]; i++)
+      if (strstr (lines[i], "closed the connection of a peer"))
+        g_test_message ("vgicd: %s", lines[i]);
+  }
+  /* Which of the two bounds a flood meets first depends on how far the
+   * main loop lags behind GDBus's reader. */
+  g_assert_true (strstr (log, "does not read the answers") || strstr (log, "unanswered"));
+  g_assert_nonnull (strstr (log, "it sent file descriptors"));
+}
+
 /* Row 12: the first save of a VM new to the host guesses round 2 from what
  * most attached VMs have, not from whichever peer saved last.  Three VMs
  * with an ITS and 5 priority bits, then one peer whose VM claims neither
@@ -1806,6 +2007,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/report-error-not-errno", test_report_error_not_errno);
   g_test_add_func ("/vgicd/attach-names", test_attach_names);
   g_test_add_func ("/vgicd/door-bounds", test_door_bounds);
+  g_test_add_func ("/vgicd/admitted-peer-bounds", test_admitted_peer_bounds);
   g_test_add_func ("/vgicd/refused-records-change-nothing", test_refused_records_change_nothing);
   g_test_add_func ("/vgicd/guards-refuse-destination", test_guards_refuse_destination);
   g_test_add_func ("/vgicd/guards-refuse-cpu-interface", test_guards_refuse_cpu_interface);

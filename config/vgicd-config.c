@@ -86,6 +86,8 @@ config_defaults (const char *path)
   config->client_timeout = VGICD_DEFAULT_CLIENT_TIMEOUT;
   config->max_sessions = VGICD_DEFAULT_MAX_SESSIONS;
   config->max_sessions_per_user = VGICD_DEFAULT_MAX_SESSIONS;
+  config->max_vcpus = VGICD_DEFAULT_MAX_VCPUS;
+  config->max_session_memory = VGICD_DEFAULT_MAX_SESSION_MEMORY;
   return config;
 }
 
@@ -269,7 +271,11 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
   if (!read_uint (file, path, "MaxSessions", 1, VGICD_MAX_MAX_SESSIONS, "number",
                   &config->max_sessions, error) ||
       !read_uint (file, path, "MaxSessionsPerUser", 1, VGICD_MAX_MAX_SESSIONS, "number",
-                  &config->max_sessions_per_user, error))
+                  &config->max_sessions_per_user, error) ||
+      !read_uint (file, path, "MaxVcpus", 1, VGICD_MAX_MAX_VCPUS, "number", &config->max_vcpus,
+                  error) ||
+      !read_uint (file, path, "MaxSessionMemory", 16, VGICD_MAX_MAX_SESSION_MEMORY,
+                  "number of MiB", &config->max_session_memory, error))
     return FALSE;
   if (!vgicd_config_read_bool (file, path, GROUP, "Probe", &config->probe, &found, error) ||
       !vgicd_config_read_bool (file, path, GROUP, "Record", &config->record, &found, error))

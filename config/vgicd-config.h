@@ -21,6 +21,14 @@
  * plan, its window and its state (up to about 6 MiB at 4,096 vCPUs). */
 #define VGICD_DEFAULT_MAX_SESSIONS 1024
 #define VGICD_MAX_MAX_SESSIONS 65536
+/* vCPUs per attached VM: KVM's own limit on arm64 (KVM_MAX_VCPUS, 512 in
+ * Linux 6.1 and 6.12) by default; the shape code takes up to 4,096. */
+#define VGICD_DEFAULT_MAX_VCPUS 512
+#define VGICD_MAX_MAX_VCPUS 4096	/* VGIC_MAX_VCPUS (asserted in vgicd) */
+/* What the attached VMs' windows, plans and states may take together, in
+ * MiB (vgicd_session_footprint()).  The unit's MemoryMax= is above it. */
+#define VGICD_DEFAULT_MAX_SESSION_MEMORY 512
+#define VGICD_MAX_MAX_SESSION_MEMORY 65536
 
 typedef enum {
   VGICD_MODE_AUTO,	/* batch when the kernel has it, else one by one */
@@ -61,13 +69,16 @@ typedef struct {
   guint client_timeout;	/* [vgicd] ClientTimeout= ms, for libvgicd's calls */
   guint max_sessions;	/* [vgicd] MaxSessions= on the host */
   guint max_sessions_per_user;	/* [vgicd] MaxSessionsPerUser= per QEMU uid */
+  guint max_vcpus;	/* [vgicd] MaxVcpus= per attached VM */
+  guint max_session_memory;	/* [vgicd] MaxSessionMemory= MiB, all sessions */
 } VgicdConfig;
 
 /**
  * vgicd_config_load() - read @path; a missing file gives the defaults
  * (Mode=auto, Socket=/run/vgicd/vgicd.sock, SocketGroup=kvm,
  * AllowUsers=root;libvirt-qemu, Probe=true, ClientTimeout=250,
- * MaxSessions=1024, MaxSessionsPerUser=1024).  A file
+ * MaxSessions=1024, MaxSessionsPerUser=1024, MaxVcpus=512,
+ * MaxSessionMemory=512).  A file
  * that exists but does not parse, or holds an unknown mode, is an error
  * that names the file, the key and the accepted values.
  */

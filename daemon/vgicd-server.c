@@ -53,6 +53,7 @@
 #include <pwd.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -87,6 +88,7 @@ struct _VgicdServer {
   GPtrArray *pending;	/* Pending *: admitted, handshake not finished */
   GPtrArray *peers;	/* Peer * */
   GHashTable *refusals;	/* uid -> Refusal *: the door's log limit */
+  guint fd_room;	/* sessions_fd_room(), at start */
 };
 
 typedef struct {
@@ -209,6 +211,27 @@ user_name (uid_t uid)
   return pw ? g_strdup (pw->pw_name) : g_strdup_printf ("%u", (guint) uid);
 }
 
+/* The sessions this process's descriptor limit (RLIMIT_NOFILE, the unit's
+ * LimitNOFILE=) has room for: each holds FDS_PER_SESSION (its connection,
+ * its window, its step channel), and FDS_RESERVED stay for the door's
+ * pending connections, the bus, the listening socket and the journal.  So
+ * a MaxSessions= above what the limit allows is met by a refused attach,
+ * not by an accept() failing for lack of descriptors. */
+#define FDS_PER_SESSION 3
+#define FDS_RESERVED (PENDING_MAX + 64)
+
+static guint
+sessions_fd_room (void)
+{
+  struct rlimit r;
+
+  if (getrlimit (RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY)
+    return G_MAXUINT;
+  if (r.rlim_cur <= FDS_RESERVED + FDS_PER_SESSION)
+    return 1;
+  return (guint) MIN ((r.rlim_cur - FDS_RESERVED) / FDS_PER_SESSION, G_MAXUINT);
+}
+
 /* MaxSessions= and MaxSessionsPerUser=: whether one more session fits. */
 static gboolean
 session_room (VgicdServer *server, uid_t uid, GError **error)
@@ -227,6 +250,10 @@ session_room (VgicdServer *server, uid_t uid, GError **error)
     g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
                  "vgicd has %u sessions, its limit (MaxSessions=%u); this VM saves "
                  "and loads by QEMU's own path", all, config->max_sessions);
+  else if (all >= server->fd_room)
+    g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                 "vgicd has %u sessions, as many as its file descriptor limit allows "
+                 "(LimitNOFILE=); this VM saves and loads by QEMU's own path", all);
   else if (mine >= config->max_sessions_per_user)
     g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
                  "uid %u has %u sessions, its limit (MaxSessionsPerUser=%u); this VM saves "
@@ -288,6 +315,17 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
   p->session = vgicd_session_new (server->daemon, p->connection, vm, p->uid, p->pid, &error);
+  if (!p->session && g_error_matches (error, VGICD_ERROR, VGICD_ERROR_LIMIT))
+    {
+      /* MaxVcpus=, MaxSessionMemory= */
+      server->daemon->totals.refused++;
+      vgicd_daemon_changed (server->daemon);
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "MESSAGE", "refused an attach (pid %d): %s", (int) p->pid,
+                        error->message);
+      g_dbus_method_invocation_return_dbus_error (inv, VGICD_DBUS_ERROR_LIMIT, error->message);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
   if (!p->session)
     {
       g_dbus_method_invocation_return_dbus_error (inv, "org.freedesktop.DBus.Error.InvalidArgs",
@@ -680,6 +718,12 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
   server->pending = g_ptr_array_new ();
   server->refusals = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   server->observer = g_dbus_auth_observer_new ();
+  server->fd_room = sessions_fd_room ();
+  if (server->fd_room < daemon->config->max_sessions)
+    g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                      "MESSAGE", "the file descriptor limit (LimitNOFILE=) leaves room for %u "
+                      "sessions, fewer than MaxSessions=%u: attaches beyond are refused",
+                      server->fd_room, daemon->config->max_sessions);
   g_signal_connect (server->observer, "allow-mechanism", G_CALLBACK (on_allow_mechanism), NULL);
 
   if (n > 1)

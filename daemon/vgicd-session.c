@@ -188,6 +188,46 @@ parse_vm (VgicdSession *s, GVariant *vm, GError **error)
   return s->shape != NULL;
 }
 
+/* MaxVcpus= takes what the shape code does. */
+G_STATIC_ASSERT (VGICD_MAX_MAX_VCPUS == VGIC_MAX_VCPUS);
+
+/* vgicd_session_footprint() of a session whose window has @capacity
+ * entries. */
+static gsize
+footprint_of (guint32 capacity)
+{
+  return 3 * (gsize) capacity * sizeof (struct kvm_vgic_batch_entry);
+}
+
+/* MaxVcpus= and MaxSessionMemory=: may a VM of @vcpus, whose session would
+ * hold @footprint bytes, attach besides the sessions there are? */
+static gboolean
+within_limits (VgicdDaemon *daemon, guint vcpus, gsize footprint, GError **error)
+{
+  const VgicdConfig *config = daemon->config;
+  guint64 used = 0;
+
+  if (vcpus > config->max_vcpus)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_LIMIT,
+                   "the VM has %u vCPUs, more than this host's limit (MaxVcpus=%u); it saves "
+                   "and loads by QEMU's own path", vcpus, config->max_vcpus);
+      return FALSE;
+    }
+  for (guint i = 0; i < daemon->sessions->len; i++)
+    used += vgicd_session_footprint (g_ptr_array_index (daemon->sessions, i));
+  if (used + footprint > (guint64) config->max_session_memory << 20)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_LIMIT,
+                   "the attached VMs may hold %.2f MiB and this one %.2f MiB more, over "
+                   "this host's limit (MaxSessionMemory=%u MiB); it saves and loads by "
+                   "QEMU's own path", used / 1048576.0, footprint / 1048576.0,
+                   config->max_session_memory);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 VgicdSession *
 vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *vm,
                    uid_t uid, pid_t pid, GError **error)
@@ -210,6 +250,12 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
    * which the count includes, and one per vCPU; a save, even with its
    * guessed round 2, is smaller; so is its record). */
   capacity = vgic_plan_restore_count (s->shape, TRUE, 4) + s->shape->nr_vcpus + 8;
+  /* The host's limits, before anything is allocated for the VM. */
+  if (!within_limits (daemon, s->shape->nr_vcpus, footprint_of (capacity), error))
+    {
+      vgicd_session_free (s);
+      return NULL;
+    }
   s->window = vgicd_window_new (capacity, error);
   if (!s->window)
     {
@@ -326,6 +372,12 @@ int
 vgicd_session_get_window_fd (VgicdSession *s)
 {
   return s->window->fd;
+}
+
+gsize
+vgicd_session_footprint (VgicdSession *s)
+{
+  return footprint_of (s->window->capacity);
 }
 
 GVariant *

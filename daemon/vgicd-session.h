@@ -35,6 +35,14 @@ void vgicd_session_refresh_policy (VgicdSession *session);
 int vgicd_session_get_window_fd (VgicdSession *session);
 
 /**
+ * vgicd_session_footprint() - the memory a session may come to hold, in
+ * bytes: its window, and about as much again twice over for its plans,
+ * the state it saved or loaded and that state's record (each at most the
+ * window's entries).  An estimate from above, for MaxSessionMemory=.
+ */
+gsize vgicd_session_footprint (VgicdSession *session);
+
+/**
  * vgicd_session_take_peer_channel() - the peer's end of the step channel,
  * for Attach to pass on (the caller owns it), or -1 if the peer did not ask
  * for one

@@ -86,4 +86,5 @@ typedef enum {
   VGICD_ERROR_REGISTER_SET,	/* missing / duplicate / unexpected register */
   VGICD_ERROR_KERNEL,		/* the kernel's answers do not fit */
   VGICD_ERROR_FAILED,		/* anything else */
+  VGICD_ERROR_LIMIT,		/* over a limit of the host's configuration */
 } VgicdError;

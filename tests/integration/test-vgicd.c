@@ -784,6 +784,56 @@ test_session_limits (void)
     attach_refused (h, sim, s, "uid 0 has 1 sessions, its limit (MaxSessionsPerUser=1)");
     g_clear_pointer (&c[0], vgicd_client_free);
   }
+  {
+    /* vCPUs per VM: the 4-vCPU VM is refused, a 1-vCPU one is not. */
+    g_autoptr (VgicdHarness) h =
+      vgicd_harness_start (vgicd_bin, policy, "Mode=auto\nAllowUsers=root\nMaxVcpus=2\n",
+                           &error);
+    g_autoptr (VgicSim) small = make_sim (&shapes[0], FALSE);
+
+    g_assert_no_error (error);
+    attach_refused (h, sim, s, "the VM has 4 vCPUs, more than this host's limit (MaxVcpus=2)");
+    c[0] = attach (h, small, &shapes[0], "small");
+    g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, 1);
+    g_clear_pointer (&c[0], vgicd_client_free);
+  }
+  {
+    /* Memory: 64-vCPU VMs attach until their sessions would pass 16 MiB;
+     * the next is refused with the figures, and vgicd serves the rest. */
+    const Shape *big = &shapes[3];
+    g_autoptr (VgicdHarness) h =
+      vgicd_harness_start (vgicd_bin, policy,
+                           "Mode=auto\nAllowUsers=root\nMaxSessionMemory=16\n", &error);
+    g_autoptr (VgicSim) bsim = make_sim (big, TRUE);
+    g_autoptr (GPtrArray) clients = g_ptr_array_new_with_free_func ((GDestroyNotify) vgicd_client_free);
+    g_autoptr (GBytes) record = NULL;
+
+    g_assert_no_error (error);
+    for (;;)
+      {
+        g_autoptr (GError) e2 = NULL;
+        g_autofree guint32 *mpidrs = g_new (guint32, big->vcpus);
+        VgicdClient *cl = vgicd_client_connect (h->address, 0, &e2);
+
+        g_assert_no_error (e2);
+        for (guint v = 0; v < big->vcpus; v++)
+          mpidrs[v] = vgic_sim_get_mpidr (bsim, v);
+        if (!vgicd_client_attach (cl, vgic_sim_get_fd (bsim), "big", NULL, big->irqs,
+                                  big->vcpus, mpidrs, &e2))
+          {
+            g_test_message ("after %u sessions: %s", clients->len, e2->message);
+            g_assert_error (e2, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DENIED);
+            g_assert_nonnull (strstr (e2->message, "(MaxSessionMemory=16 MiB)"));
+            vgicd_client_free (cl);
+            break;
+          }
+        g_ptr_array_add (clients, cl);
+        g_assert_cmpuint (clients->len, <, 200);
+      }
+    g_assert_cmpuint (clients->len, >, 1);
+    g_assert_true (vgicd_client_save (g_ptr_array_index (clients, 0), &record, &error));
+    g_assert_no_error (error);
+  }
 }
 
 /* Mode off: saves are declined (QEMU keeps its own path); loads still serve. */

@@ -56,6 +56,8 @@ test_missing_file_gives_defaults (void)
   g_assert_cmpstr (c->allow_users[0], ==, "root");
   g_assert_cmpstr (c->allow_users[1], ==, "libvirt-qemu");
   g_assert_true (c->probe);
+  g_assert_cmpuint (c->max_vcpus, ==, 512);
+  g_assert_cmpuint (c->max_session_memory, ==, 512);
 }
 
 static void
@@ -64,7 +66,7 @@ test_all_keys (void)
   g_autofree char *path = write_config ("all.conf",
     "# comment\n[vgicd]\nMode=off\nSocket=/tmp/x.sock\nSocketGroup= qemu \n"
     "AllowUsers=alice; bob\nProbe=false\nRecord=true\nMaxSessions=10\n"
-    "MaxSessionsPerUser= 3\n");
+    "MaxSessionsPerUser= 3\nMaxVcpus=160\nMaxSessionMemory=64\n");
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicdConfig) c = vgicd_config_load (path, &error);
 
@@ -78,6 +80,8 @@ test_all_keys (void)
   g_assert_false (c->probe);
   g_assert_true (c->record);
   g_assert_cmpuint (c->max_sessions, ==, 10);
+  g_assert_cmpuint (c->max_vcpus, ==, 160);
+  g_assert_cmpuint (c->max_session_memory, ==, 64);
   g_assert_cmpuint (c->max_sessions_per_user, ==, 3);
 }
 
@@ -125,6 +129,10 @@ test_bad_probe_and_syntax (void)
   g_autofree char *p4 = write_config ("nogroup.conf", "[vgicd]\nSocketGroup= \n");
   g_autofree char *p5 = write_config ("record.conf", "[vgicd]\nRecord=sometimes\n");
   g_autofree char *p6 = write_config ("sessions.conf", "[vgicd]\nMaxSessions=0\n");
+  g_autofree char *p7 = write_config ("vcpus.conf", "[vgicd]\nMaxVcpus=4097\n");
+  g_autofree char *p8 = write_config ("memory.conf", "[vgicd]\nMaxSessionMemory=8\n");
+  g_autoptr (GError) e8 = NULL;
+  g_autoptr (GError) e7 = NULL;
   g_autoptr (GError) e6 = NULL;
   g_autoptr (GError) e5 = NULL;
   g_autoptr (GError) e4 = NULL;
@@ -145,6 +153,10 @@ test_bad_probe_and_syntax (void)
 
   g_assert_null (vgicd_config_load (p6, &e6));
   g_assert_nonnull (strstr (e6->message, "MaxSessions=0 is not a number in 1..65536"));
+  g_assert_null (vgicd_config_load (p7, &e7));
+  g_assert_nonnull (strstr (e7->message, "MaxVcpus=4097 is not a number in 1..4096"));
+  g_assert_null (vgicd_config_load (p8, &e8));
+  g_assert_nonnull (strstr (e8->message, "MaxSessionMemory=8 is not a number of MiB in 16..65536"));
 
   g_assert_null (vgicd_config_load (p4, &e4));
   g_assert_nonnull (strstr (e4->message, "SocketGroup= is empty"));

@@ -299,6 +299,11 @@ c_unprivileged() {
 	expect_match "no new privileges" "$status" '^NoNewPrivs:\s+1$'
 	expect_match "seccomp filter" "$status" '^Seccomp:\s+2$'
 	in_ct systemd-analyze security vgicd.service --no-pager | tail -1 | sed 's/^/   (booted) /'
+	# The unit's resource limits reach the running process and its cgroup.
+	expect_match "descriptor limit" "$(in_ct cat "/proc/$pid/limits")" \
+		'^Max open files\s+8192\s+8192\s+files'
+	expect "MemoryMax" "$(in_ct systemctl show -P MemoryMax vgicd.service)" 1073741824
+	expect "TasksMax" "$(in_ct systemctl show -P TasksMax vgicd.service)" 512
 }
 
 c_vgicctl_root() {

@@ -88,6 +88,9 @@ config_defaults (const char *path)
   config->max_sessions_per_user = VGICD_DEFAULT_MAX_SESSIONS;
   config->max_vcpus = VGICD_DEFAULT_MAX_VCPUS;
   config->max_session_memory = VGICD_DEFAULT_MAX_SESSION_MEMORY;
+  config->max_handshakes = VGICD_DEFAULT_MAX_HANDSHAKES;
+  config->max_handshakes_per_process = VGICD_DEFAULT_MAX_HANDSHAKES_PER_PROCESS;
+  config->handshake_timeout = VGICD_DEFAULT_HANDSHAKE_TIMEOUT;
   return config;
 }
 
@@ -275,7 +278,14 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
       !read_uint (file, path, "MaxVcpus", 1, VGICD_MAX_MAX_VCPUS, "number", &config->max_vcpus,
                   error) ||
       !read_uint (file, path, "MaxSessionMemory", 16, VGICD_MAX_MAX_SESSION_MEMORY,
-                  "number of MiB", &config->max_session_memory, error))
+                  "number of MiB", &config->max_session_memory, error) ||
+      !read_uint (file, path, "MaxHandshakes", 1, VGICD_MAX_MAX_HANDSHAKES, "number",
+                  &config->max_handshakes, error) ||
+      !read_uint (file, path, "MaxHandshakesPerProcess", 1, VGICD_MAX_MAX_HANDSHAKES, "number",
+                  &config->max_handshakes_per_process, error) ||
+      !read_uint (file, path, "HandshakeTimeout", VGICD_MIN_HANDSHAKE_TIMEOUT,
+                  VGICD_MAX_HANDSHAKE_TIMEOUT, "number of milliseconds",
+                  &config->handshake_timeout, error))
     return FALSE;
   if (!vgicd_config_read_bool (file, path, GROUP, "Probe", &config->probe, &found, error) ||
       !vgicd_config_read_bool (file, path, GROUP, "Record", &config->record, &found, error))

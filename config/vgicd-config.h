@@ -28,6 +28,14 @@
 /* What the attached VMs' windows, plans and states may take together, in
  * MiB (vgicd_session_footprint()).  The unit's MemoryMax= is above it. */
 #define VGICD_DEFAULT_MAX_SESSION_MEMORY 512
+/* The door (vgicd-server.c): connections in their D-Bus handshake, on the
+ * host and per process, and how long each may take. */
+#define VGICD_DEFAULT_MAX_HANDSHAKES 128
+#define VGICD_DEFAULT_MAX_HANDSHAKES_PER_PROCESS 32
+#define VGICD_MAX_MAX_HANDSHAKES 1024
+#define VGICD_DEFAULT_HANDSHAKE_TIMEOUT 5000
+#define VGICD_MIN_HANDSHAKE_TIMEOUT 100
+#define VGICD_MAX_HANDSHAKE_TIMEOUT 60000
 #define VGICD_MAX_MAX_SESSION_MEMORY 65536
 
 typedef enum {
@@ -71,6 +79,9 @@ typedef struct {
   guint max_sessions_per_user;	/* [vgicd] MaxSessionsPerUser= per QEMU uid */
   guint max_vcpus;	/* [vgicd] MaxVcpus= per attached VM */
   guint max_session_memory;	/* [vgicd] MaxSessionMemory= MiB, all sessions */
+  guint max_handshakes;	/* [vgicd] MaxHandshakes= on the host */
+  guint max_handshakes_per_process;	/* [vgicd] MaxHandshakesPerProcess= */
+  guint handshake_timeout;	/* [vgicd] HandshakeTimeout= ms */
 } VgicdConfig;
 
 /**
@@ -78,7 +89,8 @@ typedef struct {
  * (Mode=auto, Socket=/run/vgicd/vgicd.sock, SocketGroup=kvm,
  * AllowUsers=root;libvirt-qemu, Probe=true, ClientTimeout=250,
  * MaxSessions=1024, MaxSessionsPerUser=1024, MaxVcpus=512,
- * MaxSessionMemory=512).  A file
+ * MaxSessionMemory=512, MaxHandshakes=128, MaxHandshakesPerProcess=32,
+ * HandshakeTimeout=5000).  A file
  * that exists but does not parse, or holds an unknown mode, is an error
  * that names the file, the key and the accepted values.
  */

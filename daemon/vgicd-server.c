@@ -20,10 +20,12 @@
  *      journal.  AllowUsers is checked again at Attach (a reload may have
  *      changed it since).
  *   2. An admitted connection is "pending" until its D-Bus handshake ends:
- *      at most PENDING_MAX on the host and PENDING_PER_PID per process,
+ *      at most MaxHandshakes= on the host and MaxHandshakesPerProcess=
+ *      per process (128 and 32 by default),
  *      so one QEMU's silent connections cannot take the places of
  *      another's; over the bound, it is closed and counted.
- *   3. Each pending connection has HANDSHAKE_MS to finish its handshake
+ *   3. Each pending connection has HandshakeTimeout= (5 s) to finish its
+ *      handshake
  *      (GDBus runs it on a worker thread, with no timeout of its own): at
  *      the deadline it is cancelled and the connection closed.
  *
@@ -67,10 +69,7 @@
 #include "vgicd/protocol.h"
 
 
-/* The door's bounds (the theory above). */
-#define PENDING_MAX 128
-#define PENDING_PER_PID 32
-#define HANDSHAKE_MS 5000
+/* The door's bounds are configuration keys (the theory above). */
 #define REFUSAL_LOG_US (10 * G_USEC_PER_SEC)
 #define REFUSAL_UIDS_MAX 256	/* uids whose last refusal is remembered */
 /* An admitted peer's bounds (the theory above). */
@@ -218,7 +217,7 @@ user_name (uid_t uid)
  * a MaxSessions= above what the limit allows is met by a refused attach,
  * not by an accept() failing for lack of descriptors. */
 #define FDS_PER_SESSION 3
-#define FDS_RESERVED (PENDING_MAX + 64)
+#define FDS_RESERVED (VGICD_MAX_MAX_HANDSHAKES + 64)
 
 static guint
 sessions_fd_room (void)
@@ -377,9 +376,10 @@ typedef struct {
   VgicdServer *server;	/* NULL once the server is gone */
   GSocketConnection *stream;
   GSource *first_byte;	/* until the first byte */
-  GSource *deadline;	/* HANDSHAKE_MS after accept() */
+  GSource *deadline;	/* HandshakeTimeout= after accept() */
   GCancellable *cancel;	/* the handshake */
   gboolean handshake_running;
+  guint timeout_ms;	/* HandshakeTimeout= when it was admitted */
   uid_t uid;
   pid_t pid;
 } Pending;
@@ -524,7 +524,7 @@ on_deadline (gpointer data)
   g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
                     "MESSAGE", "a peer (pid %d) %s within %d ms; closed", (int) p->pid,
                     p->handshake_running ? "did not finish its D-Bus handshake" : "sent nothing",
-                    HANDSHAKE_MS);
+                    p->timeout_ms);
   pending_drop (p);	/* a running handshake is cancelled */
   return G_SOURCE_REMOVE;
 }
@@ -589,9 +589,9 @@ on_incoming (GSocketService *service, GSocketConnection *stream, GObject *source
 
   if (!creds || !uid_allowed (server, uid))
     why = "not allowed";
-  else if (server->pending->len >= PENDING_MAX)
+  else if (server->pending->len >= server->daemon->config->max_handshakes)
     why = "too many connections in their handshake on this host";
-  else if (pending_of_pid (server, pid) >= PENDING_PER_PID)
+  else if (pending_of_pid (server, pid) >= server->daemon->config->max_handshakes_per_process)
     why = "too many connections of this process in their handshake";
   if (why)
     {
@@ -609,7 +609,8 @@ on_incoming (GSocketService *service, GSocketConnection *stream, GObject *source
   p->first_byte = g_socket_create_source (sock, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
   g_source_set_callback (p->first_byte, G_SOURCE_FUNC (on_first_byte), p, NULL);
   g_source_attach (p->first_byte, NULL);
-  p->deadline = g_timeout_source_new (HANDSHAKE_MS);
+  p->timeout_ms = server->daemon->config->handshake_timeout;
+  p->deadline = g_timeout_source_new (p->timeout_ms);
   g_source_set_callback (p->deadline, on_deadline, p, NULL);
   g_source_attach (p->deadline, NULL);
   g_ptr_array_add (server->pending, p);

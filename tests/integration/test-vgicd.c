@@ -492,16 +492,22 @@ test_attach_names (void)
 }
 
 /* The door's bounds, against a real vgicd: another process (a child, so
- * its own pid) opens 40 connections and says nothing.  32 are admitted
- * (the bound per process), the other 8 are closed at once and counted as
- * refused; meanwhile a QEMU of another process attaches and saves; and the
- * silent 32 are closed when their handshake time (5 s) is up, which the
- * child sees as end of file on every one (it waits up to 30 s). */
+ * its own pid) opens 40 connections and says nothing.  12 are admitted
+ * (MaxHandshakesPerProcess=12), the other 28 are closed at once and
+ * counted as refused; meanwhile a QEMU of another process attaches and
+ * saves; and the silent 12 are closed when their handshake time
+ * (HandshakeTimeout=1500) is up, which the child sees as end of file on
+ * every one (it waits up to 30 s). */
 #define SILENT 40
 static void
 test_door_bounds (void)
 {
-  g_autoptr (VgicdHarness) h = harness ("auto");
+  g_autoptr (GError) herr = NULL;
+  /* The door's bounds are keys: 12 per process here, 1.5 s each. */
+  g_autoptr (VgicdHarness) h =
+    vgicd_harness_start (vgicd_bin, policy,
+                         "Mode=auto\nAllowUsers=root\nMaxHandshakesPerProcess=12\n"
+                         "HandshakeTimeout=1500\n", &herr);
   const Shape *s = &shapes[1];
   g_autoptr (VgicSim) sim = make_sim (s, FALSE);
   g_autoptr (VgicdClient) c = NULL;
@@ -513,6 +519,7 @@ test_door_bounds (void)
   char byte;
   pid_t child;
 
+  g_assert_no_error (herr);
   g_assert_cmpuint (strlen (h->socket_path), <, sizeof sa.sun_path);
   strcpy (sa.sun_path, h->socket_path);
   g_assert_cmpint (pipe (ready), ==, 0);
@@ -560,11 +567,11 @@ test_door_bounds (void)
   g_assert_cmpint (waitpid (child, &status, 0), ==, child);
   g_assert_true (WIFEXITED (status));
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);
-  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, SILENT - 32);
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, SILENT - 12);
   g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
   g_assert_nonnull (strstr (log, "too many connections of this process in their handshake"));
-  g_assert_nonnull (strstr (log, "sent nothing within 5000 ms; closed"));
-  /* One refusal line for the 8: the rest were counted, not logged. */
+  g_assert_nonnull (strstr (log, "sent nothing within 1500 ms; closed"));
+  /* One refusal line for the 28: the rest were counted, not logged. */
   g_assert_null (strstr (strstr (log, "too many connections of this process") + 1,
                          "too many connections of this process"));
 }

@@ -66,7 +66,8 @@ test_all_keys (void)
   g_autofree char *path = write_config ("all.conf",
     "# comment\n[vgicd]\nMode=off\nSocket=/tmp/x.sock\nSocketGroup= qemu \n"
     "AllowUsers=alice; bob\nProbe=false\nRecord=true\nMaxSessions=10\n"
-    "MaxSessionsPerUser= 3\nMaxVcpus=160\nMaxSessionMemory=64\n");
+    "MaxSessionsPerUser= 3\nMaxVcpus=160\nMaxSessionMemory=64\nMaxHandshakes=64\n"
+    "MaxHandshakesPerProcess=4\nHandshakeTimeout=700\n");
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicdConfig) c = vgicd_config_load (path, &error);
 
@@ -82,6 +83,9 @@ test_all_keys (void)
   g_assert_cmpuint (c->max_sessions, ==, 10);
   g_assert_cmpuint (c->max_vcpus, ==, 160);
   g_assert_cmpuint (c->max_session_memory, ==, 64);
+  g_assert_cmpuint (c->max_handshakes, ==, 64);
+  g_assert_cmpuint (c->max_handshakes_per_process, ==, 4);
+  g_assert_cmpuint (c->handshake_timeout, ==, 700);
   g_assert_cmpuint (c->max_sessions_per_user, ==, 3);
 }
 
@@ -131,6 +135,8 @@ test_bad_probe_and_syntax (void)
   g_autofree char *p6 = write_config ("sessions.conf", "[vgicd]\nMaxSessions=0\n");
   g_autofree char *p7 = write_config ("vcpus.conf", "[vgicd]\nMaxVcpus=4097\n");
   g_autofree char *p8 = write_config ("memory.conf", "[vgicd]\nMaxSessionMemory=8\n");
+  g_autofree char *p9 = write_config ("door.conf", "[vgicd]\nHandshakeTimeout=50\n");
+  g_autoptr (GError) e9 = NULL;
   g_autoptr (GError) e8 = NULL;
   g_autoptr (GError) e7 = NULL;
   g_autoptr (GError) e6 = NULL;
@@ -157,6 +163,9 @@ test_bad_probe_and_syntax (void)
   g_assert_nonnull (strstr (e7->message, "MaxVcpus=4097 is not a number in 1..4096"));
   g_assert_null (vgicd_config_load (p8, &e8));
   g_assert_nonnull (strstr (e8->message, "MaxSessionMemory=8 is not a number of MiB in 16..65536"));
+  g_assert_null (vgicd_config_load (p9, &e9));
+  g_assert_nonnull (strstr (e9->message,
+                            "HandshakeTimeout=50 is not a number of milliseconds in 100..60000"));
 
   g_assert_null (vgicd_config_load (p4, &e4));
   g_assert_nonnull (strstr (e4->message, "SocketGroup= is empty"));

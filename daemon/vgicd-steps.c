@@ -605,7 +605,12 @@ step_failed_in_kernel (VgicdSession *s, guint32 done, gint32 err, guint32 index)
   else
     what = g_strdup_printf ("entry %u", index);
 
-  if (s->op == OP_LOAD_WRITE && index >= guards)
+  if (s->op == OP_LOAD_WRITE && index >= guards && done == 0)
+    msg = g_strdup_printf ("restore failed writing %s (entry %u of %u): %s; nothing was "
+                           "written, so this VM's vGIC is as it was but not restored: fail "
+                           "the migration and keep the source running",
+                           what, index - guards, s->step->len - guards, why);
+  else if (s->op == OP_LOAD_WRITE && index >= guards)
     msg = g_strdup_printf ("restore failed writing %s (entry %u of %u): %s; %u writes "
                            "were applied, so this VM's vGIC is partly restored: fail the "
                            "migration and keep the source running",

@@ -1235,6 +1235,204 @@ test_admitted_peer_bounds (void)
   g_assert_nonnull (strstr (log, "it sent file descriptors"));
 }
 
+/* ------------------------------------------------------------------ */
+/* Item 6: the fault campaign                                         */
+/* ------------------------------------------------------------------ */
+
+/* GetStats' "sessions": the VMs attached now. */
+static guint
+attached_now (VgicdHarness *h)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDBusConnection) bus =
+    g_dbus_connection_new_for_address_sync (h->bus_address,
+                                            G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                            NULL, NULL, &error);
+  g_autoptr (GVariant) reply = NULL, stats = NULL;
+  guint32 n = 0;
+
+  g_assert_no_error (error);
+  reply = g_dbus_connection_call_sync (bus, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                                       "org.vgicd.Manager1", "GetStats", NULL,
+                                       G_VARIANT_TYPE ("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, 5000,
+                                       NULL, &error);
+  g_assert_no_error (error);
+  g_variant_get (reply, "(@a{sv})", &stats);
+  g_assert_true (g_variant_lookup (stats, "sessions", "u", &n));
+  return n;
+}
+
+/* After each fault: vgicd is up with its three sessions and no more
+ * descriptors than before, and the bystander VM saves what it holds. */
+static void
+campaign_check (VgicdHarness *h, guint fds0, VgicdClient *bystander, GBytes *bystander_record)
+{
+  g_autoptr (GBytes) again = NULL;
+  g_autoptr (GError) error = NULL;
+
+  g_assert_cmpint (kill (h->vgicd_pid, 0), ==, 0);
+  g_assert_cmpuint (attached_now (h), ==, 3);
+  g_assert_cmpuint (vgicd_fd_count (h), <=, fds0);
+  g_assert_true (vgicd_client_save (bystander, &again, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_bytes_equal (again, bystander_record));
+}
+
+/* A kernel (sim) error at access k, for k spread over a save and over a
+ * load, -EBUSY from a running vCPU, and the out-of-order calls (Next with
+ * nothing to run, Save twice, another VM's record).  For each: the caller's
+ * error names the cause; vgicd keeps its sessions, and no descriptor; a
+ * bystander VM is unaffected; a save changes nothing, a load that fails in
+ * its reads writes nothing (compared), one that fails in its writes says
+ * how many were applied; and the same call then succeeds. */
+static void
+test_fault_campaign (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (s, TRUE);
+  g_autoptr (VgicSim) by = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) cs = NULL, cd = NULL, cb = NULL;
+  g_autoptr (GBytes) record = NULL, by_record = NULL;
+  g_autoptr (GError) error = NULL;
+  VgicdClientStats st;
+  guint n_save, n_load, guards = 3 + s->vcpus, fds0, faults = 0;
+
+  vgic_sim_randomize (src, 41);
+  vgic_sim_randomize (by, 42);
+  cs = attach (h, src, s, "src");
+  cd = attach (h, dst, s, "dst");
+  cb = attach (h, by, s, "bystander");
+  g_assert_true (vgicd_client_save (cb, &by_record, &error));
+  g_assert_true (vgicd_client_save (cs, &record, &error));
+  g_assert_true (vgicd_client_save (cs, &record, &error));	/* the guess settled */
+  vgicd_client_get_stats (cs, &st);
+  n_save = st.entries;
+  g_assert_true (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                    g_bytes_get_size (record), &error));
+  g_assert_no_error (error);
+  vgicd_client_get_stats (cd, &st);
+  n_load = st.entries;
+  fds0 = vgicd_fd_count (h);
+  g_test_message ("save: %u accesses; load: %u (%u guard reads, then writes)", n_save,
+                  n_load, guards);
+
+  for (guint i = 0; i <= 8; i++)
+    {
+      const guint k = i < 8 ? i * n_save / 8 : n_save - 1;
+      g_autoptr (VgicSimState) before = vgic_sim_state_get (src);
+      g_autoptr (GBytes) got = NULL;
+
+      const guint64 rounds = vgicd_harness_stat (h, "second-rounds");
+
+      vgic_sim_fail_at (src, k, -EIO);
+      if (vgicd_client_save (cs, &got, &error))
+        {
+          /* An error in the guessed round 2 (the save's last reads) is
+           * taken as a guess that missed: round 2 is read again, and the
+           * save completes, counted. */
+          g_assert_true (g_bytes_equal (got, record));
+          g_assert_cmpuint (vgicd_harness_stat (h, "second-rounds"), ==, rounds + 1);
+          g_test_message ("save, error at access %u of %u: in the guessed round 2, read "
+                          "again: saved", k, n_save);
+          assert_untouched (src, before);
+          campaign_check (h, fds0, cb, by_record);
+          faults++;
+          continue;
+        }
+      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DEVICE);
+      g_assert_nonnull (strstr (error->message, g_strerror (EIO)));
+      g_test_message ("save, error at access %u of %u: %s", k, n_save, error->message);
+      g_clear_error (&error);
+      assert_untouched (src, before);
+      campaign_check (h, fds0, cb, by_record);
+      g_assert_true (vgicd_client_save (cs, &got, &error));
+      g_assert_true (g_bytes_equal (got, record));
+      faults++;
+    }
+  for (guint i = 0; i <= 8; i++)
+    {
+      const guint k = i == 0 ? guards / 2 : i < 8 ? guards + (i - 1) * (n_load - guards) / 7
+                                                  : n_load - 1;
+      g_autoptr (VgicSimState) before = vgic_sim_state_get (dst);
+      g_autoptr (GBytes) got = NULL;
+
+      vgic_sim_fail_at (dst, k, -EIO);
+      g_assert_false (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                         g_bytes_get_size (record), &error));
+      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DEVICE);
+      g_assert_nonnull (strstr (error->message, g_strerror (EIO)));
+      g_test_message ("load, error at access %u of %u: %s", k, n_load, error->message);
+      if (k <= guards)
+        {
+          /* a guard read, or the first write */
+          g_assert_nonnull (strstr (error->message, k < guards ? "nothing was changed"
+                                                               : "nothing was written"));
+          assert_untouched (dst, before);
+        }
+      else
+        {
+          g_autofree char *applied = g_strdup_printf ("%u writes were applied", k - guards);
+
+          g_assert_nonnull (strstr (error->message, applied));
+        }
+      g_clear_error (&error);
+      campaign_check (h, fds0, cb, by_record);
+      g_assert_true (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                        g_bytes_get_size (record), &error));
+      g_assert_no_error (error);
+      got = visible_state (dst, s);
+      g_assert_true (g_bytes_equal (got, record));
+      faults++;
+    }
+
+  /* A vCPU that runs: the kernel cannot lock it, so nothing is written. */
+  {
+    g_autoptr (VgicSimState) before = vgic_sim_state_get (dst);
+
+    vgic_sim_set_vcpu_running (dst, 2, TRUE);
+    g_assert_false (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                       g_bytes_get_size (record), &error));
+    g_test_message ("load, vCPU 2 running: %s", error->message);
+    g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DEVICE);
+    g_assert_nonnull (strstr (error->message, g_strerror (EBUSY)));
+    g_clear_error (&error);
+    assert_untouched (dst, before);
+    campaign_check (h, fds0, cb, by_record);
+    vgic_sim_set_vcpu_running (dst, 2, FALSE);
+    g_assert_true (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                      g_bytes_get_size (record), &error));
+    g_assert_no_error (error);
+    faults++;
+  }
+
+  /* Another VM's record (the bystander's has other values, and its VM
+   * another name, but the same shape: it loads, which is right: a record
+   * carries a VM's state, not its identity), and a record of another
+   * shape, which is refused before any write. */
+  {
+    const Shape one = { 1, 64, FALSE, 5 };
+    g_autoptr (VgicSim) other = make_sim (&one, TRUE);
+    g_autoptr (VgicdClient) co = attach (h, other, &one, "other-shape");
+    g_autoptr (GBytes) other_record = NULL;
+    g_autoptr (VgicSimState) before = vgic_sim_state_get (dst);
+
+    g_assert_true (vgicd_client_save (co, &other_record, &error));
+    g_assert_false (vgicd_client_load (cd, g_bytes_get_data (other_record, NULL),
+                                       g_bytes_get_size (other_record), &error));
+    g_test_message ("load of a 1-vCPU VM's record: %s", error->message);
+    g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
+    g_clear_error (&error);
+    assert_untouched (dst, before);
+    faults++;
+  }
+  g_assert_cmpuint (attached_now (h), ==, 3);
+  g_test_message ("%u faults, vgicd up, 3 sessions, %u descriptors (%u before)", faults,
+                  vgicd_fd_count (h), fds0);
+}
+
 /* Row 12: the first save of a VM new to the host guesses round 2 from what
  * most attached VMs have, not from whichever peer saved last.  Three VMs
  * with an ITS and 5 priority bits, then one peer whose VM claims neither
@@ -2069,6 +2267,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/guards-refuse-destination", test_guards_refuse_destination);
   g_test_add_func ("/vgicd/guards-refuse-cpu-interface", test_guards_refuse_cpu_interface);
   g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);
+  g_test_add_func ("/vgicd/fault-campaign", test_fault_campaign);
   g_test_add_func ("/vgicd/save-guess-is-the-hosts", test_save_guess_is_the_hosts);
   g_test_add_func ("/vgicd/peer-not-allowed", test_peer_not_allowed);
   g_test_add_func ("/vgicd/socket-group", test_socket_group);

@@ -196,7 +196,7 @@ G_STATIC_ASSERT (VGICD_MAX_MAX_VCPUS == VGIC_MAX_VCPUS);
 static gsize
 footprint_of (guint32 capacity)
 {
-  return 3 * (gsize) capacity * sizeof (struct kvm_vgic_batch_entry);
+  return 5 * (gsize) capacity * sizeof (struct kvm_vgic_batch_entry);
 }
 
 /* MaxVcpus= and MaxSessionMemory=: may a VM of @vcpus, whose session would

@@ -159,6 +159,14 @@ step_begin "bounded pause: a stuck or dying vgicd (bench/bench-stuck-vgicd)"
 run_tier "stuck-vgicd bench" "$VGICD_BUILD/gcc/bench/bench-stuck-vgicd"
 step_end
 
+step_begin "vgicd under load and attack (bench/bench-load --quick)"
+# 1,000 attach/detach cycles, 16 VMs of 160 vCPUs at once, an honest
+# QEMU's figures under each attack; fails only when a record or a
+# destination is wrong, or an honest save fails.  The full run (10,000
+# cycles, 64 VMs) is `bench-load` without --quick.
+run_tier "load bench" "$VGICD_BUILD/gcc/bench/bench-load" --quick
+step_end
+
 step_begin "planner counts (docs/kernel-interface.md)"
 # The test asserts the totals of docs/kernel-interface.md; --verbose prints them.
 "$VGICD_BUILD/gcc/tests/planner/test-plan" -p /planner/counts/facts-table --verbose ||

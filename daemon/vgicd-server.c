@@ -263,6 +263,20 @@ session_room (VgicdServer *server, uid_t uid, GError **error)
   return FALSE;
 }
 
+/* An attach over one of the host's limits (@error says which): counted,
+ * logged, and answered org.vgicd.Error.Limit, which libvgicd reports as
+ * denied (QEMU uses its own path). */
+static gboolean
+over_limit (Peer *p, GDBusMethodInvocation *inv, const GError *error)
+{
+  p->server->daemon->totals.refused++;
+  vgicd_daemon_changed (p->server->daemon);
+  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                    "MESSAGE", "refused an attach (pid %d): %s", (int) p->pid, error->message);
+  g_dbus_method_invocation_return_dbus_error (inv, VGICD_DBUS_ERROR_LIMIT, error->message);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 static gboolean
 on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in_fds,
            GVariant *vm, gpointer data)
@@ -304,27 +318,10 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
   if (!session_room (server, p->uid, &error))
-    {
-      server->daemon->totals.refused++;
-      vgicd_daemon_changed (server->daemon);
-      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
-                        "MESSAGE", "refused an attach (pid %d): %s", (int) p->pid,
-                        error->message);
-      g_dbus_method_invocation_return_dbus_error (inv, VGICD_DBUS_ERROR_LIMIT, error->message);
-      return G_DBUS_METHOD_INVOCATION_HANDLED;
-    }
+    return over_limit (p, inv, error);
   p->session = vgicd_session_new (server->daemon, p->connection, vm, p->uid, p->pid, &error);
   if (!p->session && g_error_matches (error, VGICD_ERROR, VGICD_ERROR_LIMIT))
-    {
-      /* MaxVcpus=, MaxSessionMemory= */
-      server->daemon->totals.refused++;
-      vgicd_daemon_changed (server->daemon);
-      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
-                        "MESSAGE", "refused an attach (pid %d): %s", (int) p->pid,
-                        error->message);
-      g_dbus_method_invocation_return_dbus_error (inv, VGICD_DBUS_ERROR_LIMIT, error->message);
-      return G_DBUS_METHOD_INVOCATION_HANDLED;
-    }
+    return over_limit (p, inv, error);	/* MaxVcpus=, MaxSessionMemory= */
   if (!p->session)
     {
       g_dbus_method_invocation_return_dbus_error (inv, "org.freedesktop.DBus.Error.InvalidArgs",

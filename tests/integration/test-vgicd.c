@@ -1234,30 +1234,6 @@ test_admitted_peer_bounds (void)
 /* Item 6: the fault campaign                                         */
 /* ------------------------------------------------------------------ */
 
-/* GetStats' "sessions": the VMs attached now. */
-static guint
-attached_now (VgicdHarness *h)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GDBusConnection) bus =
-    g_dbus_connection_new_for_address_sync (h->bus_address,
-                                            G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                            NULL, NULL, &error);
-  g_autoptr (GVariant) reply = NULL, stats = NULL;
-  guint32 n = 0;
-
-  g_assert_no_error (error);
-  reply = g_dbus_connection_call_sync (bus, "org.vgicd.Manager1", "/org/vgicd/Manager1",
-                                       "org.vgicd.Manager1", "GetStats", NULL,
-                                       G_VARIANT_TYPE ("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, 5000,
-                                       NULL, &error);
-  g_assert_no_error (error);
-  g_variant_get (reply, "(@a{sv})", &stats);
-  g_assert_true (g_variant_lookup (stats, "sessions", "u", &n));
-  return n;
-}
-
 /* After each fault: vgicd is up with its three sessions and no more
  * descriptors than before, and the bystander VM saves what it holds. */
 static void
@@ -1267,7 +1243,7 @@ campaign_check (VgicdHarness *h, guint fds0, VgicdClient *bystander, GBytes *bys
   g_autoptr (GError) error = NULL;
 
   g_assert_cmpint (kill (h->vgicd_pid, 0), ==, 0);
-  g_assert_cmpuint (attached_now (h), ==, 3);
+  g_assert_cmpuint (vgicd_harness_stat (h, "sessions"), ==, 3);
   g_assert_cmpuint (vgicd_fd_count (h), <=, fds0);
   g_assert_true (vgicd_client_save (bystander, &again, &error));
   g_assert_no_error (error);
@@ -1423,7 +1399,7 @@ test_fault_campaign (void)
     assert_untouched (dst, before);
     faults++;
   }
-  g_assert_cmpuint (attached_now (h), ==, 3);
+  g_assert_cmpuint (vgicd_harness_stat (h, "sessions"), ==, 3);
   g_test_message ("%u faults, vgicd up, 3 sessions, %u descriptors (%u before)", faults,
                   vgicd_fd_count (h), fds0);
 }

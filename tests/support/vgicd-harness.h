@@ -47,7 +47,8 @@ VgicdHarness *vgicd_harness_start_activated (const char *vgicd, const char *poli
 gboolean vgicd_harness_set_mode (VgicdHarness *h, const char *mode, GError **error);
 
 /* vgicd_harness_stat() - one counter of GetStats over the private system
- * bus, as vgicctl stats reads it; fails the test if the call fails */
+ * bus, as vgicctl stats reads it ("sessions" too); fails the test if the
+ * call fails */
 guint64 vgicd_harness_stat (VgicdHarness *h, const char *key);
 
 /* vgicd_harness_kill_vgicd() - SIGKILL vgicd (for failure tests) */

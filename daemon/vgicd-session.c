@@ -154,6 +154,11 @@ parse_vm (VgicdSession *s, GVariant *vm, GError **error)
     s->kernel_batch_abi = g_strdup (s->kernel_batch ? VGICD_BATCH_ABI_OURS : VGICD_BATCH_ABI_ABSENT);
   if (!g_variant_lookup (vm, VGICD_VM_KERNEL_BATCH_PROBE, "s", &s->kernel_batch_probe))
     s->kernel_batch_probe = g_strdup ("");
+  /* A batch group is driven only when it is this project's: a peer that
+   * says "kernel batch" of another ABI (which libvgicd never does) runs
+   * one by one, as the log line at attach says. */
+  if (s->kernel_batch && strcmp (s->kernel_batch_abi, VGICD_BATCH_ABI_OURS) != 0)
+    s->kernel_batch = FALSE;
   if (strlen (s->kernel_batch_abi) > 16 ||
       strlen (s->kernel_batch_probe) > VGICD_VM_KERNEL_BATCH_PROBE_MAX ||
       !g_utf8_validate (s->kernel_batch_probe, -1, NULL))
@@ -313,7 +318,9 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
       daemon->totals.foreign_batch++;
       vgicd_session_log (s, G_LOG_LEVEL_WARNING, "VGICD_FALLBACK", "foreign-batch-abi",
                          "VM %s: %s; every save and load of this VM runs one "
-                         "register per ioctl", s->name, s->kernel_batch_probe);
+                         "register per ioctl", s->name,
+                         *s->kernel_batch_probe ? s->kernel_batch_probe
+                         : "its executor found a device-attr group 10 of another ABI");
     }
   msg = g_strdup_printf ("attached: %u vCPUs, %u IRQs, kernel batch %s, %s, pid %d uid %u%s%s%s",
                          s->shape->nr_vcpus, s->shape->nr_irqs,

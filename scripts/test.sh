@@ -5,7 +5,9 @@
 # On a fresh Debian 12 machine, as root, it installs what it needs and runs:
 #   1. the native build (gcc, warnings as errors) and every test suite;
 #   2. the same suites built with AddressSanitizer + UBSan;
-#   3. the libFuzzer build (clang) replaying the record decoder's corpus;
+#   3. the libFuzzer build (clang) replaying the record decoder's corpus,
+#      then both fuzz targets (the record decoder, a session's peer) for
+#      VGICD_FUZZ_SECONDS (60) each;
 #   4. the aarch64 cross-build, with its tests under qemu-user where that works;
 #   5. the planner's access counts for docs/kernel-interface.md's table, and
 #      the benchmark of what a stuck or dying vgicd adds to a save's pause;
@@ -137,6 +139,19 @@ if "$VGICD_BUILD/fuzz/tests/fuzz/fuzz-record" -runs=0 tests/fuzz/corpus; then
 	PASSED=$((PASSED + 1))
 else
 	echo "!! libFuzzer corpus replay failed" >&2
+	FAILED=$((FAILED + 1))
+fi
+step_end
+
+# Time-boxed fuzzing (an ASan + UBSan + coverage build of the two targets
+# only): the record decoder and what a peer sends a session, each from its
+# committed seeds.  A finding fails the step and is left in the build's
+# fuzz-artifacts/ (tests/fuzz/run-fuzzer.sh says how to keep it).
+step_begin "libFuzzer, ${VGICD_FUZZ_SECONDS:=60} s each: the record decoder, a session's peer"
+if sh tests/fuzz/run-fuzzer.sh "$VGICD_FUZZ_SECONDS" "$VGICD_BUILD/fuzz-cov"; then
+	PASSED=$((PASSED + 1))
+else
+	echo "!! libFuzzer found something (see $VGICD_BUILD/fuzz-cov/fuzz-artifacts/)" >&2
 	FAILED=$((FAILED + 1))
 fi
 step_end

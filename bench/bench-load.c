@@ -11,26 +11,39 @@
  *      loading into its own destination, several rounds: every record and
  *      every destination compared with its source, the slowest and the
  *      median operation, vgicd's peak RSS and descriptors;
- *   3. an honest QEMU's attach + save while a peer attacks: with no
- *      attack, then with 80 silent connections (the door's bound), with a
- *      peer flooding calls it never reads, and with 40 VMs attaching and
- *      detaching in a loop; for each, the honest figures (median, max)
- *      and vgicd's RSS and descriptors afterwards.
+ *   3. an honest QEMU's attach + save while a peer attacks, each attack
+ *      a process of its own as a compromised QEMU is (issue 17's table,
+ *      row by row where a row is an attack on a live vgicd): none; 80
+ *      silent connections (the door's bound: row 2); calls it never reads
+ *      (row 4); an attached peer's step-channel calls it never reads (row
+ *      1); messages carrying descriptors (row 3); Attach with 8 MiB names
+ *      (row 5); crafted records whose entries collide in the decoder's
+ *      index, at 512 vCPUs (row 6); and 40 VMs attaching and detaching in
+ *      a loop (row 7); for each, the honest figures (median, max) and
+ *      vgicd's RSS and descriptors afterwards.
  * Nothing is asserted on time (the figures are read); a wrong record or
  * destination, or a failed honest operation, is an error (exit 1).
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <gio/gunixfdlist.h>
+
+#include "crc32c.h"
 #include "libvgicd.h"
+#include "vgic-plan.h"
+#include "vgicd/protocol.h"
 #include "vgic-direct.h"
 #include "vgic-sim.h"
 #include "vgicd-harness.h"
@@ -298,13 +311,24 @@ many (VgicdHarness *h)
 /* 3. An honest QEMU under attack                                     */
 /* ------------------------------------------------------------------ */
 
-typedef enum { NONE, SILENT, FLOOD, CHURN } Attack;
+typedef enum { NONE, SILENT, FLOOD, CHANNEL, FDS, NAMES, RECORDS, CHURN } Attack;
 
 static const char *const attack_names[] = {
   [NONE] = "none",
   [SILENT] = "80 silent connections (another process)",
   [FLOOD] = "a process sending calls it never reads",
+  [CHANNEL] = "an attached peer's channel calls, never read",
+  [FDS] = "messages carrying 64 descriptors each",
+  [NAMES] = "Attach with an 8 MiB name, again and again",
+  [RECORDS] = "crafted colliding records (512 vCPUs)",
   [CHURN] = "40 VMs attaching and detaching in a loop",
+};
+
+/* The attackers that run as programs of their own (this one, exec'd with
+ * --attack=KIND): they use GDBus and libvgicd, which a forked child of a
+ * threaded process may not. */
+static const char *const attack_kinds[] = {
+  [CHANNEL] = "channel", [FDS] = "fds", [NAMES] = "names", [RECORDS] = "records",
 };
 
 typedef struct {
@@ -312,7 +336,8 @@ typedef struct {
   Attack how;
   volatile gint stop;
   guint *done;		/* attacks made (connections, calls, cycles): shared memory */
-  pid_t child;		/* the attacking process (SILENT, FLOOD) */
+  pid_t child;		/* the attacking process (all but CHURN) */
+  int count_fd;		/* the memfd *done is mapped from */
 } Attacker;
 
 static int
@@ -382,6 +407,271 @@ flood_child (const char *path, const char *auth, const guint8 *blob, gsize len, 
     }
 }
 
+/* The Attach argument of an attacker's VM: @vcpus at their default
+ * affinities, 64 IRQs, @name, @features. */
+static GVariant *
+attacker_vm (const char *name, guint vcpus, const char *const *features)
+{
+  GVariantBuilder b;
+  g_autofree guint32 *mpidrs = g_new (guint32, vcpus);
+
+  for (guint i = 0; i < vcpus; i++)
+    mpidrs[i] = vgic_default_mpidr (i);
+  g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&b, "{sv}", VGICD_VM_NAME, g_variant_new_string (name));
+  g_variant_builder_add (&b, "{sv}", VGICD_VM_NR_IRQS, g_variant_new_uint32 (64));
+  g_variant_builder_add (&b, "{sv}", VGICD_VM_MPIDRS,
+                         g_variant_new_fixed_array (G_VARIANT_TYPE_UINT32, mpidrs, vcpus,
+                                                    sizeof (guint32)));
+  g_variant_builder_add (&b, "{sv}", VGICD_VM_FEATURES, g_variant_new_strv (features, -1));
+  return g_variant_builder_end (&b);
+}
+
+static GDBusConnection *
+attacker_connect (const char *address)
+{
+  GDBusConnection *c;
+
+  while (!(c = g_dbus_connection_new_for_address_sync (
+               address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT, NULL, NULL, NULL)))
+    usleep (10 * 1000);
+  return c;
+}
+
+/* Attach @vm on @c; the reply's fds, or NULL if vgicd refused. */
+static GUnixFDList *
+attacker_attach (GDBusConnection *c, GVariant *vm, GVariant **info)
+{
+  GUnixFDList *fds = NULL;
+  g_autoptr (GVariant) reply = g_dbus_connection_call_with_unix_fd_list_sync (
+      c, NULL, VGICD_HELPER_PATH, VGICD_HELPER_IFACE, "Attach", g_variant_new ("(@a{sv})", vm),
+      NULL, G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &fds, NULL, NULL);
+
+  if (reply && info)
+    g_variant_get_child (reply, 2, "@a{sv}", info);
+  if (!reply)
+    g_clear_object (&fds);
+  return fds;
+}
+
+/* CHANNEL (row 1): attach with a step channel, send Save packets on it and
+ * never read an answer; attach again whenever vgicd closes it. */
+static G_NORETURN void
+attack_channel (const char *address, guint *done)
+{
+  static const char *const features[] = {
+    VGICD_FEATURE_GUARDS, VGICD_FEATURE_RECORD_WINDOW, VGICD_FEATURE_CHANNEL, NULL,
+  };
+  guint8 packet[sizeof (VgicdChannelHeader) + 1] = { 0 };
+  VgicdChannelHeader h = { .method = VGICD_CHANNEL_SAVE };
+
+  memcpy (packet, &h, sizeof h);
+  for (;;)
+    {
+      g_autoptr (GDBusConnection) c = attacker_connect (address);
+      g_autoptr (GVariant) info = NULL;
+      g_autoptr (GUnixFDList) fds = attacker_attach (c, attacker_vm ("channel", 4, features),
+                                                     &info);
+      gint32 handle = -1;
+      int fd;
+
+      if (!fds || !g_variant_lookup (info, VGICD_INFO_CHANNEL, "h", &handle) ||
+          (fd = g_unix_fd_list_get (fds, handle, NULL)) < 0)
+        {
+          usleep (10 * 1000);
+          continue;
+        }
+      for (;;)
+        {
+          if (send (fd, packet, sizeof packet, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
+            (*done)++;
+          else if (errno == EAGAIN)
+            usleep (1000);
+          else
+            break;	/* vgicd closed the channel */
+        }
+      close (fd);
+    }
+}
+
+/* FDS (row 3): the handshake with fd passing, then calls carrying 64
+ * descriptors each, again whenever vgicd closes the connection. */
+static G_NORETURN void
+attack_fds (const char *path, guint *done)
+{
+  g_autofree char *uid = g_strdup_printf ("%u", (guint) getuid ());
+  g_autoptr (GString) auth = g_string_new ("AUTH EXTERNAL ");
+  g_autoptr (GDBusMessage) m =
+    g_dbus_message_new_method_call (NULL, VGICD_HELPER_PATH,
+                                    "org.freedesktop.DBus.Introspectable", "Introspect");
+  g_autoptr (GUnixFDList) list = g_unix_fd_list_new ();
+  g_autofree guint8 *blob = NULL;
+  int fds[64];
+  gsize len = 0;
+  char buf[256];
+  union { struct cmsghdr h; char space[CMSG_SPACE (sizeof fds)]; } control;
+
+  for (const char *c = uid; *c; c++)
+    g_string_append_printf (auth, "%02x", (guint) (guchar) *c);
+  g_string_append (auth, "\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n");
+  for (guint i = 0; i < G_N_ELEMENTS (fds); i++)
+    {
+      fds[i] = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+      g_unix_fd_list_append (list, fds[i], NULL);
+    }
+  g_dbus_message_set_unix_fd_list (m, list);
+  g_dbus_message_set_serial (m, 1);
+  blob = g_dbus_message_to_blob (m, &len, G_DBUS_CAPABILITY_FLAGS_UNIX_FD_PASSING, NULL);
+  for (;;)
+    {
+      int fd = raw_connect (path);
+
+      if (fd < 0 || send (fd, "", 1, MSG_NOSIGNAL) != 1 ||
+          send (fd, auth->str, auth->len, MSG_NOSIGNAL) < 0 || recv (fd, buf, sizeof buf, 0) <= 0)
+        {
+          if (fd >= 0)
+            close (fd);
+          usleep (1000);
+          continue;
+        }
+      for (;;)
+        {
+          struct iovec iov = { blob, len };
+          struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+                                .msg_control = control.space,
+                                .msg_controllen = sizeof control.space };
+          struct cmsghdr *cm = CMSG_FIRSTHDR (&msg);
+
+          cm->cmsg_level = SOL_SOCKET;
+          cm->cmsg_type = SCM_RIGHTS;
+          cm->cmsg_len = CMSG_LEN (sizeof fds);
+          memcpy (CMSG_DATA (cm), fds, sizeof fds);
+          if (sendmsg (fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
+            (*done)++;
+          else if (errno == EAGAIN)
+            usleep (1000);
+          else
+            break;	/* vgicd closed it */
+        }
+      close (fd);
+    }
+}
+
+/* NAMES (row 5): Attach with a name of 8 MiB, refused, again. */
+static G_NORETURN void
+attack_huge_names (const char *address, guint *done)
+{
+  static const char *const features[] = { NULL };
+  g_autofree char *name = g_malloc (8 << 20);
+
+  memset (name, 'x', (8 << 20) - 1);
+  name[(8 << 20) - 1] = 0;
+  for (;;)
+    {
+      g_autoptr (GDBusConnection) c = attacker_connect (address);
+
+      while (!g_dbus_connection_is_closed (c))
+        {
+          g_autoptr (GUnixFDList) fds = attacker_attach (c, attacker_vm (name, 4, features), NULL);
+
+          (*done)++;
+        }
+    }
+}
+
+static void
+put32 (guint8 *p, guint32 v)
+{
+  for (int i = 0; i < 4; i++)
+    p[i] = (guint8) (v >> (8 * i));
+}
+
+/* RECORDS (row 6): a VM of 512 vCPUs loads records whose entries all
+ * start their probe in the decoder's first slot (the hash is public),
+ * with a valid checksum, again and again. */
+static G_NORETURN void
+attack_records (const char *address, guint *done)
+{
+  const guint vcpus = 512, irqs = 64;
+  const guint64 mul = G_GUINT64_CONSTANT (0x9E3779B97F4A7C15);
+  const guint32 group = KVM_DEV_ARM_VGIC_GRP_REDIST_REGS;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicSim) sim = sim_new (vcpus, irqs);
+  g_autofree guint32 *mpidrs = g_new (guint32, vcpus);
+  g_autoptr (VgicShape) shape = NULL;
+  g_autoptr (GByteArray) rec = g_byte_array_new ();
+  guint64 inv = mul;
+  guint n;
+
+  for (guint i = 0; i < vcpus; i++)
+    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
+  shape = vgic_shape_new (irqs, vcpus, mpidrs, &error);
+  if (!shape)
+    die ("shape", error);
+  n = vgic_plan_save_count (shape, TRUE, 4) - 1;
+  for (int i = 0; i < 6; i++)	/* Newton: the inverse modulo 2^64 */
+    inv *= 2 - mul * inv;
+  g_byte_array_set_size (rec, 32 + 4 * vcpus + 20 * n + 4);
+  memset (rec->data, 0, rec->len);
+  memcpy (rec->data, "VGICDREC", 8);
+  rec->data[8] = 1;		/* version */
+  rec->data[10] = 32;		/* header_len */
+  put32 (rec->data + 16, irqs);
+  put32 (rec->data + 20, vcpus);
+  put32 (rec->data + 24, n);
+  for (guint i = 0; i < vcpus; i++)
+    put32 (rec->data + 32 + 4 * i, mpidrs[i]);
+  for (guint k = 0; k < n; k++)
+    {
+      guint8 *e = rec->data + 32 + 4 * vcpus + 20 * k;
+      guint64 attr = ((k + 1) * inv) ^ ((guint64) group << 59);
+
+      put32 (e, group);
+      put32 (e + 4, (guint32) attr);
+      put32 (e + 8, (guint32) (attr >> 32));
+    }
+  put32 (rec->data + rec->len - 4, crc32c (0, rec->data, rec->len - 4));
+  for (;;)
+    {
+      g_autoptr (VgicdClient) c = NULL;
+      g_autoptr (GError) local = NULL;
+
+      while (!(c = vgicd_client_connect (address, 0, NULL)))
+        usleep (10 * 1000);
+      if (!vgicd_client_attach (c, vgic_sim_get_fd (sim), "records", NULL, irqs, vcpus, mpidrs,
+                                NULL))
+        {
+          usleep (10 * 1000);
+          continue;
+        }
+      while (!vgicd_client_load (c, rec->data, rec->len, &local) &&
+             !g_error_matches (local, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE))
+        {
+          (*done)++;
+          g_clear_error (&local);
+        }
+    }
+}
+
+/* The child side of --attack=KIND. */
+static G_NORETURN void
+attacker_main (const char *kind, const char *address, const char *path, int count_fd)
+{
+  guint *done = mmap (NULL, sizeof (guint), PROT_READ | PROT_WRITE, MAP_SHARED, count_fd, 0);
+
+  if (done == MAP_FAILED)
+    die ("attacker: mmap", NULL);
+  if (!strcmp (kind, "channel"))
+    attack_channel (address, done);
+  if (!strcmp (kind, "fds"))
+    attack_fds (path, done);
+  if (!strcmp (kind, "names"))
+    attack_huge_names (address, done);
+  if (!strcmp (kind, "records"))
+    attack_records (address, done);
+  die ("attacker: no such kind", NULL);
+}
+
 static void
 attack_start (Attacker *a)
 {
@@ -402,6 +692,29 @@ attack_start (Attacker *a)
       auth = g_strdup_printf ("AUTH EXTERNAL %s\r\nBEGIN\r\n", hex->str);
       g_dbus_message_set_serial (m, 1);
       blob = g_dbus_message_to_blob (m, &len, G_DBUS_CAPABILITY_FLAGS_NONE, NULL);
+    }
+  if (a->how != SILENT && a->how != FLOOD)
+    {
+      /* A program of its own: everything is built before fork(), and
+       * the child only exec()s. */
+      g_autofree char *kind = g_strdup_printf ("--attack=%s", attack_kinds[a->how]);
+      g_autofree char *address = g_strdup_printf ("--attack-address=%s", a->h->address);
+      g_autofree char *path = g_strdup_printf ("--attack-socket=%s", a->h->socket_path);
+      g_autofree char *count = g_strdup_printf ("--attack-count-fd=%d", a->count_fd);
+      char *argv[] = { (char *) "bench-load", kind, address, path, count, NULL };
+      char self[64];
+
+      g_snprintf (self, sizeof self, "/proc/%d/exe", (int) getpid ());
+      a->child = fork ();
+      if (a->child < 0)
+        die ("fork", NULL);
+      if (a->child == 0)
+        {
+          prctl (PR_SET_PDEATHSIG, SIGKILL);
+          execv (self, argv);
+          _exit (127);
+        }
+      return;
     }
   a->child = fork ();
   if (a->child < 0)
@@ -441,21 +754,28 @@ under_attack (VgicdHarness *h, Attack how)
   const guint n = opt_quick ? 10 : 40;
   g_autofree double *attach_ms = g_new (double, n);
   g_autofree double *save_ms = g_new (double, n);
-  guint *done = mmap (NULL, sizeof (guint), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                      -1, 0);
-  Attacker a = { .h = h, .how = how, .done = done };
+  /* A memfd, not CLOEXEC: the exec'd attackers map it too. */
+  int count_fd = memfd_create ("bench-load-count", 0);
+  guint *done;
+  Attacker a = { .h = h, .how = how, .count_fd = count_fd };
   GThread *t = NULL;
 
+  if (count_fd < 0 || ftruncate (count_fd, sizeof (guint)) < 0)
+    die ("memfd", NULL);
+  done = mmap (NULL, sizeof (guint), PROT_READ | PROT_WRITE, MAP_SHARED, count_fd, 0);
   if (done == MAP_FAILED)
     die ("mmap", NULL);
+  a.done = done;
   *done = 0;
-  if (how == SILENT || how == FLOOD)
-    attack_start (&a);
-  else if (how == CHURN)
+  if (how == CHURN)
     t = g_thread_new ("churn", churn, &a);
+  else if (how != NONE)
+    attack_start (&a);
 
   vgic_sim_randomize (sim, 99);
-  g_usleep (how == NONE ? 0 : 300 * 1000);	/* the attack under way */
+  /* The attack under way (an exec'd attacker first starts and attaches). */
+  g_usleep (how == NONE ? 0 : how == SILENT || how == FLOOD || how == CHURN ? 300 * 1000
+                                                                          : 1000 * 1000);
   for (guint i = 0; i < n; i++)
     {
       g_autoptr (GError) error = NULL;
@@ -485,11 +805,12 @@ under_attack (VgicdHarness *h, Attack how)
     }
   qsort (attach_ms, n, sizeof *attach_ms, cmp_double);
   qsort (save_ms, n, sizeof *save_ms, cmp_double);
-  printf ("| %-42s | %7.2f | %7.2f | %7.2f | %7.2f | %9" G_GUINT64_FORMAT " | %9" G_GUINT64_FORMAT
+  printf ("| %-44s | %7.2f | %7.2f | %7.2f | %7.2f | %9" G_GUINT64_FORMAT " | %9" G_GUINT64_FORMAT
           " | %5u | %8u |\n", attack_names[how], attach_ms[n / 2], attach_ms[n - 1],
           save_ms[n / 2], save_ms[n - 1], status_kib (h, "VmRSS:"), status_kib (h, "VmHWM:"),
           open_fds (h), *done);
   munmap (done, sizeof (guint));
+  close (count_fd);
 }
 
 int
@@ -508,14 +829,33 @@ main (int argc, char **argv)
     { NULL },
   };
   g_autoptr (VgicdHarness) h = NULL;
+  g_autofree char *attack = NULL, *attack_address = NULL, *attack_socket = NULL;
+  gint attack_count_fd = -1;
+  GOptionEntry hidden[] = {
+    { "attack", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &attack, NULL, NULL },
+    { "attack-address", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &attack_address, NULL,
+      NULL },
+    { "attack-socket", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &attack_socket, NULL, NULL },
+    { "attack-count-fd", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &attack_count_fd, NULL,
+      NULL },
+    { NULL },
+  };
 
   /* First, before any thread: the sims' ioctls are answered by the
-   * supervisor this installs. */
-  if (!vgic_sim_supervise_self (&error))
+   * supervisor this installs.  An exec'd attacker is already under its
+   * parent's filter, whose supervisor serves its sims too. */
+  for (int i = 1; i < argc && !attack; i++)
+    if (g_str_has_prefix (argv[i], "--attack="))
+      attack = g_strdup ("");
+  if (!attack && !vgic_sim_supervise_self (&error))
     die ("vgic-sim", error);
+  g_clear_pointer (&attack, g_free);
   g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_main_entries (ctx, hidden, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error))
     die ("options", error);
+  if (attack)
+    attacker_main (attack, attack_address, attack_socket, attack_count_fd);
   if (opt_quick)
     opt_cycles = MIN (opt_cycles, 1000), opt_sessions = MIN (opt_sessions, 16);
   opt_rounds = CLAMP (opt_rounds, 1, 16);
@@ -533,9 +873,9 @@ main (int argc, char **argv)
   many (h);
   printf ("3. An honest QEMU (%u vCPUs) attaching and saving while a peer attacks "
           "(ms; RSS and peak in KiB):\n\n", opt_vcpus);
-  printf ("| %-42s | %7s | %7s | %7s | %7s | %9s | %9s | %5s | %8s |\n", "attack", "attach",
+  printf ("| %-44s | %7s | %7s | %7s | %7s | %9s | %9s | %5s | %8s |\n", "attack", "attach",
           "max", "save", "max", "RSS", "peak", "fds", "attacks");
-  printf ("|--------------------------------------------|---------|---------|---------|"
+  printf ("|----------------------------------------------|---------|---------|---------|"
           "---------|-----------|-----------|-------|----------|\n");
   for (Attack how = NONE; how <= CHURN; how++)
     under_attack (h, how);

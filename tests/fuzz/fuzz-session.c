@@ -573,6 +573,8 @@ channel_call (Peer *p, guint32 method, GVariant *args)
   gsize len = sizeof h + g_variant_get_size (a);
   g_autofree guint8 *packet = g_malloc (len);
 
+  if (method != VGICD_CHANNEL_NEXT)
+    p->wrote = FALSE;	/* as in run_op() */
   memcpy (packet, &h, sizeof h);
   g_variant_store (a, packet + sizeof h);
   channel_send (p, packet, len);
@@ -601,6 +603,10 @@ run_op (Peer *p, Input *in)
 {
   guint8 op = take_u8 (in);
 
+  /* A call that starts an operation drops the one in progress: what the
+   * peer wrote belonged to that one. */
+  if (op % 13 <= 4)
+    p->wrote = FALSE;
   switch (op % 13)
     {
     case 0:

@@ -66,6 +66,31 @@ step_done (void)
   return g_variant_ref_sink (g_variant_builder_end (&b));
 }
 
+/* The last writes of a load all applied, and the report of them could not
+ * reach vgicd (it went away: killed, or restarted by an upgrade, between
+ * handing out the step and taking its report).  The vGIC is restored
+ * whole, so the load has succeeded: failing it would fail a migration whose
+ * destination is complete.  Only vgicd's log of it is lost, so say so on
+ * QEMU's side (its log is the domain's), as a message: a warning would be
+ * fatal to a program run with G_DEBUG=fatal-warnings.  Any other failure
+ * stands. */
+static GVariant *
+last_report_lost (VgicdClient *c, GError *lost, GError **error)
+{
+  g_autoptr (GError) local = lost;
+
+  if (!g_error_matches (local, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE))
+    {
+      g_propagate_error (error, g_steal_pointer (&local));
+      return NULL;
+    }
+  g_log_structured ("libvgicd", G_LOG_LEVEL_MESSAGE,
+                    "MESSAGE", "vgicd went away before it was told that this VM's restore "
+                    "finished (%s); every write was applied, so the restore stands, but vgicd "
+                    "has no record of it", local->message);
+  return step_done ();
+}
+
 /* Run one read or write step: copy, check, execute, copy back. */
 static GVariant *
 run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
@@ -165,18 +190,30 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
    * done, and a load's done carries nothing.  So the report goes out and
    * the load ends here, a round trip early; the answer is taken before
    * the next call (vgicd_client_channel_settle()). */
-  if (write && c->channel && !r.error && failed < 0 && r.done == count &&
-      g_variant_lookup (step, VGICD_STEP_LAST, "b", &last) && last)
+  if (!(write && !r.error && failed < 0 && r.done == count))
+    last = FALSE;		/* not the last writes, or not all applied */
+  else if (!g_variant_lookup (step, VGICD_STEP_LAST, "b", &last))
+    last = FALSE;
+  if (last && c->channel)
     {
       if (!vgicd_client_channel_call_deferred (c->channel, VGICD_CHANNEL_NEXT,
                                                g_variant_new ("(@a{sv})",
                                                               g_variant_builder_end (&b)),
-                                               &c->wait_budget_us, error))
-        return NULL;
+                                               &c->wait_budget_us, &local))
+        return last_report_lost (c, g_steal_pointer (&local), error);
       return step_done ();
     }
-  return vgicd_client_call (c, "Next", g_variant_new ("(@a{sv})", g_variant_builder_end (&b)),
-                            error);
+  {
+    GVariant *next = vgicd_client_call (c, "Next",
+                                        g_variant_new ("(@a{sv})", g_variant_builder_end (&b)),
+                                        &local);
+
+    if (!next && last)
+      return last_report_lost (c, g_steal_pointer (&local), error);
+    if (!next)
+      g_propagate_error (error, g_steal_pointer (&local));
+    return next;
+  }
 }
 
 /* The record of a finished save: in the step, or at the start of the

@@ -318,6 +318,15 @@ vgic_sim_device_ioctl (VgicSimShm *m, unsigned int request, guint64 arg,
   struct kvm_device_attr attr;
   gboolean write = request == KVM_SET_DEVICE_ATTR;
 
+  /* vgic_sim_stall_at(): this call waits until the test releases it (the
+   * test meanwhile kills a peer, say), then runs as usual. */
+  if (request != KVM_HAS_DEVICE_ATTR && __atomic_load_n (&m->stall_left, __ATOMIC_ACQUIRE) &&
+      __atomic_sub_fetch (&m->stall_left, 1, __ATOMIC_ACQ_REL) == 0)
+    {
+      __atomic_store_n (&m->stall_state, 1u, __ATOMIC_RELEASE);
+      while (__atomic_load_n (&m->stall_state, __ATOMIC_ACQUIRE) == 1)
+        g_usleep (100);
+    }
   /* vgic_sim_fault_next(): as if @arg pointed nowhere. */
   if (__atomic_exchange_n (&m->fault_next, 0, __ATOMIC_ACQ_REL))
     return -EFAULT;

@@ -63,6 +63,10 @@ typedef struct {
   gint32 fail_err;
   guint32 fail_seen;		/* single GET/SETs seen since arming */
   guint32 pad0;
+  /* vgic_sim_stall_at() (atomics): GET/SETs left before the stall, and
+   * 0 none, 1 stalled (the call waits), 2 released */
+  guint32 stall_left;
+  guint32 stall_state;
 
   /* distributor state */
   guint32 enabled;

@@ -192,6 +192,38 @@ vgic_sim_fault_next (VgicSim *sim)
 }
 
 void
+vgic_sim_stall_at (VgicSim *sim, guint n)
+{
+  g_return_if_fail (n > 0);
+  __atomic_store_n (&sim->m->stall_state, 0u, __ATOMIC_RELEASE);
+  __atomic_store_n (&sim->m->stall_left, n, __ATOMIC_RELEASE);
+}
+
+gboolean
+vgic_sim_wait_stalled (VgicSim *sim, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  while (__atomic_load_n (&sim->m->stall_state, __ATOMIC_ACQUIRE) != 1)
+    {
+      if (g_get_monotonic_time () > end)
+        return FALSE;
+      g_usleep (200);
+    }
+  return TRUE;
+}
+
+void
+vgic_sim_release (VgicSim *sim)
+{
+  guint32 stalled = 1;
+
+  __atomic_store_n (&sim->m->stall_left, 0u, __ATOMIC_RELEASE);
+  __atomic_compare_exchange_n (&sim->m->stall_state, &stalled, 2u, FALSE, __ATOMIC_ACQ_REL,
+                               __ATOMIC_ACQUIRE);
+}
+
+void
 vgic_sim_counters_get (VgicSim *sim, VgicSimCounters *out)
 {
   const guint64 *src = (const guint64 *) &sim->m->counters;

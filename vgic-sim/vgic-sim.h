@@ -154,6 +154,17 @@ void vgic_sim_fail_at (VgicSim *sim, guint index, int err);
  * if its kvm_device_attr pointer were bad */
 void vgic_sim_fault_next (VgicSim *sim);
 
+/**
+ * vgic_sim_stall_at() - the @n-th GET or SET on this sim from now (1 = the
+ * next; HAS does not count) waits before it runs, until vgic_sim_release()
+ * (the test meanwhile kills a peer, say); vgic_sim_wait_stalled() waits up
+ * to @timeout_ms for it to be waiting.  While it waits, the supervisor
+ * serves no other call.
+ */
+void vgic_sim_stall_at (VgicSim *sim, guint n);
+gboolean vgic_sim_wait_stalled (VgicSim *sim, guint timeout_ms);
+void vgic_sim_release (VgicSim *sim);
+
 void vgic_sim_counters_get (VgicSim *sim, VgicSimCounters *out);
 void vgic_sim_counters_reset (VgicSim *sim);
 

@@ -1842,6 +1842,170 @@ test_killed_mid_save (void)
   g_error_free (job.error);
 }
 
+/* vgicd SIGKILLed at each step of a save and of a load, batched and one by
+ * one: the executor is held at its k-th ioctl (vgic_sim_stall_at()), vgicd
+ * is killed, and the executor goes on.  A save then fails as UNREACHABLE
+ * and the VM is as it was (compared).  A restore's writes are its last
+ * step, which the executor runs whole without vgicd's answer: killed while
+ * they run, or while the guards are read before them, the restore is whole
+ * (compared with an undisturbed one) and succeeds; only vgicd's log of it
+ * is lost (libvgicd says so).  A new vgicd (as systemd restarts it) has no
+ * session left over and serves the same VMs at once. */
+typedef struct {
+  VgicdClient *client;
+  GBytes *record;	/* NULL: save */
+  GError *error;
+  gboolean ok;
+  gint64 returned;
+} StepJob;
+
+static gpointer
+step_job (gpointer data)
+{
+  StepJob *job = data;
+  g_autoptr (GBytes) record = NULL;
+
+  if (job->record)
+    job->ok = vgicd_client_load (job->client, g_bytes_get_data (job->record, NULL),
+                                 g_bytes_get_size (job->record), &job->error);
+  else
+    job->ok = vgicd_client_save (job->client, &record, &job->error);
+  job->returned = g_get_monotonic_time ();
+  return NULL;
+}
+
+/* Run @record's load (or a save) on @sim with its @k-th ioctl held while
+ * vgicd is killed; then restart vgicd.  Returns whether the operation
+ * succeeded, and its error in @error. */
+static gboolean
+kill_at (VgicdHarness *h, VgicSim *sim, const Shape *s, GBytes *record, guint k,
+         double *ms, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  StepJob job = { .record = record };
+  GThread *t;
+  gint64 killed;
+
+  job.client = attach (h, sim, s, record ? "dst" : "src");
+  vgic_sim_stall_at (sim, k);
+  t = g_thread_new ("step", step_job, &job);
+  g_assert_true (vgic_sim_wait_stalled (sim, 10000));
+  vgicd_harness_kill_vgicd (h);
+  killed = g_get_monotonic_time ();
+  vgic_sim_release (sim);
+  g_thread_join (t);
+  *ms = (job.returned - killed) / 1000.0;
+  vgicd_client_free (job.client);
+  g_assert_true (vgicd_harness_restart_vgicd (h, &local));
+  g_assert_no_error (local);
+  /* The new vgicd holds nothing of the old one's sessions. */
+  g_assert_cmpuint (vgicd_harness_stat (h, "sessions"), ==, 0);
+  if (job.error)
+    g_propagate_error (error, job.error);
+  return job.ok;
+}
+
+static void
+test_killed_at_each_step (void)
+{
+  const Shape *s = &shapes[2];	/* 16 vCPUs, 288 IRQs */
+  const char *const modes[] = { "auto", "single" };
+
+  for (guint m = 0; m < G_N_ELEMENTS (modes); m++)
+    {
+      g_autoptr (VgicdHarness) h = harness (modes[m]);
+      g_autoptr (VgicSim) src = make_sim (s, TRUE);
+      g_autoptr (VgicSim) dst = make_sim (s, TRUE);
+      g_autoptr (VgicSimState) fresh = NULL, restored = NULL;
+      g_autoptr (GBytes) record = NULL;
+      g_autoptr (GError) error = NULL;
+      g_autoptr (VgicdClient) c = NULL;
+      VgicdClientStats st;
+      guint save_ioctls, load_ioctls, guards = 3 + s->vcpus;
+
+      vgic_sim_randomize (src, 61);
+      fresh = vgic_sim_state_get (dst);
+      /* The figures of an undisturbed save and load: how many ioctls each
+       * makes (the kill points). */
+      c = attach (h, src, s, "src");
+      g_assert_true (vgicd_client_save (c, &record, &error));
+      g_clear_pointer (&record, g_bytes_unref);
+      g_assert_true (vgicd_client_save (c, &record, &error));	/* the guess settled */
+      g_assert_no_error (error);
+      vgicd_client_get_stats (c, &st);
+      save_ioctls = st.ioctls;
+      g_clear_pointer (&c, vgicd_client_free);
+      c = attach (h, dst, s, "dst");
+      g_assert_true (vgicd_client_load (c, g_bytes_get_data (record, NULL),
+                                        g_bytes_get_size (record), &error));
+      g_assert_no_error (error);
+      vgicd_client_get_stats (c, &st);
+      load_ioctls = st.ioctls;
+      g_clear_pointer (&c, vgicd_client_free);
+      /* What a whole restore gives (not all of the source: QEMU's layout
+       * carries no route of an SPI above nr_irqs / 2). */
+      restored = vgic_sim_state_get (dst);
+
+      /* Each save step (batch: 1 ioctl; one by one: the first, the middle
+       * and the last read). */
+      for (guint i = 0; i < 3; i++)
+        {
+          const guint k = i == 0 ? 1 : i == 1 ? MAX (1, save_ioctls / 2) : save_ioctls;
+          g_autoptr (VgicSimState) before = vgic_sim_state_get (src);
+          g_autoptr (VgicSimState) after = NULL;
+          g_autoptr (GError) e = NULL;
+          double ms;
+
+          if (i > 0 && k == 1)
+            continue;
+          g_assert_false (kill_at (h, src, s, NULL, k, &ms, &e));
+          g_assert_error (e, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
+          after = vgic_sim_state_get (src);
+          g_assert_true (vgic_sim_state_equal (before, after, NULL));
+          g_test_message ("%s: vgicd killed at save ioctl %u of %u: failed %.1f ms after, "
+                          "unreachable, VM unchanged: %s", modes[m], k, save_ioctls, ms,
+                          e->message);
+        }
+
+      /* Each load step: the guards' first and last read, the first write,
+       * the middle and the last (batch: the guard batch, the writes). */
+      {
+        const guint ks_batch[] = { 1, 2 };
+        const guint ks_single[] = { 1, guards, guards + 1, (guards + load_ioctls) / 2,
+                                    load_ioctls };
+        const guint *ks = load_ioctls <= 2 ? ks_batch : ks_single;
+        const guint nk = load_ioctls <= 2 ? G_N_ELEMENTS (ks_batch) : G_N_ELEMENTS (ks_single);
+
+        for (guint i = 0; i < nk; i++)
+          {
+            g_autoptr (VgicSimState) got = NULL;
+            g_autoptr (GError) e = NULL;
+            g_autoptr (GError) put = NULL;
+            double ms;
+
+            if (ks[i] > load_ioctls)
+              continue;
+            g_assert_true (vgic_sim_state_set (dst, fresh, &put));
+            g_assert_no_error (put);
+            g_assert_true (kill_at (h, dst, s, record, ks[i], &ms, &e));
+            g_assert_no_error (e);
+            got = vgic_sim_state_get (dst);
+            g_assert_true (vgic_sim_state_equal (restored, got, NULL));
+            g_test_message ("%s: vgicd killed at load ioctl %u of %u (%s): restore whole, "
+                            "returned %.1f ms after", modes[m], ks[i], load_ioctls,
+                            ks[i] <= (load_ioctls <= 2 ? 1 : guards) ? "a guard read"
+                                                                    : "a write", ms);
+          }
+      }
+
+      /* And the new vgicd serves the same VMs at once. */
+      c = attach (h, src, s, "src");
+      g_clear_pointer (&record, g_bytes_unref);
+      g_assert_true (vgicd_client_save (c, &record, &error));
+      g_assert_no_error (error);
+    }
+}
+
 /* Under socket activation (systemd-socket-activate passes the listening
  * socket, as vgicd.socket does), vgicd starts on the first connection and
  * serves it. */
@@ -2250,6 +2414,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/fields", test_fields);
   g_test_add_func ("/vgicd/record-setting", test_record_setting);
   g_test_add_func ("/vgicd/killed-mid-save", test_killed_mid_save);
+  g_test_add_func ("/vgicd/killed-at-each-step", test_killed_at_each_step);
   g_test_add_func ("/vgicd/socket-activated", test_socket_activated);
   g_test_add_func ("/vgicd/sighup-reload", test_sighup_reload);
   g_test_add_func ("/vgicd/sessions-are-private", test_sessions_are_private);

@@ -269,13 +269,47 @@ vgicd_harness_kill_vgicd (VgicdHarness *h)
   stop_pid (&h->vgicd_pid, SIGKILL);
 }
 
+/* Wait until vgicd owns its name on the private bus (it may listen on its
+ * socket first): up to 5 s. */
+static gboolean
+wait_for_manager (VgicdHarness *h, GError **error)
+{
+  g_autoptr (GDBusConnection) bus =
+    g_dbus_connection_new_for_address_sync (h->bus_address,
+                                            G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                            NULL, NULL, error);
+
+  for (int i = 0; bus && i < 500; i++)
+    {
+      g_autoptr (GVariant) r =
+        g_dbus_connection_call_sync (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     "org.freedesktop.DBus", "NameHasOwner",
+                                     g_variant_new ("(s)", "org.vgicd.Manager1"),
+                                     G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE, 1000,
+                                     NULL, error);
+      gboolean owned = FALSE;
+
+      if (!r)
+        return FALSE;
+      g_variant_get (r, "(b)", &owned);
+      if (owned)
+        return TRUE;
+      g_usleep (10 * 1000);
+    }
+  if (bus)
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                 "vgicd did not take org.vgicd.Manager1 within 5 s");
+  return FALSE;
+}
+
 gboolean
 vgicd_harness_restart_vgicd (VgicdHarness *h, GError **error)
 {
   stop_pid (&h->vgicd_pid, SIGTERM);
   /* The stopped vgicd's socket file may be left: wait for the new one's. */
   unlink (h->socket_path);
-  return spawn_vgicd (h, FALSE, O_APPEND, error);
+  return spawn_vgicd (h, FALSE, O_APPEND, error) && wait_for_manager (h, error);
 }
 
 static void

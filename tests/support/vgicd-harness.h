@@ -56,7 +56,8 @@ void vgicd_harness_kill_vgicd (VgicdHarness *h);
 
 /* vgicd_harness_restart_vgicd() - stop vgicd as systemd does (SIGTERM, and
  * wait for it) and start a new one on the same socket and files, as a
- * package upgrade's restart does (vgicd_harness_start() only) */
+ * package upgrade's restart does (vgicd_harness_start() only); returns once
+ * the new one listens and owns its name on the bus */
 gboolean vgicd_harness_restart_vgicd (VgicdHarness *h, GError **error);
 
 /* vgicd_harness_stop() - stop both, remove the directory */

@@ -10,7 +10,7 @@
 #        [--scenarios f,b,e,d,c]
 #
 # Scenario (a) always runs; --scenarios names the others to run (default:
-# all; CI runs f, scripts/test.sh says why).  The rest are reported as
+# all, as CI runs it).  The rest are reported as
 # not run.
 #
 # L1 is Debian 13 arm64 (virsh/rootfs.sh: systemd, udev, AppArmor, libvirt,

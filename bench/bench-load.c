@@ -379,13 +379,32 @@ silent_child (const char *path, guint *done)
     }
 }
 
-/* The D-Bus handshake by hand (@auth), then the call @blob again and
- * again, never reading; again whenever vgicd closes it. */
-static G_NORETURN void
-flood_child (const char *path, const char *auth, const guint8 *blob, gsize len, guint *done)
+/* The AUTH EXTERNAL handshake of this process's uid, by hand, asking for
+ * fd passing when @fds. */
+static char *
+external_auth (gboolean fds)
 {
+  g_autofree char *uid = g_strdup_printf ("%u", (guint) getuid ());
+  GString *auth = g_string_new ("AUTH EXTERNAL ");
+
+  for (const char *c = uid; *c; c++)
+    g_string_append_printf (auth, "%02x", (guint) (guchar) *c);
+  g_string_append (auth, fds ? "\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n" : "\r\nBEGIN\r\n");
+  return g_string_free (auth, FALSE);
+}
+
+/* The D-Bus handshake by hand (@auth), then the call @blob again and
+ * again, each with @n_fds descriptors @fds (none if 0), never reading;
+ * again whenever vgicd closes the connection.  System calls only, so that
+ * a forked child of this threaded process may run it. */
+static G_NORETURN void
+flood (const char *path, const char *auth, const guint8 *blob, gsize len, const int *fds,
+       guint n_fds, guint *done)
+{
+  union { struct cmsghdr h; char space[CMSG_SPACE (64 * sizeof (int))]; } control;
   char buf[256];
 
+  g_assert (n_fds <= 64);
   for (;;)
     {
       int fd = raw_connect (path);
@@ -400,7 +419,22 @@ flood_child (const char *path, const char *auth, const guint8 *blob, gsize len, 
         }
       for (;;)
         {
-          if (send (fd, blob, len, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
+          struct iovec iov = { (void *) blob, len };
+          struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+          if (n_fds)
+            {
+              struct cmsghdr *cm;
+
+              msg.msg_control = control.space;
+              msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
+              cm = CMSG_FIRSTHDR (&msg);
+              cm->cmsg_level = SOL_SOCKET;
+              cm->cmsg_type = SCM_RIGHTS;
+              cm->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
+              memcpy (CMSG_DATA (cm), fds, n_fds * sizeof (int));
+            }
+          if (sendmsg (fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
             (*done)++;
           else if (errno == EAGAIN)
             usleep (1000);
@@ -503,8 +537,7 @@ attack_channel (const char *address, guint *done)
 static G_NORETURN void
 attack_fds (const char *path, guint *done)
 {
-  g_autofree char *uid = g_strdup_printf ("%u", (guint) getuid ());
-  g_autoptr (GString) auth = g_string_new ("AUTH EXTERNAL ");
+  g_autofree char *auth = external_auth (TRUE);
   g_autoptr (GDBusMessage) m =
     g_dbus_message_new_method_call (NULL, VGICD_HELPER_PATH,
                                     "org.freedesktop.DBus.Introspectable", "Introspect");
@@ -512,12 +545,7 @@ attack_fds (const char *path, guint *done)
   g_autofree guint8 *blob = NULL;
   int fds[64];
   gsize len = 0;
-  char buf[256];
-  union { struct cmsghdr h; char space[CMSG_SPACE (sizeof fds)]; } control;
 
-  for (const char *c = uid; *c; c++)
-    g_string_append_printf (auth, "%02x", (guint) (guchar) *c);
-  g_string_append (auth, "\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n");
   for (guint i = 0; i < G_N_ELEMENTS (fds); i++)
     {
       fds[i] = open ("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -526,39 +554,7 @@ attack_fds (const char *path, guint *done)
   g_dbus_message_set_unix_fd_list (m, list);
   g_dbus_message_set_serial (m, 1);
   blob = g_dbus_message_to_blob (m, &len, G_DBUS_CAPABILITY_FLAGS_UNIX_FD_PASSING, NULL);
-  for (;;)
-    {
-      int fd = raw_connect (path);
-
-      if (fd < 0 || send (fd, "", 1, MSG_NOSIGNAL) != 1 ||
-          send (fd, auth->str, auth->len, MSG_NOSIGNAL) < 0 || recv (fd, buf, sizeof buf, 0) <= 0)
-        {
-          if (fd >= 0)
-            close (fd);
-          usleep (1000);
-          continue;
-        }
-      for (;;)
-        {
-          struct iovec iov = { blob, len };
-          struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-                                .msg_control = control.space,
-                                .msg_controllen = sizeof control.space };
-          struct cmsghdr *cm = CMSG_FIRSTHDR (&msg);
-
-          cm->cmsg_level = SOL_SOCKET;
-          cm->cmsg_type = SCM_RIGHTS;
-          cm->cmsg_len = CMSG_LEN (sizeof fds);
-          memcpy (CMSG_DATA (cm), fds, sizeof fds);
-          if (sendmsg (fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
-            (*done)++;
-          else if (errno == EAGAIN)
-            usleep (1000);
-          else
-            break;	/* vgicd closed it */
-        }
-      close (fd);
-    }
+  flood (path, auth, blob, len, fds, G_N_ELEMENTS (fds), done);
 }
 
 /* NAMES (row 5): Attach with a name of 8 MiB, refused, again. */
@@ -701,8 +697,6 @@ attacker_main (const char *kind, const char *address, const char *path, int coun
 static void
 attack_start (Attacker *a)
 {
-  g_autofree char *uid = g_strdup_printf ("%u", (guint) getuid ());
-  g_autoptr (GString) hex = g_string_new (NULL);
   g_autofree char *auth = NULL;
   g_autofree guint8 *blob = NULL;
   gsize len = 0;
@@ -713,9 +707,7 @@ attack_start (Attacker *a)
         g_dbus_message_new_method_call (NULL, "/org/vgicd/Helper1",
                                         "org.freedesktop.DBus.Introspectable", "Introspect");
 
-      for (const char *c = uid; *c; c++)
-        g_string_append_printf (hex, "%02x", (guint) (guchar) *c);
-      auth = g_strdup_printf ("AUTH EXTERNAL %s\r\nBEGIN\r\n", hex->str);
+      auth = external_auth (FALSE);
       g_dbus_message_set_serial (m, 1);
       blob = g_dbus_message_to_blob (m, &len, G_DBUS_CAPABILITY_FLAGS_NONE, NULL);
     }
@@ -749,7 +741,7 @@ attack_start (Attacker *a)
     {
       if (a->how == SILENT)
         silent_child (a->h->socket_path, a->done);
-      flood_child (a->h->socket_path, auth, blob, len, a->done);
+      flood (a->h->socket_path, auth, blob, len, NULL, 0, a->done);
     }
 }
 

@@ -1790,67 +1790,8 @@ test_vgicd_restarted (void)
   g_assert_true (stats.batched);
 }
 
-/* vgicd killed in the middle of a save (while the executor runs its first
- * round, one by one): the save fails as UNREACHABLE, promptly. */
-typedef struct {
-  VgicdClient *client;
-  GError *error;
-  gboolean ok;
-  gint64 returned;
-} SaveJob;
-
-static gpointer
-save_job (gpointer data)
-{
-  SaveJob *job = data;
-  g_autoptr (GBytes) record = NULL;
-
-  job->ok = vgicd_client_save (job->client, &record, &job->error);
-  job->returned = g_get_monotonic_time ();
-  return NULL;
-}
-
-static void
-test_killed_mid_save (void)
-{
-  g_autoptr (VgicdHarness) h = harness ("single");
-  const Shape s = { 160, 992, TRUE, 5 };
-  g_autoptr (VgicSim) src = make_sim (&s, TRUE);
-  g_autoptr (VgicdClient) c = attach (h, src, &s, "victim");
-  SaveJob job = { .client = c };
-  VgicSimCounters counters = { 0 };
-  GThread *thread;
-  gint64 killed;
-
-  vgic_sim_counters_reset (src);
-  thread = g_thread_new ("save", save_job, &job);
-  while (counters.single_get < 500)
-    {
-      g_usleep (1000);
-      vgic_sim_counters_get (src, &counters);
-    }
-  vgicd_harness_kill_vgicd (h);
-  killed = g_get_monotonic_time ();
-  g_thread_join (thread);
-  g_assert_false (job.ok);
-  g_assert_error (job.error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
-  /* The rest of round 1 (one by one) and a closed connection: well within
-   * the 5 s timeout. */
-  g_assert_cmpint (job.returned - killed, <, 2 * G_USEC_PER_SEC);
-  g_test_message ("returned %.1f ms after the kill: %s",
-                  (job.returned - killed) / 1000.0, job.error->message);
-  g_error_free (job.error);
-}
-
-/* vgicd SIGKILLed at each step of a save and of a load, batched and one by
- * one: the executor is held at its k-th ioctl (vgic_sim_stall_at()), vgicd
- * is killed, and the executor goes on.  A save then fails as UNREACHABLE
- * and the VM is as it was (compared).  A restore's writes are its last
- * step, which the executor runs whole without vgicd's answer: killed while
- * they run, or while the guards are read before them, the restore is whole
- * (compared with an undisturbed one) and succeeds; only vgicd's log of it
- * is lost (libvgicd says so).  A new vgicd (as systemd restarts it) has no
- * session left over and serves the same VMs at once. */
+/* A save (or, with @record, a load) on a thread of its own, for the tests
+ * that kill vgicd while it runs. */
 typedef struct {
   VgicdClient *client;
   GBytes *record;	/* NULL: save */
@@ -1872,6 +1813,40 @@ step_job (gpointer data)
     job->ok = vgicd_client_save (job->client, &record, &job->error);
   job->returned = g_get_monotonic_time ();
   return NULL;
+}
+
+/* vgicd killed in the middle of a save (while the executor runs its first
+ * round, one by one): the save fails as UNREACHABLE, promptly. */
+static void
+test_killed_mid_save (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("single");
+  const Shape s = { 160, 992, TRUE, 5 };
+  g_autoptr (VgicSim) src = make_sim (&s, TRUE);
+  g_autoptr (VgicdClient) c = attach (h, src, &s, "victim");
+  StepJob job = { .client = c };
+  VgicSimCounters counters = { 0 };
+  GThread *thread;
+  gint64 killed;
+
+  vgic_sim_counters_reset (src);
+  thread = g_thread_new ("save", step_job, &job);
+  while (counters.single_get < 500)
+    {
+      g_usleep (1000);
+      vgic_sim_counters_get (src, &counters);
+    }
+  vgicd_harness_kill_vgicd (h);
+  killed = g_get_monotonic_time ();
+  g_thread_join (thread);
+  g_assert_false (job.ok);
+  g_assert_error (job.error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
+  /* The rest of round 1 (one by one) and a closed connection: well within
+   * the 5 s timeout. */
+  g_assert_cmpint (job.returned - killed, <, 2 * G_USEC_PER_SEC);
+  g_test_message ("returned %.1f ms after the kill: %s",
+                  (job.returned - killed) / 1000.0, job.error->message);
+  g_error_free (job.error);
 }
 
 /* Run @record's load (or a save) on @sim with its @k-th ioctl held while
@@ -1905,6 +1880,15 @@ kill_at (VgicdHarness *h, VgicSim *sim, const Shape *s, GBytes *record, guint k,
   return job.ok;
 }
 
+/* vgicd SIGKILLed at each step of a save and of a load, batched and one by
+ * one: the executor is held at its k-th ioctl (vgic_sim_stall_at()), vgicd
+ * is killed, and the executor goes on.  A save then fails as UNREACHABLE
+ * and the VM is as it was (compared).  A restore's writes are its last
+ * step, which the executor runs whole without vgicd's answer: killed while
+ * they run, or while the guards are read before them, the restore is whole
+ * (compared with an undisturbed one) and succeeds; only vgicd's log of it
+ * is lost (libvgicd says so).  A new vgicd (as systemd restarts it) has no
+ * session left over and serves the same VMs at once. */
 static void
 test_killed_at_each_step (void)
 {

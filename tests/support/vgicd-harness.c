@@ -214,16 +214,23 @@ vgicd_harness_start_activated (const char *vgicd, const char *policy, const char
   return harness_start (vgicd, policy, config, TRUE, error);
 }
 
+/* A new client connection to the harness's private system bus. */
+static GDBusConnection *
+private_bus (VgicdHarness *h, GError **error)
+{
+  return g_dbus_connection_new_for_address_sync (h->bus_address,
+                                                 G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                 G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                 NULL, NULL, error);
+}
+
 gboolean
 vgicd_harness_set_mode (VgicdHarness *h, const char *mode, GError **error)
 {
   g_autoptr (GDBusConnection) bus = NULL;
   g_autoptr (GVariant) reply = NULL;
 
-  bus = g_dbus_connection_new_for_address_sync (h->bus_address,
-                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                NULL, NULL, error);
+  bus = private_bus (h, error);
   if (bus)
     reply = g_dbus_connection_call_sync (bus, "org.vgicd.Manager1", "/org/vgicd/Manager1",
                                          "org.vgicd.Manager1", "SetMode",
@@ -241,10 +248,7 @@ vgicd_harness_stat (VgicdHarness *h, const char *key)
   g_autoptr (GVariant) stats = NULL;
   guint64 value = 0;
 
-  bus = g_dbus_connection_new_for_address_sync (h->bus_address,
-                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                NULL, NULL, &error);
+  bus = private_bus (h, &error);
   g_assert_no_error (error);
   reply = g_dbus_connection_call_sync (bus, "org.vgicd.Manager1", "/org/vgicd/Manager1",
                                        "org.vgicd.Manager1", "GetStats", NULL,
@@ -274,11 +278,7 @@ vgicd_harness_kill_vgicd (VgicdHarness *h)
 static gboolean
 wait_for_manager (VgicdHarness *h, GError **error)
 {
-  g_autoptr (GDBusConnection) bus =
-    g_dbus_connection_new_for_address_sync (h->bus_address,
-                                            G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                            NULL, NULL, error);
+  g_autoptr (GDBusConnection) bus = private_bus (h, error);
 
   for (int i = 0; bus && i < 500; i++)
     {

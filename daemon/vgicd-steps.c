@@ -472,7 +472,7 @@ start_restore (VgicdSession *s)
   if (s->peer_guards && s->shape->nr_vcpus <= GUARDED_VCPUS_MAX)
     {
       g_autoptr (VgicList) guards = vgic_validate_guards (s->shape, s->state);
-      g_autoptr (VgicList) write = vgic_plan_restore_write (s->shape, s->state, &error);
+      g_autoptr (VgicList) write = vgic_plan_restore_write (s->shape, s->state, FALSE, &error);
       gboolean plpis = FALSE;
       guint apr = 1;
 
@@ -687,7 +687,7 @@ next_step (VgicdSession *s, GVariant *report)
       g_autoptr (VgicList) write = NULL;
 
       if (!destination_fits (s, results, &error) ||
-          !(write = vgic_plan_restore_write (s->shape, s->state, &error)))
+          !(write = vgic_plan_restore_write (s->shape, s->state, FALSE, &error)))
         return load_refused (s, error);
       s->op = OP_LOAD_WRITE;
       return step_run (s, write, TRUE);

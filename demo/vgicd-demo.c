@@ -126,7 +126,7 @@ static void
 fields_put (VgicdClient *c, const VgicShape *shape, const VgicValues *state, guint *ioctls)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (VgicList) put = vgic_plan_restore_write (shape, state, &error);
+  g_autoptr (VgicList) put = vgic_plan_restore_write (shape, state, FALSE, &error);
   g_autofree VgicdAccess *writes = NULL;
   VgicdClientStats st;
 

@@ -45,6 +45,14 @@
  * offsets overlap (the "hi" word of IRQ n is the "lo" word of IRQ n + 1), so
  * a save reads S - 1 offsets twice; the state keeps one value for each (see
  * vgic_values_from_reads()) and a restore writes it twice, as QEMU does.
+ *
+ * What the quirk loses is recovered only where the state is vgicd's own:
+ * the record.  A save whose state goes into a record also reads IROUTER<m>
+ * at 0x6000 + 8m for every SPI m above nr_irqs/2 (vgic_plan_save_routes()),
+ * in the same step as round 1, and a restore from a record that carries
+ * them writes them right after QEMU's IROUTER writes (R3 holds for them
+ * too).  None of QEMU's offsets 0x6000 + 4k (k = 32..nr_irqs) is one of
+ * those, so the two sets never overlap, and QEMU's fields stay QEMU's.
  */
 #include "vgic-plan.h"
 #include "vgic-regs.h"
@@ -151,9 +159,52 @@ qemu_irouter_lo (uint32_t irq)
   return GICD_IROUTER + (uint32_t) sizeof (uint32_t) * irq;
 }
 
+/* The first SPI whose route QEMU's offsets miss: its lower word, at
+ * 0x6000 + 8m, is past QEMU's last offset 0x6000 + 4 * nr_irqs. */
+static inline uint32_t
+first_lost_route (const VgicShape *shape)
+{
+  return shape->nr_irqs / 2 + 1;
+}
+
+guint
+vgic_plan_route_count (const VgicShape *shape)
+{
+  return shape->nr_irqs - first_lost_route (shape);
+}
+
+gboolean
+vgic_plan_is_route (const VgicShape *shape, uint32_t group, uint64_t attr)
+{
+  const uint64_t lo = GICD_IROUTER + 8 * (uint64_t) first_lost_route (shape);
+  const uint64_t end = GICD_IROUTER + 8 * (uint64_t) shape->nr_irqs;
+
+  return group == GRP_DIST && attr >= lo && attr < end && attr % 8 == 0;
+}
+
+/* Add the routes QEMU misses, from @state (NULL for reads). */
+static gboolean
+add_lost_routes (VgicList *plan, const VgicShape *shape, const VgicValues *state,
+                 GError **error)
+{
+  for (uint32_t irq = first_lost_route (shape); irq < shape->nr_irqs; irq++)
+    if (!add_from (plan, state, GRP_DIST, DIST (GICD_IROUTER + 8 * irq), error))
+      return FALSE;
+  return TRUE;
+}
+
 /* ------------------------------------------------------------------ */
 /* Save                                                               */
 /* ------------------------------------------------------------------ */
+
+VgicList *
+vgic_plan_save_routes (const VgicShape *shape)
+{
+  VgicList *plan = vgic_list_new (vgic_plan_route_count (shape));
+
+  add_lost_routes (plan, shape, NULL, NULL);
+  return plan;
+}
 
 VgicList *
 vgic_plan_save_first (const VgicShape *shape)
@@ -283,7 +334,7 @@ vgic_plan_read_may_repeat (const VgicEntry *e)
 
 VgicList *
 vgic_plan_save_registers (const VgicShape *shape, const VgicValues *values,
-                          const VgicList *first, GError **error)
+                          const VgicList *first, gboolean routes, GError **error)
 {
   g_autoptr (VgicList) second = vgic_plan_save_second (shape, values, error);
   g_autofree guint64 *seen = NULL;
@@ -294,11 +345,13 @@ vgic_plan_save_registers (const VgicShape *shape, const VgicValues *values,
     return NULL;
   if (first)
     {
-      all = vgic_list_new (first->len + second->len);
+      all = vgic_list_new (first->len + vgic_plan_route_count (shape) + second->len);
       vgic_list_append (all, first->entries, first->len);
     }
   else
     all = vgic_plan_save_first (shape);
+  if (routes)
+    add_lost_routes (all, shape, NULL, NULL);
   vgic_list_append (all, second->entries, second->len);
   /* A bitmap of the DIST offsets below 64 KiB finds the repeats without
    * hashing 7,000 keys. */
@@ -352,9 +405,10 @@ add_dist_bitmap (VgicList *plan, const VgicShape *shape, const VgicValues *state
 
 VgicList *
 vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
-                         GError **error)
+                         gboolean routes, GError **error)
 {
-  g_autoptr (VgicList) plan = vgic_list_new (vgic_plan_restore_count (shape, TRUE, 4));
+  g_autoptr (VgicList) plan = vgic_list_new (vgic_plan_restore_count (shape, TRUE, 4) +
+                                             vgic_plan_route_count (shape));
   uint32_t n = shape->nr_irqs;
   gboolean plpis;
 
@@ -406,6 +460,11 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
     if (!add_from (plan, state, GRP_DIST, DIST (qemu_irouter_lo (irq)), error) ||
         !add_from (plan, state, GRP_DIST, DIST (qemu_irouter_lo (irq) + 4), error))
       return NULL;
+  /* The routes QEMU's offsets miss, when the state is a record that has
+   * them: after QEMU's, so that they win over nothing (no offset is in both
+   * sets), and before pending and active all the same (R3). */
+  if (routes && !add_lost_routes (plan, shape, state, error))
+    return NULL;
   /* R2: configuration before level and pending. */
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 16)
     if (!add_from (plan, state, GRP_DIST, DIST (GICD_ICFGR + irq / 4), error))

@@ -17,7 +17,10 @@
  *
  * The accesses are exactly those of QEMU 10.0's kvm_arm_gicv3_get/put
  * (hw/intc/arm_gicv3_kvm.c), so that a VM saved by vgicd and one saved by
- * QEMU hold the same state.
+ * QEMU hold the same state.  The one addition is the routes QEMU's
+ * GICD_IROUTER addressing misses (vgic_plan_save_routes()), which only
+ * vgicd's own record carries: @routes says whether a save or a restore
+ * includes them.
  */
 #pragma once
 
@@ -34,6 +37,30 @@
  * Return: a new list of reads.
  */
 VgicList *vgic_plan_save_first (const VgicShape *shape);
+
+/**
+ * vgic_plan_save_routes() - the reads of the SPI routes QEMU 10.0's
+ * accesses miss: GICD_IROUTER<m> at its architected offset 0x6000 + 8m, for
+ * every SPI m above nr_irqs / 2 (see the quirk in vgic-plan.c)
+ *
+ * A save whose state goes into vgicd's record reads these after round 1
+ * (vgicd lays them out in the same step), so that the record carries the
+ * route of every SPI.  QEMU's own fields have no place for them.
+ *
+ * Return: a new list of vgic_plan_route_count() reads.
+ */
+VgicList *vgic_plan_save_routes (const VgicShape *shape);
+
+/**
+ * vgic_plan_route_count() - how many routes vgic_plan_save_routes() reads:
+ * nr_irqs / 2 - 1
+ */
+guint vgic_plan_route_count (const VgicShape *shape);
+
+/**
+ * vgic_plan_is_route() - is (@group, @attr) one of vgic_plan_save_routes()?
+ */
+gboolean vgic_plan_is_route (const VgicShape *shape, uint32_t group, uint64_t attr);
 
 /**
  * vgic_plan_save_second() - round 2 of a save: PROPBASER/PENDBASER of every
@@ -94,10 +121,12 @@ gboolean vgic_plan_read_may_repeat (const VgicEntry *e);
 
 /**
  * vgic_plan_save_registers() - the registers a save of @shape reads, each
- * once, in plan order: round 1, then round 2 as @values asks, a repeated
- * read kept where it is first made; values left 0
+ * once, in plan order: round 1, then the routes QEMU misses if @routes,
+ * then round 2 as @values asks, a repeated read kept where it is first
+ * made; values left 0
  * @values: round 1's values (at least vgic_plan_save_inputs()'s)
  * @first: vgic_plan_save_first (@shape) when the caller has it, else NULL
+ * @routes: with vgic_plan_save_routes() (a version 2 record)
  *
  * This is the register list of a state record, in the record's order.
  *
@@ -105,7 +134,8 @@ gboolean vgic_plan_read_may_repeat (const VgicEntry *e);
  * round 2 depends on.
  */
 VgicList *vgic_plan_save_registers (const VgicShape *shape, const VgicValues *values,
-                                    const VgicList *first, GError **error);
+                                    const VgicList *first, gboolean routes,
+                                    GError **error);
 
 /**
  * vgic_plan_restore_check() - the read round of a restore: GICD_TYPER and
@@ -118,20 +148,23 @@ VgicList *vgic_plan_restore_check (const VgicShape *shape);
  * @shape: the VM
  * @state: the saved values, of a record vgic_validate_record() accepted,
  *	for a destination vgic_validate_destination() accepted
+ * @routes: write the routes of vgic_plan_save_routes() too (from a version
+ *	2 record), right after QEMU's IROUTER writes (rule R3)
  * @error: set when @state lacks a register (a record that was not validated)
  *
  * Return: a new list of writes, in kvm_arm_gicv3_put's order, or NULL with
  * @error set.
  */
 VgicList *vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
-                                   GError **error);
+                                   gboolean routes, GError **error);
 
 /**
  * vgic_plan_save_count() / vgic_plan_restore_count() - accesses in a whole
  * save or restore for a uniform VM (@plpis: GICR_TYPER.PLPIS, @apr: AP
  * registers per group), from the closed forms of docs/kernel-interface.md.
  * The planner does not use these to plan; the tests and the demo compare
- * with them, and they bound what a list or a record can hold.
+ * with them, and they bound what a list or a record can hold.  Neither
+ * counts vgic_plan_route_count(): QEMU makes none of those accesses.
  */
 guint vgic_plan_save_count (const VgicShape *shape, gboolean plpis, guint apr);
 guint vgic_plan_restore_count (const VgicShape *shape, gboolean plpis, guint apr);

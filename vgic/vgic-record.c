@@ -10,6 +10,10 @@
  *   header (32 bytes) | MPIDR[nr_vcpus] (u32) | entry[nr_entries] (20 bytes)
  *   | CRC-32C (u32) of everything before it
  *
+ * in both versions: version 2 differs from 1 only in its register set (the
+ * routes QEMU's IROUTER addressing misses are in it), so the bytes are
+ * read the same way, and the version says which set to expect.
+ *
  * all little-endian, written and read one byte at a time so the code never
  * depends on host byte order, alignment or struct padding.
  *
@@ -135,14 +139,16 @@ vgic_record_encoded_size (const VgicShape *shape, gsize n)
 }
 
 /* The most entries a save of this many IRQs and vCPUs can read: with LPIs and
- * four APRs per group.  Only the counts are used, not the MPIDRs, so this is
- * safe to call on a header that has not been checked further. */
+ * four APRs per group, and the routes in a version that carries them.  Only
+ * the counts are used, not the MPIDRs, so this is safe to call on a header
+ * that has not been checked further. */
 static guint
-max_entries (guint32 nr_irqs, guint32 nr_vcpus)
+max_entries (guint32 nr_irqs, guint32 nr_vcpus, guint16 version)
 {
   VgicShape counts = { .nr_irqs = nr_irqs, .nr_vcpus = nr_vcpus, .mpidrs = NULL };
 
-  return vgic_plan_save_count (&counts, TRUE, 4);
+  return vgic_plan_save_count (&counts, TRUE, 4) +
+         (version >= VGIC_RECORD_VERSION_ROUTES ? vgic_plan_route_count (&counts) : 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -220,18 +226,27 @@ ordered_as_run (const VgicShape *shape, const VgicEntry *entries, gsize n)
   g_autoptr (VgicValues) inputs = vgic_plan_save_inputs (shape, entries, n, NULL);
   g_autoptr (VgicList) plan = NULL;
   g_autoptr (VgicList) second = NULL;
+  g_autoptr (VgicList) routes = NULL;
 
   if (!inputs)
     return NULL;
   plan = vgic_plan_save_first (shape);
   second = vgic_plan_save_second (shape, inputs, NULL);
-  if (!second || plan->len + second->len != n)
+  if (!second)
+    return NULL;
+  /* With the routes QEMU misses (a save for a record), or without. */
+  if (plan->len + vgic_plan_route_count (shape) + second->len == n)
+    {
+      routes = vgic_plan_save_routes (shape);
+      vgic_list_append (plan, routes->entries, routes->len);
+    }
+  if (plan->len + second->len != n)
     return NULL;
   vgic_list_append (plan, second->entries, second->len);
   return dedup_reads (entries, n, plan, NULL);
 }
 
-static GBytes *serialise (const VgicShape *shape, const VgicList *ordered);
+static GBytes *serialise (const VgicShape *shape, VgicList *ordered);
 
 GBytes *
 vgic_record_encode_run (const VgicShape *shape, const VgicEntry *entries, gsize n,
@@ -258,6 +273,7 @@ vgic_record_encode (const VgicShape *shape, const VgicEntry *entries, gsize n,
   static const char prefix[] = "cannot encode the state record: ";
   g_autoptr (VgicValues) values = NULL;
   g_autoptr (VgicList) ordered = NULL;
+  gboolean routes;
 
   /* vgicd must never emit a record its own decoder (or an older one) would
    * refuse: check exactly what the decoder will check. */
@@ -272,15 +288,21 @@ vgic_record_encode (const VgicShape *shape, const VgicEntry *entries, gsize n,
       g_prefix_error (error, "%s", prefix);
       return NULL;
     }
+  /* A save for a record reads all the routes QEMU misses, one for QEMU's
+   * fields none: any one of them says which the caller ran. */
+  routes = FALSE;
+  for (gsize i = 0; i < vgic_values_size (values) && !routes; i++)
+    routes = vgic_plan_is_route (shape, vgic_values_at (values, i)->group,
+                                 vgic_values_at (values, i)->attr);
   /* Plan order rather than the caller's: the bytes then depend only on the
    * state, which makes records comparable and decode → encode an identity.
    * Every planned register found, and no more values than registers (both
    * sides hold each key once), is exactly the save's register set. */
-  ordered = vgic_plan_save_registers (shape, values, NULL, NULL);
+  ordered = vgic_plan_save_registers (shape, values, NULL, routes, NULL);
   if (!ordered || !fill_from (ordered, values) ||
       ordered->len != vgic_values_size (values))
     {
-      if (!vgic_validate_saved (shape, values, error))
+      if (!vgic_validate_saved (shape, values, routes, error))
         g_prefix_error (error, "%s", prefix);
       else
         /* The plan found a difference that its own check does not: a
@@ -292,16 +314,37 @@ vgic_record_encode (const VgicShape *shape, const VgicEntry *entries, gsize n,
   return serialise (shape, ordered);
 }
 
+/* The lowest version that holds @ordered's state (docs/state-record.md,
+ * "Versions"): 2 when it has the routes QEMU misses and one of them is not
+ * 0; else 1, and the routes, if it has them, are taken out of @ordered
+ * (they sit together, so the order of the rest is kept). */
+static guint16
+lowest_version (const VgicShape *shape, VgicList *ordered)
+{
+  guint kept = 0;
+
+  for (guint i = 0; i < ordered->len; i++)
+    if (ordered->entries[i].value != 0 &&
+        vgic_plan_is_route (shape, ordered->entries[i].group, ordered->entries[i].attr))
+      return VGIC_RECORD_VERSION_ROUTES;
+  for (guint i = 0; i < ordered->len; i++)
+    if (!vgic_plan_is_route (shape, ordered->entries[i].group, ordered->entries[i].attr))
+      ordered->entries[kept++] = ordered->entries[i];
+  vgic_list_truncate (ordered, kept);
+  return 1;
+}
+
 static GBytes *
-serialise (const VgicShape *shape, const VgicList *ordered)
+serialise (const VgicShape *shape, VgicList *ordered)
 {
   guint8 *buf, *p;
+  guint16 version = lowest_version (shape, ordered);
   gsize size;
 
   size = vgic_record_encoded_size (shape, ordered->len);
   buf = g_malloc (size);
   memcpy (buf + OFF_MAGIC, record_magic, sizeof record_magic);
-  put_le16 (buf + OFF_VERSION, VGIC_RECORD_VERSION);
+  put_le16 (buf + OFF_VERSION, version);
   put_le16 (buf + OFF_HEADER_LEN, HEADER_LEN_V1);
   put_le32 (buf + OFF_FLAGS, 0);
   put_le32 (buf + OFF_NR_IRQS, shape->nr_irqs);
@@ -404,8 +447,9 @@ check_layout (const guint8 *data, gsize len, Layout *out, GError **error)
       return FALSE;
     }
 
-  /* Only version 1 exists: its header is exactly 32 bytes.  A later version
-   * that appends header fields will accept both lengths, by version. */
+  /* Versions 1 and 2 have the same header, exactly 32 bytes.  A later
+   * version that appends header fields will accept both lengths, by
+   * version. */
   header_len = get_le16 (data + OFF_HEADER_LEN);
   if (header_len != HEADER_LEN_V1)
     return bad_record (error, "header length %u, but version %u defines %u",
@@ -439,11 +483,11 @@ check_layout (const guint8 *data, gsize len, Layout *out, GError **error)
   if (out->nr_irqs < VGIC_MIN_IRQS || out->nr_irqs > VGIC_MAX_IRQS)
     return bad_record (error, "nr_irqs %u is out of range (%u..%u)",
                        out->nr_irqs, VGIC_MIN_IRQS, VGIC_MAX_IRQS);
-  if (out->nr_entries > max_entries (out->nr_irqs, out->nr_vcpus))
+  if (out->nr_entries > max_entries (out->nr_irqs, out->nr_vcpus, out->version))
     return bad_record (error, "%u entries, but a save of %u vCPUs and %u IRQs "
                        "reads at most %u registers", out->nr_entries,
                        out->nr_vcpus, out->nr_irqs,
-                       max_entries (out->nr_irqs, out->nr_vcpus));
+                       max_entries (out->nr_irqs, out->nr_vcpus, out->version));
 
   size = record_size (out->nr_vcpus, out->nr_entries);
   if (len < size)
@@ -516,6 +560,7 @@ vgic_record_parse (const guint8 *data, gsize len, GError **error)
     return NULL;
   record = g_new0 (VgicRecord, 1);
   record->version = layout.version;
+  record->routes = layout.version >= VGIC_RECORD_VERSION_ROUTES;
   record->shape = parse_shape (&layout);
   record->entries = parse_entries (&layout);
   return g_steal_pointer (&record);

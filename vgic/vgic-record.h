@@ -14,11 +14,16 @@
 #include "vgic-shape.h"
 #include "vgic-values.h"
 
-/* The newest format version this vgicd writes and understands. */
-#define VGIC_RECORD_VERSION 1
+/* The newest format version this vgicd writes and understands.  Version 2
+ * is version 1 with the routes QEMU's addressing misses
+ * (vgic_plan_save_routes()); a writer uses it only when one of those routes
+ * is not 0 (docs/state-record.md, "Versions"). */
+#define VGIC_RECORD_VERSION 2
+#define VGIC_RECORD_VERSION_ROUTES 2
 
 typedef struct {
   guint16 version;	/* format version the record was written in */
+  gboolean routes;	/* it carries every SPI's route (version 2) */
   VgicShape *shape;	/* the VM the record was saved from */
   VgicList *entries;	/* every (group, attr, value), in the record's order */
   VgicValues *values;	/* the same, indexed: set once vgic_validate_record()
@@ -32,9 +37,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicRecord, vgic_record_free)
  * vgic_record_encode() - serialise a save
  * @shape: the VM that was saved
  * @entries: the accesses of both save rounds, with the values read, in any
- *	order.  An offset read twice (QEMU's overlapping GICD_IROUTER words)
- *	may appear twice with the same value; it is stored once (the entries
- *	are indexed with vgic_values_from_reads(), not vgic_values_new())
+ *	order, with or without vgic_plan_save_routes()'s.  An offset read
+ *	twice (QEMU's overlapping GICD_IROUTER words) may appear twice with
+ *	the same value; it is stored once (the entries are indexed with
+ *	vgic_values_from_reads(), not vgic_values_new())
  * @n: number of entries
  * @error: set if the entries are not exactly a save of @shape (a register
  *	missing or unexpected, two reads of one register that disagree, or a
@@ -43,7 +49,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicRecord, vgic_record_free)
  * The record lists each register once, in save-plan order (the order of its
  * first read).  The output is canonical: the same shape and values always
  * give the same bytes, so decoding a record and encoding its values again
- * reproduces it.
+ * reproduces it.  Its version is the lowest that holds the state: 2 when
+ * the routes were read and one of them is not 0, else 1 (without them),
+ * which an older destination can load too.
  *
  * Return: the record, or NULL with @error set.
  */
@@ -54,7 +62,8 @@ GBytes *vgic_record_encode (const VgicShape *shape, const VgicEntry *entries, gs
  * vgic_record_encode_run() - vgic_record_encode() for reads made exactly as
  *	planned
  * @shape: the VM that was saved
- * @entries: the reads, in plan order: vgic_plan_save_first() of @shape, then
+ * @entries: the reads, in plan order: vgic_plan_save_first() of @shape,
+ *	optionally vgic_plan_save_routes(), then
  *	vgic_plan_save_second() for the values of the first part, with the
  *	same group and attr as the plan at every index.  The caller vouches
  *	for that (vgicd's session laid the plan out and checked every result

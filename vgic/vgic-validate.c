@@ -86,9 +86,10 @@ vgic_validate_width (const VgicEntry *e, GError **error)
 /* ------------------------------------------------------------------ */
 
 gboolean
-vgic_validate_saved (const VgicShape *shape, const VgicValues *state, GError **error)
+vgic_validate_saved (const VgicShape *shape, const VgicValues *state, gboolean routes,
+                     GError **error)
 {
-  g_autoptr (VgicList) want = vgic_plan_save_registers (shape, state, NULL, error);
+  g_autoptr (VgicList) want = vgic_plan_save_registers (shape, state, NULL, routes, error);
   const VgicEntry *e = NULL;
   uint64_t value;
 
@@ -117,8 +118,16 @@ vgic_validate_saved (const VgicShape *shape, const VgicValues *state, GError **e
         if (!vgic_values_lookup (planned, e->group, e->attr, &value))
           {
             g_autofree char *what = vgic_reg_describe (e->group, e->attr);
-            g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
-                         "unexpected register: %s is not part of this VM's state", what);
+
+            /* A route QEMU misses, where the version has no place for
+             * one: say which version does. */
+            if (!routes && vgic_plan_is_route (shape, e->group, e->attr))
+              g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                           "unexpected register: %s is a route only a version %u "
+                           "record carries", what, VGIC_RECORD_VERSION_ROUTES);
+            else
+              g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                           "unexpected register: %s is not part of this VM's state", what);
             return FALSE;
           }
       }
@@ -134,9 +143,10 @@ vgic_validate_saved (const VgicShape *shape, const VgicValues *state, GError **e
  * the save's registers in plan order.  Names the difference. */
 static gboolean
 check_plan_order (const VgicShape *shape, const VgicList *entries, const VgicValues *values,
-                  const VgicList *first, GError **error)
+                  const VgicList *first, gboolean routes, GError **error)
 {
-  g_autoptr (VgicList) expected = vgic_plan_save_registers (shape, values, first, NULL);
+  g_autoptr (VgicList) expected = vgic_plan_save_registers (shape, values, first, routes,
+                                                            NULL);
   guint i;
 
   /* The good path: the same sequence.  Both lists hold each key once, so
@@ -153,7 +163,7 @@ check_plan_order (const VgicShape *shape, const VgicList *entries, const VgicVal
 
   /* Something differs.  A missing or unexpected register is named as such;
    * if the set is right, the order is wrong. */
-  if (!vgic_validate_saved (shape, values, error))
+  if (!vgic_validate_saved (shape, values, routes, error))
     return FALSE;
   for (i = 0; expected && i < entries->len && i < expected->len; i++)
     {
@@ -200,6 +210,18 @@ check_kernel_values (const VgicShape *shape, const VgicValues *state, const char
   return TRUE;
 }
 
+/* Does one of the routes QEMU misses hold a value (a version 2 record must
+ * have one)? */
+static gboolean
+some_route_set (const VgicShape *shape, const VgicList *entries)
+{
+  for (guint i = 0; i < entries->len; i++)
+    if (entries->entries[i].value != 0 &&
+        vgic_plan_is_route (shape, entries->entries[i].group, entries->entries[i].attr))
+      return TRUE;
+  return FALSE;
+}
+
 gboolean
 vgic_validate_record (VgicRecord *record, const VgicShape *vm, const VgicList *first,
                       GError **error)
@@ -235,10 +257,21 @@ vgic_validate_record (VgicRecord *record, const VgicShape *vm, const VgicList *f
       return FALSE;
     }
   /* 4.  The VM's round 1 serves only a record of the same shape. */
-  if (!check_plan_order (record->shape, record->entries, values, vm ? first : NULL, error))
+  if (!check_plan_order (record->shape, record->entries, values, vm ? first : NULL,
+                         record->routes, error))
     {
       if (g_error_matches (*error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET))
         g_prefix_error (error, "%s", prefix);
+      return FALSE;
+    }
+  if (record->routes && !some_route_set (record->shape, record->entries))
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_BAD_RECORD,
+                   "bad state record: format version %u, but every route it adds "
+                   "(SPIs %u-%u) is 0, which a writer stores as version 1",
+                   record->version,
+                   record->shape->nr_irqs - vgic_plan_route_count (record->shape),
+                   record->shape->nr_irqs - 1);
       return FALSE;
     }
   /* 5.  Only against a VM: on its own (vgicctl dump) a record may hold
@@ -499,7 +532,7 @@ vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
   state = vgic_values_new (kept->entries, kept->len, error);
   if (!state)
     return NULL;	/* not reached: each register is kept once, and fits */
-  plan = vgic_plan_restore_write (shape, state, &local);
+  plan = vgic_plan_restore_write (shape, state, FALSE, &local);
   if (!plan)
     {
       g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,

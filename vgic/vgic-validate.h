@@ -51,7 +51,10 @@ gboolean vgic_validate_width (const VgicEntry *e, GError **error);
  *  3. every entry is in one of the four state groups, no register appears
  *     twice, and every value fits its register;
  *  4. the entries are exactly the registers a save of the shape reads, in
- *     plan order (vgic_plan_save_registers());
+ *     plan order (vgic_plan_save_registers()), with the routes QEMU misses
+ *     in a version 2 record and without them in a version 1 one; a version
+ *     2 record has one of those routes not 0 (else it would be a version
+ *     1 record: the encoding is canonical);
  *  5. with @vm, no value is one the kernel refuses on any destination
  *     (ICC_SRE_EL1 without SRE); those only the destination can judge are
  *     guards (vgic_validate_guards()).
@@ -61,11 +64,12 @@ gboolean vgic_validate_record (VgicRecord *record, const VgicShape *vm,
 
 /**
  * vgic_validate_saved() - check 4 of vgic_validate_record() on a value set:
- * @state holds exactly the registers a save of @shape reads, none missing,
- * none unexpected (naming the first of either)
+ * @state holds exactly the registers a save of @shape reads (with the
+ * routes QEMU misses if @routes), none missing, none unexpected (naming the
+ * first of either)
  */
 gboolean vgic_validate_saved (const VgicShape *shape, const VgicValues *state,
-                              GError **error);
+                              gboolean routes, GError **error);
 
 /**
  * vgic_validate_guards() - the reads a restore makes before it writes

@@ -512,7 +512,7 @@ lay_out_list (Peer *p, Input *in)
   if (take_u8 (in) & 1 || !p->record ||
       !(rec = vgic_record_load (g_bytes_get_data (p->record, NULL),
                                 g_bytes_get_size (p->record), p->s->shape, &error)) ||
-      !(writes = vgic_plan_restore_write (p->s->shape, rec->values, &error)))
+      !(writes = vgic_plan_restore_write (p->s->shape, rec->values, FALSE, &error)))
     {
       g_autoptr (GBytes) raw = take_bytes (in, take_u16 (in));
 

@@ -22,9 +22,11 @@
 
 typedef VgicEntry Entry;
 
+/* A valid record; @routes: version 2, with the routes QEMU misses, each
+ * set (as vgicd saves a VM that routed its high SPIs), else version 1. */
 static GByteArray *
-valid (guint nr_irqs, guint nr_vcpus, const uint32_t *mpidrs, gboolean plpis,
-       guint pri_bits)
+valid_as (guint nr_irqs, guint nr_vcpus, const uint32_t *mpidrs, gboolean plpis,
+          guint pri_bits, gboolean routes)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicShape) shape = vgic_shape_new (nr_irqs, nr_vcpus, mpidrs, &error);
@@ -34,11 +36,21 @@ valid (guint nr_irqs, guint nr_vcpus, const uint32_t *mpidrs, gboolean plpis,
   const guint8 *p;
 
   g_assert_no_error (error);
-  reads = fake_save (shape, plpis, pri_bits, nr_vcpus * 131 + nr_irqs, NULL);
+  if (routes)
+    reads = fake_save_routes (shape, plpis, pri_bits, nr_vcpus * 131 + nr_irqs, FALSE);
+  else
+    reads = fake_save (shape, plpis, pri_bits, nr_vcpus * 131 + nr_irqs, NULL);
   bytes = vgic_record_encode (shape, reads->entries, reads->len, &error);
   g_assert_no_error (error);
   p = g_bytes_get_data (bytes, &len);
   return g_byte_array_append (g_byte_array_new (), p, (guint) len);
+}
+
+static GByteArray *
+valid (guint nr_irqs, guint nr_vcpus, const uint32_t *mpidrs, gboolean plpis,
+       guint pri_bits)
+{
+  return valid_as (nr_irqs, nr_vcpus, mpidrs, plpis, pri_bits, FALSE);
 }
 
 static void
@@ -104,11 +116,33 @@ main (int argc, char **argv)
   save (dir, "valid-2cpu-64irq-lpis-apr2", valid (64, 2, NULL, TRUE, 6));
   save (dir, "valid-2cpu-96irq-sparse-mpidr", valid (96, 2, sparse, FALSE, 5));
 
+  save (dir, "valid-v2-2cpu-64irq-routes", valid_as (64, 2, NULL, TRUE, 6, TRUE));
+  save (dir, "valid-v2-1cpu-96irq-routes", valid_as (96, 1, NULL, FALSE, 5, TRUE));
+
+  /* Version 2's own refusals: every route 0 (a writer stores version 1),
+   * and a version 1 header over the routes. */
+  base = valid_as (64, 2, NULL, TRUE, 6, TRUE);
+  b = copy (base);
+  for (guint i = 0; i < get32 (b->data + 24); i++)
+    {
+      guint8 *e = b->data + entry_at (b, i);
+      guint32 low = get32 (e + 4);
+
+      if (get32 (e) == KVM_DEV_ARM_VGIC_GRP_DIST_REGS && low >= GICD_IROUTER + 8 * 33 &&
+          low < GICD_IROUTER + 8 * 64 && low % 8 == 0)
+        memset (e + 12, 0, 8);
+    }
+  fix_crc (b);
+  save (dir, "bad-v2-routes-zero", b);
+  b = copy (base), b->data[8] = 1, fix_crc (b);
+  save (dir, "bad-v1-with-routes", b);
+  g_byte_array_unref (base);
+
   base = valid (64, 2, NULL, TRUE, 6);
 
   b = copy (base), b->data[0] = 'X';
   save (dir, "bad-magic", b);
-  b = copy (base), b->data[8] = 2, fix_crc (b);
+  b = copy (base), b->data[8] = VGIC_RECORD_VERSION + 1, fix_crc (b);
   save (dir, "bad-future-version", b);
   b = copy (base), b->data[12] = 1, fix_crc (b);
   save (dir, "bad-unknown-flags", b);

@@ -2240,7 +2240,7 @@ qemu_put_of (VgicSim *sim, const Shape *s, gsize *n)
   g_assert_no_error (error);
   values = vgic_values_from_reads (reads->entries, reads->len, &error);
   g_assert_no_error (error);
-  put = vgic_plan_restore_write (shape, values, &error);
+  put = vgic_plan_restore_write (shape, values, FALSE, &error);
   g_assert_no_error (error);
   out = g_new (VgicdAccess, put->len);
   for (guint i = 0; i < put->len; i++)

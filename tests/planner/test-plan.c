@@ -106,7 +106,7 @@ make_restore (const VgicShape *shape, const Saved *saved, gboolean plpis)
   VgicList *write;
 
   g_assert_true (vgic_validate_destination (shape, saved->state, check, &error));
-  write = vgic_plan_restore_write (shape, saved->state, &error);
+  write = vgic_plan_restore_write (shape, saved->state, FALSE, &error);
   g_assert_no_error (error);
   return write;
 }
@@ -581,14 +581,14 @@ test_check_saved (void)
   Entry stray = { .group = GRP_REDIST, .attr = vgic_attr (shape->mpidrs[1], GICR_NSACR) };
 
   make_save (shape, TRUE, 7, 3, &saved);
-  g_assert_true (vgic_validate_saved (shape, saved.state, &error));
+  g_assert_true (vgic_validate_saved (shape, saved.state, FALSE, &error));
   g_assert_no_error (error);
 
   all = vgic_list_new_from (saved.reads->entries, saved.reads->len);
 
   /* Drop one register: missing, and named. */
   fewer = vgic_values_from_reads (all->entries + 1, all->len - 1, NULL);
-  g_assert_false (vgic_validate_saved (shape, fewer, &error));
+  g_assert_false (vgic_validate_saved (shape, fewer, FALSE, &error));
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
   g_assert_nonnull (strstr (error->message, "missing register: GICD_TYPER"));
   g_clear_error (&error);
@@ -596,7 +596,7 @@ test_check_saved (void)
   /* Add one the save never reads: unexpected, and named. */
   vgic_list_append (all, &stray, 1);
   extra = vgic_values_from_reads (all->entries, all->len, NULL);
-  g_assert_false (vgic_validate_saved (shape, extra, &error));
+  g_assert_false (vgic_validate_saved (shape, extra, FALSE, &error));
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
   g_assert_nonnull (strstr (error->message, "unexpected register: GICR_NSACR of vCPU 0.0.0.1"));
   g_clear_error (&error);
@@ -701,9 +701,9 @@ test_save_registers (void)
         guint spis = grid_irqs[q] - 32, j = 0;
 
         make_save (shape, TRUE, 6, q, &saved);
-        regs = vgic_plan_save_registers (shape, saved.state, NULL, &error);
+        regs = vgic_plan_save_registers (shape, saved.state, NULL, FALSE, &error);
         g_assert_no_error (error);
-        again = vgic_plan_save_registers (shape, saved.state, first, &error);
+        again = vgic_plan_save_registers (shape, saved.state, first, FALSE, &error);
         g_assert_no_error (error);
         g_assert_true (vgic_list_same_accesses (regs, again));
         /* QEMU's S - 1 overlapping IROUTER words are kept once. */
@@ -718,6 +718,101 @@ test_save_registers (void)
         g_assert_cmpuint (j, ==, regs->len);
         saved_clear (&saved);
       }
+}
+
+/* The routes QEMU misses (SPIs above nr_irqs / 2): a save for a record
+ * reads each once at 0x6000 + 8m, after round 1; a restore from a record
+ * that has them writes each once with its value, after QEMU's IROUTER
+ * writes and before any pending/active write (R3); without them, neither
+ * touches those words. */
+static void
+test_lost_routes (void)
+{
+  for (guint q = 0; q < G_N_ELEMENTS (grid_irqs); q++)
+    {
+      g_autoptr (VgicShape) shape = grid_shape (5, grid_irqs[q]);
+      const guint n = shape->nr_irqs, lost = n / 2 - 1;
+      g_autoptr (VgicList) routes = vgic_plan_save_routes (shape);
+      g_autoptr (VgicList) reads = fake_save_routes (shape, TRUE, 5, q, FALSE);
+      g_autoptr (VgicValues) state = NULL, check = NULL;
+      g_autoptr (VgicList) with = NULL, without = NULL, regs = NULL;
+      g_autoptr (GError) error = NULL;
+      int last_route = -1, first_state = G_MAXINT;
+      guint written = 0;
+
+      g_assert_cmpuint (vgic_plan_route_count (shape), ==, lost);
+      g_assert_cmpuint (routes->len, ==, lost);
+      for (guint i = 0; i < routes->len; i++)
+        {
+          g_assert_cmpuint (routes->entries[i].group, ==, GRP_DIST);
+          g_assert_cmphex (vgic_attr_low (routes->entries[i].attr), ==,
+                           GICD_IROUTER + 8 * (n / 2 + 1 + i));
+          g_assert_true (vgic_plan_is_route (shape, GRP_DIST, routes->entries[i].attr));
+        }
+      /* QEMU's words are not routes QEMU misses, nor the odd words. */
+      g_assert_false (vgic_plan_is_route (shape, GRP_DIST, GICD_IROUTER + 8 * (n / 2)));
+      g_assert_false (vgic_plan_is_route (shape, GRP_DIST, GICD_IROUTER + 8 * (n / 2 + 1) + 4));
+      g_assert_false (vgic_plan_is_route (shape, GRP_DIST, GICD_IROUTER + 8 * n));
+
+      state = vgic_values_from_reads (reads->entries, reads->len, &error);
+      g_assert_no_error (error);
+      /* The record's register list places them after round 1. */
+      regs = vgic_plan_save_registers (shape, state, NULL, TRUE, &error);
+      g_assert_no_error (error);
+      {
+        g_autoptr (VgicList) first = vgic_plan_save_first (shape);
+        guint first_unique = 0;
+        g_autoptr (VgicValues) u = vgic_values_from_reads (first->entries, first->len, &error);
+
+        g_assert_no_error (error);
+        first_unique = (guint) vgic_values_size (u);
+        for (guint i = 0; i < lost; i++)
+          g_assert_cmpuint (regs->entries[first_unique + i].attr, ==, routes->entries[i].attr);
+      }
+
+      check = make_check (shape, state, TRUE, 31);
+      g_assert_true (vgic_validate_destination (shape, state, check, &error));
+      with = vgic_plan_restore_write (shape, state, TRUE, &error);
+      g_assert_no_error (error);
+      without = vgic_plan_restore_write (shape, state, FALSE, &error);
+      g_assert_no_error (error);
+      g_assert_cmpuint (with->len, ==, without->len + lost);
+      for (guint i = 0; i < with->len; i++)
+        {
+          const Entry *e = &with->entries[i];
+          uint32_t low = vgic_attr_low (e->attr);
+          uint64_t v = ~0ull;
+
+          if (e->group != GRP_DIST)
+            continue;
+          if (low >= GICD_IROUTER && low < GICD_IROUTER + 0x2000)
+            last_route = (int) i;
+          if (low >= GICD_ISPENDR && low < GICD_ICACTIVER + 0x80)
+            first_state = MIN (first_state, (int) i);
+          if (vgic_plan_is_route (shape, e->group, e->attr))
+            {
+              g_assert_true (vgic_values_lookup (state, e->group, e->attr, &v));
+              g_assert_cmphex (e->value, ==, v);
+              written++;
+            }
+        }
+      g_assert_cmpuint (written, ==, lost);
+      g_assert_cmpint (last_route, <, first_state);
+      for (guint i = 0; i < without->len; i++)
+        g_assert_false (vgic_plan_is_route (shape, without->entries[i].group,
+                                            without->entries[i].attr));
+      /* A state without them cannot be written with them. */
+      {
+        g_autoptr (VgicList) plain = fake_save (shape, TRUE, 5, q, NULL);
+        g_autoptr (VgicValues) v1 = vgic_values_from_reads (plain->entries, plain->len, &error);
+        g_autoptr (VgicList) w = NULL;
+
+        g_assert_no_error (error);
+        w = vgic_plan_restore_write (shape, v1, TRUE, &error);
+        g_assert_null (w);
+        g_assert_nonnull (error);
+      }
+    }
 }
 
 int
@@ -753,6 +848,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/restore/refuses-small-destination", test_restore_refuses_small_destination);
   g_test_add_func ("/planner/restore/refuses-lpi-mismatch", test_restore_refuses_lpi_mismatch);
   g_test_add_func ("/planner/check-saved", test_check_saved);
+  g_test_add_func ("/planner/lost-routes", test_lost_routes);
 
   return g_test_run ();
 }

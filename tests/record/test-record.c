@@ -225,12 +225,24 @@ test_crc32c (void)
 /* Round trips                                                        */
 /* ------------------------------------------------------------------ */
 
+/* What a round trip's save read of the routes QEMU misses. */
+enum { ROUTES_NONE, ROUTES_SET, ROUTES_ZERO };
+
 typedef struct {
   guint nr_irqs, nr_vcpus;
   gboolean plpis;
   guint pri_bits;
   gboolean sparse_mpidrs;
+  int routes;
 } RoundTrip;
+
+/* Is @e one of the routes a version 1 record leaves out (a zero-routes
+ * save's, which the encoder drops)? */
+static gboolean
+dropped (const RoundTrip *rt, const VgicShape *shape, const Entry *e)
+{
+  return rt->routes == ROUTES_ZERO && vgic_plan_is_route (shape, e->group, e->attr);
+}
 
 static void
 test_round_trip (gconstpointer data)
@@ -247,22 +259,33 @@ test_round_trip (gconstpointer data)
   guint apr = vgic_icc_ctlr_apr_count ((uint64_t) (rt->pri_bits - 1)
                                        << ICC_CTLR_EL1_PRIBITS_SHIFT);
   guint spis = rt->nr_irqs - 32;
+  guint routes, kept;
 
   for (guint i = 0; i < rt->nr_vcpus; i++)
     mpidrs[i] = rt->sparse_mpidrs ? (i << 8) | 0x01000000 | (i & 3) : vgic_default_mpidr (i);
   shape = vgic_shape_new (rt->nr_irqs, rt->nr_vcpus, mpidrs, &error);
   g_assert_no_error (error);
-  reads = make_save (shape, rt->plpis, rt->pri_bits, rt->nr_vcpus * 31 + rt->nr_irqs);
-  g_assert_cmpuint (reads->len, ==, vgic_plan_save_count (shape, rt->plpis, apr));
+  if (rt->routes == ROUTES_NONE)
+    reads = make_save (shape, rt->plpis, rt->pri_bits, rt->nr_vcpus * 31 + rt->nr_irqs);
+  else
+    reads = fake_save_routes (shape, rt->plpis, rt->pri_bits, rt->nr_vcpus * 31 + rt->nr_irqs,
+                              rt->routes == ROUTES_ZERO);
+  routes = rt->routes == ROUTES_NONE ? 0 : vgic_plan_route_count (shape);
+  kept = reads->len - (spis - 1) - (rt->routes == ROUTES_ZERO ? routes : 0);
+  g_assert_cmpuint (reads->len, ==, vgic_plan_save_count (shape, rt->plpis, apr) + routes);
+  /* The routes are SPIs nr_irqs/2 + 1 .. nr_irqs - 1: every SPI route
+   * QEMU's offsets (0x6000 + 4k, k <= nr_irqs) miss. */
+  g_assert_cmpuint (vgic_plan_route_count (shape), ==, rt->nr_irqs / 2 - 1);
   bytes = encode_save (shape, reads);
 
-  /* One entry per register: the S - 1 IROUTER words read twice are once. */
-  g_assert_cmpuint (g_bytes_get_size (bytes), ==,
-                    vgic_record_encoded_size (shape, reads->len - (spis - 1)));
+  /* One entry per register: the S - 1 IROUTER words read twice are once;
+   * routes that are all 0 are left out (version 1). */
+  g_assert_cmpuint (g_bytes_get_size (bytes), ==, vgic_record_encoded_size (shape, kept));
 
   r = vgic_record_decode (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), &error);
   g_assert_no_error (error);
-  g_assert_cmpuint (r->version, ==, VGIC_RECORD_VERSION);
+  g_assert_cmpuint (r->version, ==, rt->routes == ROUTES_SET ? 2 : 1);
+  g_assert_cmpint (r->routes, ==, rt->routes == ROUTES_SET);
   g_assert_cmpuint (r->shape->nr_irqs, ==, rt->nr_irqs);
   g_assert_cmpuint (r->shape->nr_vcpus, ==, rt->nr_vcpus);
   g_assert_cmpmem (r->shape->mpidrs, rt->nr_vcpus * 4, mpidrs, rt->nr_vcpus * 4);
@@ -271,15 +294,16 @@ test_round_trip (gconstpointer data)
       const Entry *e = &reads->entries[i];
       uint64_t v = 0;
 
-      g_assert_true (vgic_values_lookup (r->values, e->group, e->attr, &v));
-      g_assert_cmphex (v, ==, e->value);
+      g_assert_cmpint (vgic_values_lookup (r->values, e->group, e->attr, &v), ==,
+                       !dropped (rt, shape, e));
+      g_assert_cmphex (v, ==, dropped (rt, shape, e) ? 0 : e->value);
     }
-  g_assert_cmpuint (vgic_values_size (r->values), ==, reads->len - (spis - 1));
+  g_assert_cmpuint (vgic_values_size (r->values), ==, kept);
 
   /* The documented layout: header fields, and entries in first-read order. */
   trec_parse (&t, bytes);
   g_assert_cmpmem (t.magic, 8, "VGICDREC", 8);
-  g_assert_cmpuint (t.version, ==, 1);
+  g_assert_cmpuint (t.version, ==, rt->routes == ROUTES_SET ? 2 : 1);
   g_assert_cmpuint (t.header_len, ==, 32);
   g_assert_cmpuint (t.flags, ==, 0);
   g_assert_cmpuint (t.reserved, ==, 0);
@@ -294,7 +318,7 @@ test_round_trip (gconstpointer data)
         const Entry *got;
         GBytes *key = g_bytes_new (e, sizeof *e);
 
-        if (g_hash_table_contains (seen, key))
+        if (g_hash_table_contains (seen, key) || dropped (rt, shape, e))
           {
             g_bytes_unref (key);
             continue;	/* a repeat read: the record keeps the first */
@@ -427,6 +451,7 @@ test_future_version (void)
   t.version = VGIC_RECORD_VERSION + 1;
   b = trec_write (&t, FALSE);
   assert_rejected (b, VGICD_ERROR_UNSUPPORTED, "upgrade vgicd on the destination");
+  assert_rejected (b, VGICD_ERROR_UNSUPPORTED, "understands versions up to 2");
 }
 
 static void
@@ -739,6 +764,147 @@ test_out_of_order (void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Version 2: the routes QEMU's addressing misses                     */
+/* ------------------------------------------------------------------ */
+
+/* A valid version 2 record of the small VM: 64 IRQs, so SPIs 33..63 are
+ * the 31 routes QEMU misses, each set. */
+#define ROUTES_RECORD(t)						\
+  g_autoptr (VgicShape) shape_ = vgic_shape_new (64, 2, NULL, NULL);	\
+  g_autoptr (VgicList) reads_ = fake_save_routes (shape_, TRUE, 6, 7, FALSE); \
+  g_autoptr (GBytes) good_ = encode_save (shape_, reads_);		\
+  g_auto (TRec) t = { 0 };						\
+  trec_parse (&t, good_)
+
+static gboolean
+is_lost_route (const Entry *e)
+{
+  const uint32_t low = vgic_attr_low (e->attr);
+
+  return e->group == GRP_DIST && low >= GICD_IROUTER + 8 * 33 &&
+         low < GICD_IROUTER + 8 * 64 && low % 8 == 0;
+}
+
+static guint
+count_lost_routes (const TRec *t)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < t->entries->len; i++)
+    n += is_lost_route (&g_array_index (t->entries, Entry, i));
+  return n;
+}
+
+/* Written as version 2, with the routes; every one set to 0 is a record
+ * no writer makes (it would be version 1): refused, not loaded as if the
+ * routes were meant. */
+static void
+test_routes_all_zero (void)
+{
+  ROUTES_RECORD (t);
+  g_autoptr (GByteArray) b = NULL;
+
+  g_assert_cmpuint (t.version, ==, 2);
+  g_assert_cmpuint (count_lost_routes (&t), ==, 31);
+  for (guint i = 0; i < t.entries->len; i++)
+    if (is_lost_route (&g_array_index (t.entries, Entry, i)))
+      g_array_index (t.entries, Entry, i).value = 0;
+  b = trec_write (&t, FALSE);
+  assert_rejected (b, VGICD_ERROR_BAD_RECORD, "which a writer stores as version 1");
+  assert_rejected (b, VGICD_ERROR_BAD_RECORD, "SPIs 33-63");
+}
+
+/* One route left set is enough for version 2. */
+static void
+test_routes_one_set (void)
+{
+  ROUTES_RECORD (t);
+  g_autoptr (GByteArray) b = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicRecord) r = NULL;
+  gboolean kept = FALSE;
+
+  for (guint i = 0; i < t.entries->len; i++)
+    if (is_lost_route (&g_array_index (t.entries, Entry, i)))
+      {
+        if (kept)
+          g_array_index (t.entries, Entry, i).value = 0;
+        kept = TRUE;
+      }
+  b = trec_write (&t, FALSE);
+  r = vgic_record_decode (b->data, b->len, &error);
+  g_assert_no_error (error);
+  g_assert_true (r->routes);
+}
+
+/* Version 1 has no place for the routes: a v1 header over them is refused
+ * by name (an older vgicd would refuse it the same way). */
+static void
+test_routes_in_version_1 (void)
+{
+  ROUTES_RECORD (t);
+  g_autoptr (GByteArray) b = NULL;
+
+  t.version = 1;
+  b = trec_write (&t, FALSE);
+  assert_rejected (b, VGICD_ERROR_REGISTER_SET,
+                   "unexpected register: GICD_IROUTER<33> lo is a route only a version 2 "
+                   "record carries");
+}
+
+/* Version 2 without one of its routes. */
+static void
+test_routes_missing (void)
+{
+  ROUTES_RECORD (t);
+  g_autoptr (GByteArray) b = NULL;
+
+  for (guint i = t.entries->len; i-- > 0;)
+    if (is_lost_route (&g_array_index (t.entries, Entry, i)))
+      {
+        g_array_remove_index (t.entries, i);
+        break;
+      }
+  t.nr_entries--;
+  b = trec_write (&t, FALSE);
+  assert_rejected (b, VGICD_ERROR_REGISTER_SET, "missing register: GICD_IROUTER");
+}
+
+/* The routes sit between round 1 and round 2: anywhere else is out of
+ * plan order. */
+static void
+test_routes_out_of_place (void)
+{
+  ROUTES_RECORD (t);
+  g_autoptr (GByteArray) b = NULL;
+  guint first = 0;
+  Entry route;
+
+  while (!is_lost_route (&g_array_index (t.entries, Entry, first)))
+    first++;
+  route = g_array_index (t.entries, Entry, first);
+  g_array_remove_index (t.entries, first);
+  g_array_append_val (t.entries, route);
+  b = trec_write (&t, FALSE);
+  assert_rejected (b, VGICD_ERROR_BAD_RECORD, "out of plan order");
+}
+
+/* Version 2's bound on entries counts the routes; version 1's does not. */
+static void
+test_routes_too_many_entries (void)
+{
+  ROUTES_RECORD (t);
+  g_autoptr (GByteArray) b = NULL;
+  guint max = vgic_plan_save_count (shape_, TRUE, 4) + 31;
+  g_autofree char *want = g_strdup_printf ("%u entries, but a save of 2 vCPUs "
+                                           "and 64 IRQs reads at most %u", max + 1, max);
+
+  t.nr_entries = max + 1;
+  b = trec_write (&t, FALSE);
+  assert_rejected (b, VGICD_ERROR_BAD_RECORD, want);
+}
+
+/* ------------------------------------------------------------------ */
 /* Load: the record against the attached VM                           */
 /* ------------------------------------------------------------------ */
 
@@ -867,22 +1033,29 @@ int
 main (int argc, char **argv)
 {
   static const RoundTrip trips[] = {
-    { 64, 1, FALSE, 5, FALSE },
-    { 64, 2, TRUE, 6, FALSE },
-    { 288, 4, TRUE, 7, TRUE },
-    { 992, 16, FALSE, 7, FALSE },
-    { 1024, 40, TRUE, 5, TRUE },
+    { 64, 1, FALSE, 5, FALSE, ROUTES_NONE },
+    { 64, 2, TRUE, 6, FALSE, ROUTES_NONE },
+    { 288, 4, TRUE, 7, TRUE, ROUTES_NONE },
+    { 992, 16, FALSE, 7, FALSE, ROUTES_NONE },
+    { 1024, 40, TRUE, 5, TRUE, ROUTES_NONE },
+    { 64, 1, FALSE, 5, FALSE, ROUTES_SET },
+    { 288, 4, TRUE, 7, TRUE, ROUTES_SET },
+    { 992, 16, TRUE, 5, FALSE, ROUTES_SET },
+    { 1024, 40, TRUE, 5, TRUE, ROUTES_SET },
+    { 992, 16, TRUE, 5, FALSE, ROUTES_ZERO },
   };
+  static const char *const routes_name[] = { "", "-routes", "-zero-routes" };
 
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/record/crc32c", test_crc32c);
   for (guint i = 0; i < G_N_ELEMENTS (trips); i++)
     {
-      g_autofree char *name = g_strdup_printf ("/record/round-trip/%uirqs-%uvcpus-%s-pri%u%s",
+      g_autofree char *name = g_strdup_printf ("/record/round-trip/%uirqs-%uvcpus-%s-pri%u%s%s",
                                                trips[i].nr_irqs, trips[i].nr_vcpus,
                                                trips[i].plpis ? "lpis" : "nolpis",
                                                trips[i].pri_bits,
-                                               trips[i].sparse_mpidrs ? "-sparse" : "");
+                                               trips[i].sparse_mpidrs ? "-sparse" : "",
+                                               routes_name[trips[i].routes]);
       g_test_add_data_func (name, &trips[i], test_round_trip);
     }
   g_test_add_func ("/record/large-160vcpus", test_large_timing);
@@ -910,6 +1083,12 @@ main (int argc, char **argv)
   g_test_add_func ("/record/decode/high-bits", test_high_bits);
   g_test_add_func ("/record/decode/unknown-group", test_unknown_group);
   g_test_add_func ("/record/decode/out-of-order", test_out_of_order);
+  g_test_add_func ("/record/v2/all-routes-zero", test_routes_all_zero);
+  g_test_add_func ("/record/v2/one-route-set", test_routes_one_set);
+  g_test_add_func ("/record/v2/routes-in-version-1", test_routes_in_version_1);
+  g_test_add_func ("/record/v2/route-missing", test_routes_missing);
+  g_test_add_func ("/record/v2/route-out-of-place", test_routes_out_of_place);
+  g_test_add_func ("/record/v2/too-many-entries", test_routes_too_many_entries);
   g_test_add_func ("/record/load/shape-mismatch", test_load);
   return g_test_run ();
 }

@@ -129,7 +129,7 @@ restore_and_compare (const Shape *s, gboolean batch)
   check_values = vgic_values_new (check->entries, check->len, &error);
   g_assert_no_error (error);
   g_assert_true (vgic_validate_destination (shape, state, check_values, &error));
-  writes = vgic_plan_restore_write (shape, state, &error);
+  writes = vgic_plan_restore_write (shape, state, FALSE, &error);
   g_assert_no_error (error);
   g_assert_cmpint (batch ? sim_run_batch (fd, TRUE, writes) : sim_run_single (fd, TRUE, writes),
                    ==, 0);

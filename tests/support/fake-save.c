@@ -41,6 +41,23 @@ fake_save_fill (VgicList *reads, guint32 seed, gboolean plpis, guint pri_bits)
 }
 
 VgicList *
+fake_save_routes (const VgicShape *shape, gboolean plpis, guint pri_bits, guint32 seed,
+                  gboolean zero_routes)
+{
+  guint n_first;
+  g_autoptr (VgicList) save = fake_save (shape, plpis, pri_bits, seed, &n_first);
+  g_autoptr (VgicList) routes = vgic_plan_save_routes (shape);
+  VgicList *out = vgic_list_new (save->len + routes->len);
+
+  if (!zero_routes)
+    fake_save_fill (routes, seed, plpis, pri_bits);
+  vgic_list_append (out, save->entries, n_first);
+  vgic_list_append (out, routes->entries, routes->len);
+  vgic_list_append (out, save->entries + n_first, save->len - n_first);
+  return out;
+}
+
+VgicList *
 fake_save (const VgicShape *shape, gboolean plpis, guint pri_bits, guint32 seed,
            guint *n_first)
 {

@@ -24,3 +24,12 @@ void fake_save_fill (VgicList *reads, guint32 seed, gboolean plpis, guint pri_bi
  */
 VgicList *fake_save (const VgicShape *shape, gboolean plpis, guint pri_bits,
                    guint32 seed, guint *n_first);
+
+/**
+ * fake_save_routes() - fake_save() as vgicd runs a save for its record:
+ * round 1, the routes QEMU misses (vgic_plan_save_routes()), round 2
+ * @zero_routes: those routes read 0 (as on a VM that never set them), else
+ *	each has a value of its own
+ */
+VgicList *fake_save_routes (const VgicShape *shape, gboolean plpis, guint pri_bits,
+                            guint32 seed, gboolean zero_routes);

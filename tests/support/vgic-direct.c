@@ -86,7 +86,7 @@ vgic_direct_restore (const VgicShape *shape, int fd, const VgicValues *state,
   ok = run_round (fd, check, VGIC_EXEC_READ, via, &total, error) &&
        (checked = qemu_checked (shape, state, check, error)) &&
        vgic_validate_destination (shape, state, checked, error) &&
-       (writes = vgic_plan_restore_write (shape, state, error)) &&
+       (writes = vgic_plan_restore_write (shape, state, FALSE, error)) &&
        run_round (fd, writes, VGIC_EXEC_WRITE, via, &total, error);
   if (report)
     *report = total;

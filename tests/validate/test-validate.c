@@ -384,7 +384,7 @@ restore_of (const VgicShape *shape, gboolean plpis, guint pri_bits, guint32 seed
 
   *values = vgic_values_from_reads (reads->entries, reads->len, &error);
   g_assert_no_error (error);
-  plan = vgic_plan_restore_write (shape, *values, &error);
+  plan = vgic_plan_restore_write (shape, *values, FALSE, &error);
   g_assert_no_error (error);
   return plan;
 }
@@ -406,7 +406,7 @@ test_writes_round_trip (void)
 
         g_assert_no_error (error);
         g_assert_nonnull (got);
-        again = vgic_plan_restore_write (shape, got, &error);
+        again = vgic_plan_restore_write (shape, got, FALSE, &error);
         g_assert_no_error (error);
         g_assert_cmpuint (again->len, ==, writes->len);
         g_assert_cmpmem (again->entries, again->len * sizeof (VgicEntry), writes->entries,

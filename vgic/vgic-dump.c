@@ -13,9 +13,11 @@
  * Routes need care.  QEMU 10.0 (and so vgicd, on purpose; see the top of
  * vgic-plan.c) reads GICD_IROUTER<n> at 0x6000 + 4n and 0x6000 + 4n + 4,
  * but KVM decodes an offset o as the route of IRQ (o - 0x6000) / 8, with only
- * the lower word (o % 8 == 0) meaningful and the upper word RAZ.  The record
- * therefore holds real routes for SPIs 32..nr_irqs/2 only, and this dump
- * reads them the way KVM stored them, not the way QEMU meant them.
+ * the lower word (o % 8 == 0) meaningful and the upper word RAZ.  QEMU's
+ * accesses therefore reach the real routes of SPIs 32..nr_irqs/2 only; a
+ * version 2 record adds the others at their architected offsets, a version
+ * 1 record has none of them.  Either way this dump reads each route at
+ * KVM's offset, the way KVM stored it, not the way QEMU meant it.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -53,6 +55,7 @@
 typedef struct {
   const VgicShape *shape;
   const VgicValues *values;
+  gboolean routes;	/* the record carries every SPI's route (version 2) */
   GString *out;
 } Dump;
 
@@ -145,14 +148,15 @@ private_irq (const Dump *d, uint32_t cpu, guint irq)
 /*
  * The route of SPI @irq as KVM holds it: the lower word of IROUTER<irq>,
  * at 0x6000 + 8 * irq.  QEMU's reads cover offsets 0x6000 + 4k for k in
- * 32..nr_irqs, so that word is in the record only when 2 * irq <= nr_irqs.
+ * 32..nr_irqs, so in a version 1 record that word is there only when
+ * 2 * irq <= nr_irqs; a version 2 record has it for every SPI.
  */
 static gint64
 spi_route (const Dump *d, guint irq)
 {
   uint64_t v;
 
-  if (2 * irq > d->shape->nr_irqs)
+  if (2 * irq > d->shape->nr_irqs && !d->routes)
     return NOT_CARRIED;
   if (!lookup (d, GRP_DIST, vgic_attr (0, GICD_IROUTER + 8 * irq), &v))
     return MISSING;
@@ -330,14 +334,26 @@ dump_spis (const Dump *d, VgicDumpFlags flags)
                               "not carried):\n", n_quiet);
       append_wrapped (d->out, quiet->str);
     }
-  g_string_append_printf (d->out,
+  if (d->routes)
+    g_string_append_printf (d->out,
+      "  Note: every SPI's route is carried.  QEMU 10.0 reads GICD_IROUTER<n> at\n"
+      "    0x6000+4n and 0x6000+4n+4 instead of 0x6000+8n, which KVM takes as the\n"
+      "    routes of SPIs %u-%u only; this version 2 record also holds the routes\n"
+      "    of SPIs %u-%u, at their architected offsets, and a restore through\n"
+      "    vgicd writes them.  \"vCPU\" is the vCPU the route names (\"none\":\n"
+      "    no vCPU has that affinity).\n",
+      GIC_INTERNAL, n / 2, n / 2 + 1, n - 1);
+  else
+    g_string_append_printf (d->out,
       "  Note: routes are carried for SPIs %u-%u only (\"-\" marks the others).\n"
       "    QEMU 10.0 reads GICD_IROUTER<n> at 0x6000+4n and 0x6000+4n+4 instead of\n"
-      "    0x6000+8n, and vgicd makes the same accesses on purpose.  KVM takes\n"
-      "    offset 0x6000+8m as the route of IRQ m (the upper word reads as zero),\n"
-      "    so the record holds the routes of SPIs 32..nr_irqs/2 only; a restore\n"
-      "    leaves the other routes as the destination VM has them.  \"vCPU\" is\n"
-      "    the vCPU the route names (\"none\": no vCPU has that affinity).\n",
+      "    0x6000+8n.  KVM takes offset 0x6000+8m as the route of IRQ m (the upper\n"
+      "    word reads as zero), so QEMU's accesses reach the routes of SPIs\n"
+      "    32..nr_irqs/2 only.  vgicd reads the others too, and writes a version 2\n"
+      "    record when one of them is set; this version 1 record has none set\n"
+      "    (or an older vgicd, which did not read them, wrote it), and a restore\n"
+      "    leaves those routes as the destination VM has them.  \"vCPU\" is the\n"
+      "    vCPU the route names (\"none\": no vCPU has that affinity).\n",
       GIC_INTERNAL, n / 2);
 }
 
@@ -599,7 +615,8 @@ vgic_dump_record (const VgicRecord *record, VgicDumpFlags flags)
                         record->shape->nr_irqs >= VGIC_MIN_IRQS, NULL);
 
   out = g_string_new (NULL);
-  d = (Dump) { .shape = record->shape, .values = record->values, .out = out };
+  d = (Dump) { .shape = record->shape, .values = record->values, .routes = record->routes,
+               .out = out };
   dump_header (&d, record->version);
   dump_spis (&d, flags);
   for (uint32_t cpu = 0; cpu < record->shape->nr_vcpus; cpu++)

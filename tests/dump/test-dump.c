@@ -524,6 +524,68 @@ test_spis_all (void)
   ASSERT_SPI (text, 41, "active=1 prio=0x10 level=1");
 }
 
+/* The known record as a version 2 record: vgicd also read the routes QEMU
+ * misses, and two of them are set (SPI 90 → vCPU 1, SPI 95 → no vCPU). */
+static VgicRecord *
+known_record_routes (void)
+{
+  const uint32_t mpidrs[] = { M0, M1 };
+  Setting high[] = { D (KVM_IROUTER (90), M1), D (KVM_IROUTER (95), 0x000005) };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicShape) shape = vgic_shape_new (NR_IRQS, 2, mpidrs, &error);
+  g_autoptr (VgicList) reads = NULL, routes = NULL, second = NULL;
+  g_autoptr (VgicValues) first = NULL;
+  g_autofree Setting *settings = NULL;
+  gsize n;
+
+  g_assert_no_error (error);
+  settings = known_settings (&n, TRUE);
+  reads = vgic_plan_save_first (shape);
+  apply (reads, settings, n);
+  first = vgic_values_from_reads (reads->entries, reads->len, &error);
+  g_assert_no_error (error);
+  second = vgic_plan_save_second (shape, first, &error);
+  g_assert_no_error (error);
+  apply (second, settings, n);
+  routes = vgic_plan_save_routes (shape);
+  apply (routes, high, G_N_ELEMENTS (high));
+  g_assert_cmpuint (high[0].hits, ==, 1);
+  g_assert_cmpuint (high[1].hits, ==, 1);
+  vgic_list_append (reads, routes->entries, routes->len);
+  vgic_list_append (reads, second->entries, second->len);
+  return encode_decode (shape, reads);
+}
+
+/* A version 2 record shows the route of every SPI, where a version 1
+ * record shows "-" above nr_irqs / 2, and says so under the table. */
+static void
+test_routes_v2 (void)
+{
+  g_autoptr (VgicRecord) record = known_record_routes ();
+  g_autofree char *text = vgic_dump_record (record, VGIC_DUMP_NONE);
+  g_autofree char *all = vgic_dump_record (record, VGIC_DUMP_ALL_IRQS);
+  g_autofree char *note = paragraph (text, "Note:");
+
+  if (g_test_verbose ())
+    g_printerr ("%s", text);
+  g_assert_cmpuint (record->version, ==, 2);
+  g_assert_true (g_str_has_prefix (text, "vGIC state record, format version 2\n"));
+  /* The routes QEMU reaches, as in version 1. */
+  ASSERT_SPI (text, 33, "route=0.1.2.3 vCPU=1");
+  ASSERT_SPI (text, 48, "route=0.0.1.0 vCPU=0");
+  /* Those above nr_irqs / 2, carried now. */
+  ASSERT_SPI (text, 90, "grp=0 enabled=1 pending=0 active=0 prio=0x00 config=level "
+                        "level=0 route=0.1.2.3 vCPU=1");
+  ASSERT_SPI (text, 95, "route=0.0.0.5 vCPU=none");
+  ASSERT_SPI (text, 60, "level=1 route=0.0.0.0 vCPU=none");
+  ASSERT_SPI (all, 80, "route=0.0.0.0 vCPU=none");
+  g_assert_null (strstr (all, "route=-"));
+  g_assert_nonnull (note);
+  g_assert_true (g_str_has_prefix (note, "Note: every SPI's route is carried."));
+  g_assert_nonnull (strstr (note, "routes of SPIs 32-48 only"));
+  g_assert_nonnull (strstr (note, "of SPIs 49-95, at their architected offsets"));
+}
+
 static void
 test_route_note (void)
 {
@@ -714,6 +776,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dump/spis-summarised", test_spis_summarised);
   g_test_add_func ("/dump/spis-all", test_spis_all);
   g_test_add_func ("/dump/route-note", test_route_note);
+  g_test_add_func ("/dump/routes-v2", test_routes_v2);
   g_test_add_func ("/dump/private-irqs", test_private_irqs);
   g_test_add_func ("/dump/redistributors", test_redistributors);
   g_test_add_func ("/dump/cpu-interfaces", test_cpu_interfaces);

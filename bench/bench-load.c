@@ -232,9 +232,11 @@ worker (gpointer data)
     for (guint i = 0; i < opt_vcpus; i++)
       mpidrs[i] = vgic_sim_get_mpidr (src, i);
     shape = vgic_shape_new (opt_irqs, opt_vcpus, mpidrs, &error);
-    a = shape ? vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_BATCH, NULL, &error)
+    a = shape ? vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_BATCH, TRUE, NULL,
+                                  &error)
               : NULL;
-    b = a ? vgic_direct_save (shape, vgic_sim_get_fd (dst), VGIC_EXEC_BATCH, NULL, &error)
+    b = a ? vgic_direct_save (shape, vgic_sim_get_fd (dst), VGIC_EXEC_BATCH, TRUE, NULL,
+                                  &error)
           : NULL;
     w->ok = b && vgic_list_same_accesses (a, b) &&
             memcmp (a->entries, b->entries, a->len * sizeof *a->entries) == 0;

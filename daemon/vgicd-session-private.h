@@ -79,6 +79,8 @@ struct _VgicdSession {
   gboolean known_plpis;
   guint known_apr;
   VgicList *first_plan;	/* round 1 of a save: the shape's, planned at attach */
+  VgicList *routes_plan;	/* the routes QEMU misses: read after round 1 for a record */
+  guint round1_len;	/* save: round 1's reads in this save, the routes included */
   VgicList *reads;	/* save: everything read so far */
   VgicRecord *record;	/* load: the validated record */
   gsize record_len;

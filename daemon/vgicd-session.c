@@ -254,7 +254,8 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
    * with LPIs and four APRs per group, after its guards (QEMU's three reads,
    * which the count includes, and one per vCPU; a save, even with its
    * guessed round 2, is smaller; so is its record). */
-  capacity = vgic_plan_restore_count (s->shape, TRUE, 4) + s->shape->nr_vcpus + 8;
+  capacity = vgic_plan_restore_count (s->shape, TRUE, 4) + vgic_plan_route_count (s->shape) +
+             s->shape->nr_vcpus + 8;
   /* The host's limits, before anything is allocated for the VM. */
   if (!within_limits (daemon, s->shape->nr_vcpus, footprint_of (capacity), error))
     {
@@ -270,6 +271,7 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
   /* Round 1 of a save depends on the shape alone: planned once, here,
    * rather than inside each save's or load's downtime. */
   s->first_plan = vgic_plan_save_first (s->shape);
+  s->routes_plan = vgic_plan_save_routes (s->shape);
   s->connection = g_object_ref (connection);
   s->path = g_strdup_printf (VGICD_SESSION_PATH_PREFIX "%u", ++next_session_id);
   if (!vgicd_session_dbus_export (s, error))
@@ -357,6 +359,7 @@ vgicd_session_free (VgicdSession *s)
     close (s->peer_channel_fd);
   g_clear_pointer (&s->last_second, vgic_list_unref);
   g_clear_pointer (&s->first_plan, vgic_list_unref);
+  g_clear_pointer (&s->routes_plan, vgic_list_unref);
   g_clear_object (&s->connection);
   vgicd_window_free (s->window);
   vgic_shape_free (s->shape);

@@ -13,7 +13,8 @@
  * report.  vgicd then copies the results out of the window in turn, and
  * checks that the peer changed nothing but values and errors.
  *
- *   save:  [round 1 reads + guessed round 2] → done(record)
+ *   save:  [round 1 reads (+ the routes QEMU misses, for a record)
+ *           + guessed round 2] → done(record)
  *          ([round 2 reads] in between when the guess was wrong)
  *   load:  validate the whole record against the VM
  *          → [guarded writes: TYPER and ICC_CTLR_EL1 reads, checked by the
@@ -352,7 +353,7 @@ save_first_read (VgicdSession *s, VgicList *results, gboolean guess_ran)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicValues) first = vgic_plan_save_inputs (s->shape, results->entries,
-                                                        s->first_plan->len, &error);
+                                                        s->round1_len, &error);
   g_autoptr (VgicList) second = NULL;
   const char *from;
   gboolean plpis;
@@ -380,7 +381,7 @@ save_first_read (VgicdSession *s, VgicList *results, gboolean guess_ran)
                      "VM %s: this VM's LPI and APR registers (LPIs %s, %u APRs "
                      "per group on vCPU 0) differ from %s; reading them in a second round",
                      s->name, plpis ? "yes" : "no", apr, from);
-  vgic_list_truncate (results, s->first_plan->len);
+  vgic_list_truncate (results, s->round1_len);
   s->reads = vgic_list_ref (results);
   s->op = OP_SAVE_SECOND;
   return step_run (s, second, FALSE);
@@ -427,6 +428,11 @@ start_save (VgicdSession *s, gboolean fields)
    * as most VMs on the host have it (learn_shape()). */
   plan = vgic_list_new (s->window->capacity);
   vgic_list_append (plan, s->first_plan->entries, s->first_plan->len);
+  /* A record carries every SPI's route; QEMU's fields have room for the
+   * routes QEMU's own accesses reach only (the quirk in vgic-plan.c). */
+  if (!fields)
+    vgic_list_append (plan, s->routes_plan->entries, s->routes_plan->len);
+  s->round1_len = plan->len;
   if (s->last_second)
     s->guess = vgic_list_ref (s->last_second);
   else
@@ -460,6 +466,15 @@ load_done (VgicdSession *s)
 
 #define GUARDED_VCPUS_MAX 2048
 
+/* The state written carries the routes QEMU misses: a version 2 record.
+ * (A version 1 record, or QEMU's own restore, leaves them as the
+ * destination has them.) */
+static gboolean
+state_has_routes (VgicdSession *s)
+{
+  return s->record && s->record->routes;
+}
+
 /* The state to write is known and judged (s->state): lay out the restore. */
 static GVariant *
 start_restore (VgicdSession *s)
@@ -472,7 +487,8 @@ start_restore (VgicdSession *s)
   if (s->peer_guards && s->shape->nr_vcpus <= GUARDED_VCPUS_MAX)
     {
       g_autoptr (VgicList) guards = vgic_validate_guards (s->shape, s->state);
-      g_autoptr (VgicList) write = vgic_plan_restore_write (s->shape, s->state, FALSE, &error);
+      g_autoptr (VgicList) write = vgic_plan_restore_write (s->shape, s->state,
+                                                            state_has_routes (s), &error);
       gboolean plpis = FALSE;
       guint apr = 1;
 
@@ -658,10 +674,9 @@ next_step (VgicdSession *s, GVariant *report)
         }
       /* The guessed part of a save failed (an APR the vCPU does not have):
        * round 1 is complete, so plan round 2 from it. */
-      if (s->op == OP_SAVE_FIRST && index >= s->first_plan->len &&
-          done >= s->first_plan->len)
+      if (s->op == OP_SAVE_FIRST && index >= s->round1_len && done >= s->round1_len)
         {
-          results = step_collect (s, s->first_plan->len, &error);
+          results = step_collect (s, s->round1_len, &error);
           if (!results)
             return step_fail (s, "save", error->message);
           return save_first_read (s, results, FALSE);
@@ -687,7 +702,8 @@ next_step (VgicdSession *s, GVariant *report)
       g_autoptr (VgicList) write = NULL;
 
       if (!destination_fits (s, results, &error) ||
-          !(write = vgic_plan_restore_write (s->shape, s->state, FALSE, &error)))
+          !(write = vgic_plan_restore_write (s->shape, s->state, state_has_routes (s),
+                                             &error)))
         return load_refused (s, error);
       s->op = OP_LOAD_WRITE;
       return step_run (s, write, TRUE);

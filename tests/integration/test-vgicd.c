@@ -90,17 +90,20 @@ sim_shape (VgicSim *sim, const Shape *s)
   return shape;
 }
 
-/* What a save can see of @sim, as a record (one-by-one reads, bypassing
- * vgicd); *@accesses gets the number of reads a save makes. */
+/* What a save for vgicd's record can see of @sim (@routes; else what
+ * QEMU's accesses see: no route of an SPI above nr_irqs / 2), as a record
+ * (one-by-one reads, bypassing vgicd); *@accesses gets the number of reads
+ * that save makes. */
 static GBytes *
-visible_state_n (VgicSim *sim, const Shape *s, guint *accesses)
+state_of (VgicSim *sim, const Shape *s, gboolean routes, guint *accesses)
 {
   g_autoptr (VgicShape) shape = sim_shape (sim, s);
   g_autoptr (VgicList) all = NULL;
   g_autoptr (GError) error = NULL;
   GBytes *bytes;
 
-  all = vgic_direct_save (shape, vgic_sim_get_fd (sim), VGIC_EXEC_SINGLE, NULL, &error);
+  all = vgic_direct_save (shape, vgic_sim_get_fd (sim), VGIC_EXEC_SINGLE, routes, NULL,
+                          &error);
   g_assert_no_error (error);
   bytes = vgic_record_encode (shape, all->entries, all->len, &error);
   g_assert_no_error (error);
@@ -110,9 +113,21 @@ visible_state_n (VgicSim *sim, const Shape *s, guint *accesses)
 }
 
 static GBytes *
+visible_state_n (VgicSim *sim, const Shape *s, guint *accesses)
+{
+  return state_of (sim, s, TRUE, accesses);
+}
+
+static GBytes *
 visible_state (VgicSim *sim, const Shape *s)
 {
-  return visible_state_n (sim, s, NULL);
+  return state_of (sim, s, TRUE, NULL);
+}
+
+static GBytes *
+qemu_visible_state (VgicSim *sim, const Shape *s)
+{
+  return state_of (sim, s, FALSE, NULL);
 }
 
 static void
@@ -2236,7 +2251,7 @@ qemu_put_of (VgicSim *sim, const Shape *s, gsize *n)
   g_autoptr (GError) error = NULL;
   VgicdAccess *out;
 
-  reads = vgic_direct_save (shape, vgic_sim_get_fd (sim), VGIC_EXEC_SINGLE, NULL, &error);
+  reads = vgic_direct_save (shape, vgic_sim_get_fd (sim), VGIC_EXEC_SINGLE, FALSE, NULL, &error);
   g_assert_no_error (error);
   values = vgic_values_from_reads (reads->entries, reads->len, &error);
   g_assert_no_error (error);
@@ -2281,7 +2296,8 @@ test_fields (void)
   g_assert_true (st.batched);
   g_assert_cmpuint (st.ioctls, <=, 4);
   shape = sim_shape (src, s);
-  direct = vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_SINGLE, NULL, &error);
+  direct = vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_SINGLE, FALSE, NULL,
+                             &error);
   g_assert_no_error (error);
   for (guint i = 0; i < direct->len; i++)
     {
@@ -2300,9 +2316,16 @@ test_fields (void)
   vgicd_client_get_stats (cd, &st);
   g_assert_true (st.batched);
   g_assert_cmpuint (st.ioctls, <=, 4);
+  /* All QEMU's fields carry arrived; the routes they have no room for did
+   * not (test_routes()). */
+  want = qemu_visible_state (src, s);
+  got = qemu_visible_state (dst, s);
+  g_assert_true (g_bytes_equal (want, got));
+  g_clear_pointer (&want, g_bytes_unref);
+  g_clear_pointer (&got, g_bytes_unref);
   want = visible_state (src, s);
   got = visible_state (dst, s);
-  g_assert_true (g_bytes_equal (want, got));
+  g_assert_false (g_bytes_equal (want, got));
 
   /* Two writes out of order: refused, nothing written. */
   {
@@ -2336,6 +2359,133 @@ test_fields (void)
 }
 
 /* Record=true (the host's, or a VM's in vms.conf) is what the attach says. */
+/* Route every SPI QEMU's addressing misses (above nr_irqs / 2) to a vCPU
+ * other than vCPU 0, whose affinity is 0: a route a fresh destination
+ * could only have by chance. */
+static guint
+route_high_spis (VgicSim *sim, const Shape *s)
+{
+  g_autoptr (VgicSimState) state = vgic_sim_state_get (sim);
+  g_autoptr (GError) error = NULL;
+  guint n = 0;
+
+  for (guint irq = s->irqs / 2 + 1; irq < s->irqs; irq++, n++)
+    state->spis[irq - 32].route = vgic_sim_get_mpidr (sim, 1 + irq % (s->vcpus - 1)) & 0xffffff;
+  g_assert_true (vgic_sim_state_set (sim, state, &error));
+  g_assert_no_error (error);
+  return n;
+}
+
+/* How many SPIs route differently on @a and @b. */
+static guint
+routes_differing (VgicSim *a, VgicSim *b, const Shape *s)
+{
+  g_autoptr (VgicSimState) x = vgic_sim_state_get (a);
+  g_autoptr (VgicSimState) y = vgic_sim_state_get (b);
+  guint n = 0;
+
+  for (guint irq = 32; irq < s->irqs; irq++)
+    n += x->spis[irq - 32].route != y->spis[irq - 32].route;
+  return n;
+}
+
+/*
+ * Every SPI's route is migrated through vgicd's record, including those
+ * QEMU 10.0's GICD_IROUTER addressing misses (0x6000 + 4n: the SPIs above
+ * nr_irqs / 2); QEMU's own path and vgicd's fields path keep QEMU's
+ * accesses, and lose them.  A record whose source never set those routes
+ * is written as version 1, which any vgicd loads.
+ */
+static void
+test_routes (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[3];	/* 64 vCPUs, 992 IRQs: 495 routes QEMU misses */
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (s, TRUE);
+  g_autoptr (VgicSim) own = make_sim (s, TRUE);
+  g_autoptr (VgicSim) plain = make_sim (s, TRUE);
+  g_autoptr (VgicSim) plain_dst = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) cs = NULL, cd = NULL, cp = NULL, cpd = NULL;
+  g_autoptr (VgicSimState) a = NULL, b = NULL;
+  g_autoptr (GString) diff = g_string_new (NULL);
+  g_autoptr (GBytes) record = NULL, plain_record = NULL;
+  g_autoptr (VgicRecord) r = NULL;
+  g_autoptr (VgicShape) shape = NULL;
+  g_autoptr (VgicList) reads = NULL;
+  g_autoptr (VgicValues) values = NULL;
+  g_autoptr (GError) error = NULL;
+  guint high;
+
+  vgic_sim_randomize (src, 4242);
+  high = route_high_spis (src, s);
+  g_assert_cmpuint (high, ==, s->irqs / 2 - 1);
+
+  /* Through vgicd's record: the whole register file arrives. */
+  cs = attach (h, src, s, "routes-src");
+  cd = attach (h, dst, s, "routes-dst");
+  g_assert_true (vgicd_client_save (cs, &record, &error));
+  g_assert_no_error (error);
+  r = vgic_record_decode (g_bytes_get_data (record, NULL), g_bytes_get_size (record), &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (r->version, ==, VGIC_RECORD_VERSION_ROUTES);
+  g_assert_true (r->routes);
+  g_assert_true (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                    g_bytes_get_size (record), &error));
+  g_assert_no_error (error);
+  a = vgic_sim_state_get (src);
+  b = vgic_sim_state_get (dst);
+  if (!vgic_sim_state_equal (a, b, diff))
+    g_error ("the record path lost state: %s", diff->str);
+
+  /* QEMU's own path: every route QEMU misses stays the fresh VM's 0. */
+  shape = sim_shape (src, s);
+  reads = vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_SINGLE, FALSE, NULL,
+                            &error);
+  g_assert_no_error (error);
+  values = vgic_values_from_reads (reads->entries, reads->len, &error);
+  g_assert_no_error (error);
+  g_assert_true (vgic_direct_restore (shape, vgic_sim_get_fd (own), values, FALSE,
+                                      VGIC_EXEC_SINGLE, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (routes_differing (src, own, s), ==, high);
+
+  /* A VM that never routed those SPIs: a version 1 record, as an older
+   * vgicd writes and reads it; loaded, those routes stay the
+   * destination's (0 on a fresh VM, as the source's). */
+  vgic_sim_randomize (plain, 4242);
+  {
+    g_autoptr (VgicSimState) p = vgic_sim_state_get (plain);
+
+    for (guint irq = s->irqs / 2 + 1; irq < s->irqs; irq++)
+      p->spis[irq - 32].route = 0;
+    g_assert_true (vgic_sim_state_set (plain, p, &error));
+    g_assert_no_error (error);
+  }
+  cp = attach_uuid (h, plain, s, "routes-plain", "0f3c1a2e-0000-4000-8000-000000000002");
+  cpd = attach_uuid (h, plain_dst, s, "routes-plain-dst", "0f3c1a2e-0000-4000-8000-000000000003");
+  g_assert_true (vgicd_client_save (cp, &plain_record, &error));
+  g_assert_no_error (error);
+  g_clear_pointer (&r, vgic_record_free);
+  r = vgic_record_decode (g_bytes_get_data (plain_record, NULL),
+                          g_bytes_get_size (plain_record), &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (r->version, ==, 1);
+  g_assert_false (r->routes);
+  g_assert_cmpuint (g_bytes_get_size (plain_record), ==,
+                    g_bytes_get_size (record) - (gsize) high * 20);	/* 20 bytes an entry */
+  g_assert_true (vgicd_client_load (cpd, g_bytes_get_data (plain_record, NULL),
+                                    g_bytes_get_size (plain_record), &error));
+  g_assert_no_error (error);
+  g_clear_pointer (&a, vgic_sim_state_free);
+  g_clear_pointer (&b, vgic_sim_state_free);
+  a = vgic_sim_state_get (plain);
+  b = vgic_sim_state_get (plain_dst);
+  g_string_truncate (diff, 0);
+  if (!vgic_sim_state_equal (a, b, diff))
+    g_error ("the version 1 record lost state: %s", diff->str);
+}
+
 static void
 test_record_setting (void)
 {
@@ -2396,6 +2546,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/vgicd-restarted", test_vgicd_restarted);
   g_test_add_func ("/vgicd/concurrent-sessions", test_concurrent_sessions);
   g_test_add_func ("/vgicd/fields", test_fields);
+  g_test_add_func ("/vgicd/routes", test_routes);
   g_test_add_func ("/vgicd/record-setting", test_record_setting);
   g_test_add_func ("/vgicd/killed-mid-save", test_killed_mid_save);
   g_test_add_func ("/vgicd/killed-at-each-step", test_killed_at_each_step);

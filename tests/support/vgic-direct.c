@@ -30,7 +30,7 @@ run_round (int fd, VgicList *plan, VgicExecDir dir, VgicExecVia via,
 }
 
 VgicList *
-vgic_direct_save (const VgicShape *shape, int fd, VgicExecVia via,
+vgic_direct_save (const VgicShape *shape, int fd, VgicExecVia via, gboolean routes,
                   VgicExecReport *report, GError **error)
 {
   g_autoptr (VgicList) all = vgic_plan_save_first (shape);
@@ -39,6 +39,17 @@ vgic_direct_save (const VgicShape *shape, int fd, VgicExecVia via,
   VgicExecReport total = { 0 };
   gboolean ok;
 
+  /* The routes go where vgicd's save reads them: after round 1. */
+  if (routes)
+    {
+      g_autoptr (VgicList) lost = vgic_plan_save_routes (shape);
+      g_autoptr (VgicList) with = vgic_list_new (all->len + lost->len);
+
+      vgic_list_append (with, all->entries, all->len);
+      vgic_list_append (with, lost->entries, lost->len);
+      g_clear_pointer (&all, vgic_list_unref);
+      all = g_steal_pointer (&with);
+    }
   ok = run_round (fd, all, VGIC_EXEC_READ, via, &total, error) &&
        (inputs = vgic_plan_save_inputs (shape, all->entries, all->len, error)) &&
        (second = vgic_plan_save_second (shape, inputs, error)) &&
@@ -75,7 +86,8 @@ qemu_checked (const VgicShape *shape, const VgicValues *state, const VgicList *c
 
 gboolean
 vgic_direct_restore (const VgicShape *shape, int fd, const VgicValues *state,
-                     VgicExecVia via, VgicExecReport *report, GError **error)
+                     gboolean routes, VgicExecVia via, VgicExecReport *report,
+                     GError **error)
 {
   g_autoptr (VgicList) check = vgic_plan_restore_check (shape);
   g_autoptr (VgicList) writes = NULL;
@@ -86,7 +98,7 @@ vgic_direct_restore (const VgicShape *shape, int fd, const VgicValues *state,
   ok = run_round (fd, check, VGIC_EXEC_READ, via, &total, error) &&
        (checked = qemu_checked (shape, state, check, error)) &&
        vgic_validate_destination (shape, state, checked, error) &&
-       (writes = vgic_plan_restore_write (shape, state, FALSE, error)) &&
+       (writes = vgic_plan_restore_write (shape, state, routes, error)) &&
        run_round (fd, writes, VGIC_EXEC_WRITE, via, &total, error);
   if (report)
     *report = total;

@@ -31,7 +31,9 @@ static const char *const mode_names[] = {
 /* The keys vgicd reads; anything else in [vgicd] is most likely a typo. */
 static const char *const known_keys[] = {
   "Mode", "Socket", "SocketGroup", "AllowUsers", "Probe", "ClientTimeout", "Record",
-  "MaxSessions", "MaxSessionsPerUser", NULL,
+  "MaxSessions", "MaxSessionsPerUser", "MaxVcpus", "MaxSessionMemory", "MaxHandshakes",
+  "MaxHandshakesPerProcess", "HandshakeTimeout", "History", "HistoryVMs",
+  "MetricsTextfile", NULL,
 };
 
 /* vgicd_mode_to_string() - "auto", "single" or "off" */
@@ -91,6 +93,8 @@ config_defaults (const char *path)
   config->max_handshakes = VGICD_DEFAULT_MAX_HANDSHAKES;
   config->max_handshakes_per_process = VGICD_DEFAULT_MAX_HANDSHAKES_PER_PROCESS;
   config->handshake_timeout = VGICD_DEFAULT_HANDSHAKE_TIMEOUT;
+  config->history = VGICD_DEFAULT_HISTORY;
+  config->history_vms = VGICD_DEFAULT_HISTORY_VMS;
   return config;
 }
 
@@ -202,11 +206,13 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
   keys = g_key_file_get_keys (file, GROUP, NULL, NULL);
   for (guint i = 0; keys && keys[i]; i++)
     if (!g_strv_contains (known_keys, keys[i]))
-      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
-                        "MESSAGE", "%s: unknown key [" GROUP "] %s ignored "
-                        "(known: Mode, Socket, SocketGroup, AllowUsers, Probe, "
-                        "ClientTimeout, Record, MaxSessions, MaxSessionsPerUser)",
-                        path, keys[i]);
+      {
+        g_autofree char *known = g_strjoinv (", ", (char **) known_keys);
+
+        g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                          "MESSAGE", "%s: unknown key [" GROUP "] %s ignored (known: %s)",
+                          path, keys[i], known);
+      }
 
   if (!vgicd_config_read_mode (file, path, GROUP, &config->mode, &found, error))
     return FALSE;
@@ -227,6 +233,27 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
         }
       g_free (config->socket_path);
       config->socket_path = g_steal_pointer (&socket);
+    }
+
+  if (g_key_file_has_key (file, GROUP, "MetricsTextfile", NULL))
+    {
+      g_autofree char *textfile = g_key_file_get_string (file, GROUP, "MetricsTextfile",
+                                                         &local);
+
+      if (!textfile)
+        return config_error (error, local, path, "MetricsTextfile");
+      g_strstrip (textfile);
+      if (*textfile && (!g_path_is_absolute (textfile) ||
+                        !g_str_has_suffix (textfile, ".prom")))
+        {
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                       "%s: [" GROUP "] MetricsTextfile=%s is not an absolute path ending "
+                       "in .prom (node_exporter's textfile collector reads only those)",
+                       path, textfile);
+          return FALSE;
+        }
+      g_free (config->metrics_textfile);
+      config->metrics_textfile = *textfile ? g_steal_pointer (&textfile) : NULL;
     }
 
   if (g_key_file_has_key (file, GROUP, "SocketGroup", NULL))
@@ -285,7 +312,11 @@ config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
                   &config->max_handshakes_per_process, error) ||
       !read_uint (file, path, "HandshakeTimeout", VGICD_MIN_HANDSHAKE_TIMEOUT,
                   VGICD_MAX_HANDSHAKE_TIMEOUT, "number of milliseconds",
-                  &config->handshake_timeout, error))
+                  &config->handshake_timeout, error) ||
+      !read_uint (file, path, "History", 0, VGICD_MAX_HISTORY, "number of operations",
+                  &config->history, error) ||
+      !read_uint (file, path, "HistoryVMs", 1, VGICD_MAX_HISTORY_VMS, "number of VMs",
+                  &config->history_vms, error))
     return FALSE;
   if (!vgicd_config_read_bool (file, path, GROUP, "Probe", &config->probe, &found, error) ||
       !vgicd_config_read_bool (file, path, GROUP, "Record", &config->record, &found, error))
@@ -366,6 +397,7 @@ vgicd_config_free (VgicdConfig *config)
   g_free (config->path);
   g_free (config->state_path);
   g_free (config->socket_path);
+  g_free (config->metrics_textfile);
   g_free (config->socket_group);
   g_strfreev (config->allow_users);
   g_free (config);

@@ -37,6 +37,13 @@
 #define VGICD_MIN_HANDSHAKE_TIMEOUT 100
 #define VGICD_MAX_HANDSHAKE_TIMEOUT 60000
 #define VGICD_MAX_MAX_SESSION_MEMORY 65536
+/* Operation history (vgicd-history.h): operations kept per VM (0: none),
+ * and VMs kept, the least recently active dropped first.  About 300 bytes
+ * an operation with its message: 32 x 256 is under 3 MiB. */
+#define VGICD_DEFAULT_HISTORY 32
+#define VGICD_MAX_HISTORY 1024
+#define VGICD_DEFAULT_HISTORY_VMS 256
+#define VGICD_MAX_HISTORY_VMS 65536
 
 typedef enum {
   VGICD_MODE_AUTO,	/* batch when the kernel has it, else one by one */
@@ -82,6 +89,9 @@ typedef struct {
   guint max_handshakes;	/* [vgicd] MaxHandshakes= on the host */
   guint max_handshakes_per_process;	/* [vgicd] MaxHandshakesPerProcess= */
   guint handshake_timeout;	/* [vgicd] HandshakeTimeout= ms */
+  guint history;	/* [vgicd] History= operations kept per VM */
+  guint history_vms;	/* [vgicd] HistoryVMs= VMs whose history is kept */
+  char *metrics_textfile;	/* [vgicd] MetricsTextfile= .prom path, or NULL */
 } VgicdConfig;
 
 /**
@@ -90,7 +100,8 @@ typedef struct {
  * AllowUsers=root;libvirt-qemu, Probe=true, ClientTimeout=250,
  * MaxSessions=1024, MaxSessionsPerUser=1024, MaxVcpus=512,
  * MaxSessionMemory=512, MaxHandshakes=128, MaxHandshakesPerProcess=32,
- * HandshakeTimeout=5000).  A file
+ * HandshakeTimeout=5000, History=32, HistoryVMs=256, no
+ * MetricsTextfile=).  A file
  * that exists but does not parse, or holds an unknown mode, is an error
  * that names the file, the key and the accepted values.
  */

@@ -12,6 +12,7 @@
 #include "vgicd-config.h"
 
 typedef struct _VgicdSession VgicdSession;
+typedef struct _VgicdHistory VgicdHistory;
 
 typedef struct {
   guint64 saves;		/* saves completed */
@@ -48,6 +49,9 @@ typedef struct {
    * g_atomic_int_get()). */
   gint peers_closed;
   gint64 start_usec;		/* g_get_monotonic_time() at start */
+  VgicdHistory *history;	/* operations kept after their session (vgicd-history.h) */
+  guint metrics_timeout;	/* a textfile write pending (vgicd-metrics.h) */
+  gboolean metrics_failing;	/* the last textfile write failed (logged once) */
   /* Called after any change the operator API shows (mode, kernel batch,
    * sessions, totals). */
   void (*changed) (gpointer data);

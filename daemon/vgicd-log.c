@@ -8,6 +8,7 @@
  * monitoring can take the figures without parsing prose.  The MESSAGE is
  * the same facts for a person, starting with "VM name:".
  */
+#include "vgicd-catalog.h"
 #include "vgicd-session-private.h"
 
 void
@@ -35,6 +36,52 @@ vgicd_session_log_op (VgicdSession *s, GLogLevelFlags level, const char *operati
                     "MESSAGE", "%s", line);
 }
 
+/* The MESSAGE_ID of each kind of outcome: data/vgicd.catalog explains each
+ * (`journalctl -x`), and monitoring can select on them. */
+static const char *
+message_id (const VgicdOp *op)
+{
+  if (g_str_equal (op->outcome, VGICD_OUTCOME_OK))
+    return g_str_equal (op->direction, "save") ? VGICD_MESSAGE_SAVED : VGICD_MESSAGE_LOADED;
+  if (g_str_equal (op->outcome, VGICD_OUTCOME_REFUSED))
+    return VGICD_MESSAGE_REFUSED;
+  if (g_str_equal (op->outcome, VGICD_OUTCOME_DECLINED))
+    return VGICD_MESSAGE_DECLINED;
+  return VGICD_MESSAGE_FAILED;
+}
+
+void
+vgicd_session_log_outcome (VgicdSession *s, GLogLevelFlags level, const VgicdOp *op,
+                           const char *message)
+{
+  g_autofree char *dur = g_strdup_printf ("%" G_GUINT64_FORMAT, op->duration_ns);
+  g_autofree char *ioctls = g_strdup_printf ("%u", op->ioctls);
+  g_autofree char *exec_ns = g_strdup_printf ("%" G_GUINT64_FORMAT, op->kernel_ns);
+  g_autofree char *busy_ns = g_strdup_printf ("%" G_GUINT64_FORMAT, op->busy_ns);
+  g_autofree char *regs = g_strdup_printf ("%u", op->registers);
+  g_autofree char *bytes = g_strdup_printf ("%" G_GUINT64_FORMAT, op->bytes);
+  g_autofree char *single = g_strdup_printf ("%" G_GUINT64_FORMAT, op->single_ns);
+  g_autofree char *line = g_strdup_printf ("VM %s: %s", s->name, message);
+
+  g_log_structured (G_LOG_DOMAIN, level,
+                    "MESSAGE_ID", message_id (op),
+                    "VGICD_VM", s->name,
+                    "VGICD_UUID", s->uuid,
+                    "VGICD_OPERATION", op->direction,
+                    "VGICD_OUTCOME", op->outcome,
+                    "VGICD_DURATION_NS", dur,
+                    "VGICD_EXEC_NS", exec_ns,
+                    "VGICD_BUSY_NS", busy_ns,
+                    "VGICD_IOCTLS", ioctls,
+                    "VGICD_REGISTERS", regs,
+                    "VGICD_BYTES", bytes,
+                    "VGICD_VIA", op->path,
+                    "VGICD_STREAM", op->stream,
+                    "VGICD_SINGLE_NS", single,
+                    "VGICD_SINGLE_ESTIMATED", op->single_estimated ? "1" : "0",
+                    "MESSAGE", "%s", line);
+}
+
 void
 vgicd_session_log (VgicdSession *s, GLogLevelFlags level, const char *field,
                    const char *value, const char *format, ...)
@@ -45,7 +92,11 @@ vgicd_session_log (VgicdSession *s, GLogLevelFlags level, const char *field,
   va_start (ap, format);
   message = g_strdup_vprintf (format, ap);
   va_end (ap);
-  if (field)
+  if (field && g_str_equal (field, "VGICD_FALLBACK"))
+    g_log_structured (G_LOG_DOMAIN, level, "MESSAGE_ID", VGICD_MESSAGE_FALLBACK,
+                      "VGICD_VM", s->name, "VGICD_UUID", s->uuid, field, value,
+                      "MESSAGE", "%s", message);
+  else if (field)
     g_log_structured (G_LOG_DOMAIN, level, "VGICD_VM", s->name, field, value,
                       "MESSAGE", "%s", message);
   else

@@ -13,7 +13,9 @@
 #include "vgic-shape.h"
 #include "vgicd-config.h"
 #include "vgicd-daemon.h"
+#include "vgicd-history.h"
 #include "vgicd-manager.h"
+#include "vgicd-metrics.h"
 #include "vgicd-probe.h"
 #include "vgicd-server.h"
 #include "vgicd-session.h"
@@ -119,6 +121,9 @@ on_sighup (gpointer data)
   vgicd_config_free (v->daemon.config);
   v->daemon.config = config;
   v->daemon.mode = config->mode;
+  vgicd_history_resize (v->daemon.history, config->history, config->history_vms);
+  vgicd_metrics_stop (&v->daemon);
+  vgicd_metrics_write_now (&v->daemon);
   apply_allow_list (v);
   for (guint i = 0; i < v->daemon.sessions->len; i++)
     vgicd_session_refresh_policy (v->daemon.sessions->pdata[i]);
@@ -141,6 +146,8 @@ vgicd_clear (Vgicd *v)
   g_clear_pointer (&v->manager, vgicd_manager_free);
   g_clear_pointer (&v->loop, g_main_loop_unref);
   g_clear_pointer (&v->daemon.sessions, g_ptr_array_unref);
+  vgicd_metrics_stop (&v->daemon);
+  g_clear_pointer (&v->daemon.history, vgicd_history_free);
   g_clear_pointer (&v->daemon.config, vgicd_config_free);
   g_clear_pointer (&v->daemon.kernel_batch_source, g_free);
   g_clear_pointer (&v->config_path, g_free);
@@ -231,6 +238,8 @@ main (int argc, char **argv)
     }
   v.daemon.mode = v.daemon.config->mode;
   v.daemon.sessions = g_ptr_array_new ();
+  v.daemon.history = vgicd_history_new (v.daemon.config->history,
+                                        v.daemon.config->history_vms);
   /* Until a save says otherwise: an ITS, and 5 priority bits (one AP
    * register per group), what KVM hosts commonly give a VM. */
   v.daemon.guess_plpis = TRUE;
@@ -299,7 +308,12 @@ main (int argc, char **argv)
              vgicd_server_describe (v.server), vgicd_mode_to_string (v.daemon.mode));
   sd_notify (0, "READY=1");
   notify_status (&v);
+  /* The textfile is there from the start (all zeros), and ends with the
+   * last figures. */
+  vgicd_metrics_write_now (&v.daemon);
   g_main_loop_run (v.loop);
+  vgicd_metrics_stop (&v.daemon);
+  vgicd_metrics_write_now (&v.daemon);
 
   vgicd_clear (&v);
   return 0;

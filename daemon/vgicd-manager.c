@@ -19,6 +19,8 @@
 #include "vgicd-manager.h"
 
 #include "vgicd-manager-xml.h"
+#include "vgicd-history.h"
+#include "vgicd-metrics.h"
 
 /* Flags and replies of org.freedesktop.DBus.RequestName. */
 #define NAME_FLAG_DO_NOT_QUEUE 4
@@ -103,6 +105,7 @@ daemon_changed (gpointer data)
   g_autoptr (GError) error = NULL;
   gboolean any = FALSE;
 
+  vgicd_metrics_changed (d);
   note_change (&changed, &any, &m->shown_mode, "Mode",
                vgicd_mode_to_string (d->mode));
   note_change (&changed, &any, &m->shown_batch, "KernelBatch",
@@ -165,6 +168,22 @@ get_stats (VgicdManager *m)
 #undef T
   g_variant_builder_add (&b, "{sv}", "sessions",
                          g_variant_new_uint32 (d->sessions ? d->sessions->len : 0));
+  if (d->history)
+    {
+      GVariantBuilder cost;
+
+      g_variant_builder_add (&b, "{sv}", "histograms", vgicd_history_histograms (d->history));
+      g_variant_builder_init (&cost, G_VARIANT_TYPE ("a{sd}"));
+      for (guint i = 0; i < 2; i++)
+        {
+          const char *dir = i ? "load" : "save";
+          double c = vgicd_history_single_cost (d->history, dir);
+
+          if (c > 0)
+            g_variant_builder_add (&cost, "{sd}", dir, c);
+        }
+      g_variant_builder_add (&b, "{sv}", "single-cost-ns", g_variant_builder_end (&cost));
+    }
   return g_variant_builder_end (&b);
 }
 
@@ -315,6 +334,23 @@ method_call (GDBusConnection *connection, const char *sender,
   else if (g_str_equal (method_name, "GetStats"))
     g_dbus_method_invocation_return_value (inv, g_variant_new_tuple (
                                              (GVariant *[]) { get_stats (m) }, 1));
+  else if (g_str_equal (method_name, "GetHistory"))
+    {
+      const char *vm;
+      guint32 limit;
+
+      g_variant_get (params, "(&su)", &vm, &limit);
+      g_dbus_method_invocation_return_value (
+        inv, g_variant_new_tuple ((GVariant *[]) {
+          m->daemon->history ? vgicd_history_describe (m->daemon->history, vm, limit)
+                             : g_variant_new_array (G_VARIANT_TYPE_VARDICT, NULL, 0) }, 1));
+    }
+  else if (g_str_equal (method_name, "GetMetrics"))
+    {
+      g_autofree char *text = vgicd_metrics_text (m->daemon);
+
+      g_dbus_method_invocation_return_value (inv, g_variant_new ("(s)", text));
+    }
   else
     g_dbus_method_invocation_return_dbus_error (
       inv, "org.freedesktop.DBus.Error.UnknownMethod", method_name);

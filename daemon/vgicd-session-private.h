@@ -19,6 +19,7 @@
 #include "vgic-record.h"
 #include "vgicd-channel.h"
 #include "vgicd-dbus.h"
+#include "vgicd-history.h"
 #include "vgicd-session.h"
 #include "vgicd-window.h"
 
@@ -115,6 +116,10 @@ GVariant *vgicd_steps_next (VgicdSession *s, GVariant *report);
 /* vgicd_steps_reset() - drop the operation in progress, if any */
 void vgicd_steps_reset (VgicdSession *s);
 
+/* vgicd_steps_abandon() - the peer went away in the middle of an
+ * operation: count it as failed, log it and keep it in the VM's history */
+void vgicd_steps_abandon (VgicdSession *s);
+
 /* vgicd_steps_operation() - "save" or "load" while one is in progress, else NULL */
 const char *vgicd_steps_operation (VgicdSession *s);
 
@@ -142,6 +147,15 @@ void vgicd_session_dbus_unexport (VgicdSession *s);
  */
 void vgicd_session_log_op (VgicdSession *s, GLogLevelFlags level, const char *operation,
                            const char *message);
+
+/**
+ * vgicd_session_log_outcome() - the journal record of a save's or a load's
+ * outcome: vgicd_session_log_op()'s fields, and MESSAGE_ID (one per kind of
+ * outcome, data/vgicd.catalog), VGICD_OUTCOME, VGICD_REGISTERS, VGICD_BYTES
+ * and VGICD_SINGLE_NS (with VGICD_SINGLE_ESTIMATED) from @op
+ */
+void vgicd_session_log_outcome (VgicdSession *s, GLogLevelFlags level, const VgicdOp *op,
+                                const char *message);
 
 /**
  * vgicd_session_log() - a record about the VM that is not an outcome (a

@@ -343,11 +343,8 @@ vgicd_session_free (VgicdSession *s)
     return;
   if (s->daemon && g_ptr_array_remove (s->daemon->sessions, s))
     {
-      const char *operation = vgicd_steps_operation (s);
-
-      if (operation)
-        vgicd_session_log_op (s, G_LOG_LEVEL_WARNING, operation,
-                              "the peer went away in the middle of an operation");
+      if (vgicd_steps_operation (s))
+        vgicd_steps_abandon (s);
       else
         vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "detach", "detached");
       vgicd_daemon_changed (s->daemon);

@@ -54,6 +54,8 @@
 
 #include "vgic-regs.h"
 #include "vgic-validate.h"
+#include "vgicd-history.h"
+#include "vgicd-metrics.h"
 #include "vgicd-session-private.h"
 #include "vgicd/protocol.h"
 
@@ -104,6 +106,63 @@ vgicd_steps_operation (VgicdSession *s)
   return s->op == OP_NONE ? NULL : op_name (s->op);
 }
 
+static void op_end (VgicdSession *s);
+static void op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
+                        const char *outcome, guint registers, guint64 bytes,
+                        const char *message);
+
+void
+vgicd_steps_abandon (VgicdSession *s)
+{
+  if (s->op == OP_NONE)
+    return;
+  s->daemon->totals.failures++;
+  op_outcome (s, G_LOG_LEVEL_WARNING, op_name (s->op), VGICD_OUTCOME_FAILED, 0, 0,
+              "the peer went away in the middle of an operation");
+  op_end (s);
+}
+
+/*
+ * The outcome of the operation in progress, everywhere it goes: the
+ * journal (one record, with MESSAGE_ID and VGICD_OUTCOME), the VM's
+ * history, the histograms and the metrics textfile.  @registers: what it
+ * read or wrote; @message: the facts for a person.  A successful batched
+ * operation's line also says what it would have cost one register per
+ * ioctl, measured on this host or estimated (vgicd-history.c).
+ */
+static void
+op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
+            const char *outcome, guint registers, guint64 bytes, const char *message)
+{
+  const gboolean ok = g_str_equal (outcome, VGICD_OUTCOME_OK);
+  VgicdOp op = {
+    .when_usec = g_get_real_time (),
+    .direction = operation,
+    .path = s->step_via ? s->step_via : "-",
+    .stream = s->op_fields ? VGICD_STREAM_FIELDS : VGICD_STREAM_RECORD,
+    .outcome = outcome,
+    .duration_ns = s->op_start ? (guint64) (g_get_monotonic_time () - s->op_start) * 1000 : 0,
+    .kernel_ns = s->op_ns,
+    .busy_ns = (guint64) MAX (s->op_busy, 0) * 1000,
+    .ioctls = s->op_ioctls,
+    .registers = registers,
+    .bytes = bytes,
+    .vcpus = s->shape ? s->shape->nr_vcpus : 0,
+  };
+  g_autofree char *line = NULL;
+
+  if (s->daemon->history)
+    vgicd_history_estimate (s->daemon->history, &op);
+  if (ok && op.single_ns && !g_str_equal (op.path, VGICD_VIA_SINGLE))
+    line = g_strdup_printf ("%s; one by one it would have taken about %.1f ms (estimated "
+                            "from this host's one-by-one %ss)", message, op.single_ns / 1e6,
+                            operation);
+  vgicd_session_log_outcome (s, level, &op, line ? line : message);
+  if (s->daemon->history)
+    vgicd_history_add (s->daemon->history, s->uuid, s->name, &op, ok ? NULL : message);
+  vgicd_metrics_changed (s->daemon);
+}
+
 /* The operation is over: tell the operator API. */
 static void
 op_end (VgicdSession *s)
@@ -121,7 +180,10 @@ step_fail_why (VgicdSession *s, const char *operation, const char *reason,
   GVariantBuilder b;
 
   s->daemon->totals.failures++;
-  vgicd_session_log_op (s, G_LOG_LEVEL_WARNING, operation, message);
+  op_outcome (s, G_LOG_LEVEL_WARNING, operation,
+              g_str_equal (reason, VGICD_REASON_REFUSED) ? VGICD_OUTCOME_REFUSED
+                                                         : VGICD_OUTCOME_FAILED,
+              0, 0, message);
   op_end (s);
   g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
   g_variant_builder_add (&b, "{sv}", VGICD_STEP_ACTION, g_variant_new_string (VGICD_ACTION_FAIL));
@@ -257,7 +319,7 @@ save_fields_done (VgicdSession *s)
                          "%.3f ms in vgicd, into QEMU's own fields (no record)",
                          s->reads->len, s->op_ioctls, s->step_via, s->op_ns / 1e6,
                          busy_ms (s));
-  vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "save", msg);
+  op_outcome (s, G_LOG_LEVEL_MESSAGE, "save", VGICD_OUTCOME_OK, s->reads->len, 0, msg);
   {
     guint32 n = s->reads->len;
 
@@ -305,7 +367,7 @@ save_done (VgicdSession *s)
                          "%.3f ms in vgicd, record %" G_GSIZE_FORMAT " bytes",
                          s->reads->len, s->op_ioctls, s->step_via, s->op_ns / 1e6,
                          busy_ms (s), size);
-  vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "save", msg);
+  op_outcome (s, G_LOG_LEVEL_MESSAGE, "save", VGICD_OUTCOME_OK, s->reads->len, size, msg);
   op_end (s);
   return step_simple (VGICD_ACTION_DONE, key, value);
 }
@@ -410,7 +472,7 @@ declined (VgicdSession *s, const char *operation)
                                           : s->vm_mode_source);
 
   s->daemon->totals.declined++;
-  vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, operation, msg);
+  op_outcome (s, G_LOG_LEVEL_MESSAGE, operation, VGICD_OUTCOME_DECLINED, 0, 0, msg);
   op_end (s);
   return step_simple (VGICD_ACTION_DECLINED, NULL, NULL);
 }
@@ -459,7 +521,8 @@ load_done (VgicdSession *s)
                          "%.3f ms in vgicd%s", s->step->len - s->step->n_guards, s->op_ioctls,
                          s->step_via, s->op_ns / 1e6, busy_ms (s),
                          s->op_fields ? ", from QEMU's own fields (no record)" : "");
-  vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "load", msg);
+  op_outcome (s, G_LOG_LEVEL_MESSAGE, "load", VGICD_OUTCOME_OK,
+              s->step->len - s->step->n_guards, s->record_len, msg);
   op_end (s);
   return step_simple (VGICD_ACTION_DONE, NULL, NULL);
 }

@@ -67,7 +67,8 @@ test_all_keys (void)
     "# comment\n[vgicd]\nMode=off\nSocket=/tmp/x.sock\nSocketGroup= qemu \n"
     "AllowUsers=alice; bob\nProbe=false\nRecord=true\nMaxSessions=10\n"
     "MaxSessionsPerUser= 3\nMaxVcpus=160\nMaxSessionMemory=64\nMaxHandshakes=64\n"
-    "MaxHandshakesPerProcess=4\nHandshakeTimeout=700\n");
+    "MaxHandshakesPerProcess=4\nHandshakeTimeout=700\nHistory=0\nHistoryVMs=9\n"
+    "MetricsTextfile= /var/lib/prometheus/node-exporter/vgicd.prom \n");
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicdConfig) c = vgicd_config_load (path, &error);
 
@@ -87,6 +88,37 @@ test_all_keys (void)
   g_assert_cmpuint (c->max_handshakes_per_process, ==, 4);
   g_assert_cmpuint (c->handshake_timeout, ==, 700);
   g_assert_cmpuint (c->max_sessions_per_user, ==, 3);
+  g_assert_cmpuint (c->history, ==, 0);
+  g_assert_cmpuint (c->history_vms, ==, 9);
+  g_assert_cmpstr (c->metrics_textfile, ==, "/var/lib/prometheus/node-exporter/vgicd.prom");
+}
+
+/* The history's bounds and the textfile's path are checked like the rest;
+ * an empty MetricsTextfile= is none. */
+static void
+test_history_and_metrics_keys (void)
+{
+  g_autofree char *p1 = write_config ("hist.conf", "[vgicd]\nHistory=1025\n");
+  g_autofree char *p2 = write_config ("histvms.conf", "[vgicd]\nHistoryVMs=0\n");
+  g_autofree char *p3 = write_config ("prom-rel.conf", "[vgicd]\nMetricsTextfile=vgicd.prom\n");
+  g_autofree char *p4 = write_config ("prom-ext.conf", "[vgicd]\nMetricsTextfile=/tmp/vgicd.txt\n");
+  g_autofree char *p5 = write_config ("prom-empty.conf", "[vgicd]\nMetricsTextfile=\n");
+  g_autoptr (GError) e1 = NULL, e2 = NULL, e3 = NULL, e4 = NULL, e5 = NULL;
+  g_autoptr (VgicdConfig) c = NULL;
+
+  g_assert_null (vgicd_config_load (p1, &e1));
+  g_assert_nonnull (strstr (e1->message, "History=1025 is not a number of operations in 0..1024"));
+  g_assert_null (vgicd_config_load (p2, &e2));
+  g_assert_nonnull (strstr (e2->message, "HistoryVMs=0 is not a number of VMs in 1..65536"));
+  g_assert_null (vgicd_config_load (p3, &e3));
+  g_assert_nonnull (strstr (e3->message, "MetricsTextfile=vgicd.prom is not an absolute path"));
+  g_assert_null (vgicd_config_load (p4, &e4));
+  g_assert_nonnull (strstr (e4->message, "ending in .prom"));
+  c = vgicd_config_load (p5, &e5);
+  g_assert_no_error (e5);
+  g_assert_null (c->metrics_textfile);
+  g_assert_cmpuint (c->history, ==, 32);
+  g_assert_cmpuint (c->history_vms, ==, 256);
 }
 
 /* The distribution's file with everything commented out is all defaults. */
@@ -296,6 +328,7 @@ main (int argc, char **argv)
   g_test_add_func ("/config/shipped-file", test_shipped_file);
   g_test_add_func ("/config/bad-mode", test_bad_mode_names_file_key_values);
   g_test_add_func ("/config/bad-probe-syntax-socket", test_bad_probe_and_syntax);
+  g_test_add_func ("/config/history-and-metrics", test_history_and_metrics_keys);
   g_test_add_func ("/config/save-keeps-comments", test_save_keeps_comments);
   g_test_add_func ("/config/save-creates-file", test_save_creates_missing_file);
   g_test_add_func ("/config/save-refuses-broken-file", test_save_refuses_broken_file);

@@ -267,6 +267,23 @@ vgicd_harness_stat (VgicdHarness *h, const char *key)
   return value;
 }
 
+GVariant *
+vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVariant *params,
+                            const char *reply_type)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDBusConnection) bus = private_bus (h, &error);
+  GVariant *reply;
+
+  g_assert_no_error (error);
+  reply = g_dbus_connection_call_sync (bus, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                                       "org.vgicd.Manager1", method, params,
+                                       G_VARIANT_TYPE (reply_type), G_DBUS_CALL_FLAGS_NONE,
+                                       5000, NULL, &error);
+  g_assert_no_error (error);
+  return reply;
+}
+
 void
 vgicd_harness_kill_vgicd (VgicdHarness *h)
 {

@@ -51,6 +51,11 @@ gboolean vgicd_harness_set_mode (VgicdHarness *h, const char *mode, GError **err
  * call fails */
 guint64 vgicd_harness_stat (VgicdHarness *h, const char *key);
 
+/* vgicd_harness_manager_call() - one Manager1 method over the private
+ * system bus; fails the test if the call fails */
+GVariant *vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVariant *params,
+                                      const char *reply_type);
+
 /* vgicd_harness_kill_vgicd() - SIGKILL vgicd (for failure tests) */
 void vgicd_harness_kill_vgicd (VgicdHarness *h);
 

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-history.h - what vgicd keeps of each save and load after the
+ * session that ran it has gone: a bounded ring of operations per VM (by
+ * UUID), duration histograms per direction and path, and the host's
+ * measured cost of one register per ioctl, from which the one-by-one
+ * cost of a batched operation is estimated.
+ *
+ * A migration source's QEMU detaches the moment its migration completes,
+ * which is the moment an operator wants its figures: ListSessions no
+ * longer has them, the history does (Manager1.GetHistory, `vgicctl
+ * history`).  Everything is in memory, bounded by History= and
+ * HistoryVMs=, and starts empty when vgicd starts.
+ */
+#pragma once
+
+#include <glib.h>
+
+typedef struct _VgicdHistory VgicdHistory;
+
+/* One finished operation.  The strings are static (protocol words). */
+typedef struct {
+  gint64 when_usec;		/* CLOCK_REALTIME, when it ended */
+  const char *direction;	/* "save" or "load" */
+  const char *path;		/* "batch", "single", or "-" (nothing ran) */
+  const char *stream;		/* "record" or "fields" */
+  const char *outcome;		/* VGICD_OUTCOME_* */
+  guint64 duration_ns;		/* the call to done, as vgicd saw it */
+  guint64 kernel_ns;		/* the executor's kernel calls */
+  guint64 busy_ns;		/* vgicd's own planning and checking */
+  guint ioctls;
+  guint registers;		/* registers read (save) or written (load) */
+  guint64 bytes;		/* the state record, when there is one */
+  guint vcpus;
+  /* What the same registers cost one per ioctl: measured (path single),
+   * estimated from the host's measured cost per ioctl and vCPU, or 0:
+   * unknown (no one-by-one operation measured on this host yet). */
+  guint64 single_ns;
+  gboolean single_estimated;
+} VgicdOp;
+
+#define VGICD_OUTCOME_OK "ok"
+#define VGICD_OUTCOME_FAILED "failed"
+#define VGICD_OUTCOME_REFUSED "refused"	/* nothing written: the record or VM did not fit */
+#define VGICD_OUTCOME_DECLINED "declined"	/* mode off: QEMU took its own path */
+
+/* The upper bounds of the duration histograms, in seconds (+Inf last). */
+extern const double vgicd_history_buckets[];
+extern const guint vgicd_history_n_buckets;
+
+/**
+ * vgicd_history_new() - keep @per_vm operations for each of at most
+ * @max_vms VMs (@per_vm 0: keep none, but still count the histograms)
+ */
+VgicdHistory *vgicd_history_new (guint per_vm, guint max_vms);
+void vgicd_history_free (VgicdHistory *h);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdHistory, vgicd_history_free)
+
+/* vgicd_history_resize() - new bounds (a reload); what no longer fits is
+ * dropped, oldest first */
+void vgicd_history_resize (VgicdHistory *h, guint per_vm, guint max_vms);
+
+/**
+ * vgicd_history_estimate() - fill @op->single_ns: @op's own kernel time on
+ * the single path (and learn the host's cost per ioctl and vCPU from it),
+ * else registers × vCPUs × that cost, marked estimated, else 0
+ */
+void vgicd_history_estimate (VgicdHistory *h, VgicdOp *op);
+
+/**
+ * vgicd_history_add() - record @op of the VM @uuid (named @name now), and
+ * count it in its histogram when it succeeded
+ * @message: what went wrong, for an operation that did not succeed (kept
+ *	up to 256 bytes), else NULL
+ */
+void vgicd_history_add (VgicdHistory *h, const char *uuid, const char *name,
+                        const VgicdOp *op, const char *message);
+
+/**
+ * vgicd_history_describe() - the operations kept, oldest first, as
+ * Manager1.GetHistory returns them (aa{sv}, keys in
+ * data/org.vgicd.Manager1.xml)
+ * @vm: a VM's UUID or name; NULL or "" for every VM
+ * @limit: at most this many, the newest (0: all)
+ */
+GVariant *vgicd_history_describe (VgicdHistory *h, const char *vm, guint limit);
+
+/* vgicd_history_histograms() - aa{sv}: one per direction and path that has
+ * counted anything: "direction" s, "path" s, "count" t, "sum-ns" t,
+ * "le-seconds" ad, "buckets" at (cumulative, as Prometheus has them) */
+GVariant *vgicd_history_histograms (VgicdHistory *h);
+
+/* vgicd_history_single_cost() - the host's measured one-by-one cost per
+ * ioctl and vCPU, in ns, for "save" or "load" (0: not measured) */
+double vgicd_history_single_cost (VgicdHistory *h, const char *direction);

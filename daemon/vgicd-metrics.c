@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-metrics.c - the Prometheus exposition of vgicd's figures, and the
+ * node_exporter textfile (see vgicd-metrics.h).
+ *
+ * One text serves both ways in, so that `vgicctl metrics` shows exactly
+ * what the textfile holds.  The textfile is replaced atomically
+ * (g_file_set_contents_full() writes a temporary file in the same folder
+ * and renames it over the old one), as node_exporter's textfile collector
+ * requires: a scrape never sees half a file.  The write is deferred to
+ * the main loop's next second: an operation's figures change at its end,
+ * which is inside the migration's downtime, and file I/O has no place
+ * there.
+ */
+#ifndef G_LOG_DOMAIN
+#define G_LOG_DOMAIN "vgicd"
+#endif
+
+#include "vgicd-metrics.h"
+
+#include <math.h>
+
+#include "vgicd-history.h"
+
+#ifndef PACKAGE_VERSION
+#error "PACKAGE_VERSION must be defined by the build"
+#endif
+
+static void
+family (GString *out, const char *name, const char *type, const char *help)
+{
+  g_string_append_printf (out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void
+counter (GString *out, const char *name, const char *help, guint64 value)
+{
+  family (out, name, "counter", help);
+  g_string_append_printf (out, "%s %" G_GUINT64_FORMAT "\n", name, value);
+}
+
+static void
+gauge (GString *out, const char *name, const char *help, double value)
+{
+  family (out, name, "gauge", help);
+  g_string_append_printf (out, "%s %.17g\n", name, value);
+}
+
+/* A label value: only protocol words and the version reach here, but
+ * escape as the format asks all the same. */
+static char *
+label (const char *value)
+{
+  GString *s = g_string_new (NULL);
+
+  for (const char *p = value ? value : ""; *p; p++)
+    if (*p == '\\' || *p == '"')
+      g_string_append_printf (s, "\\%c", *p);
+    else if (*p == '\n')
+      g_string_append (s, "\\n");
+    else
+      g_string_append_c (s, *p);
+  return g_string_free (s, FALSE);
+}
+
+static void
+histograms (GString *out, VgicdDaemon *d)
+{
+  g_autoptr (GVariant) all = d->history ? vgicd_history_histograms (d->history) : NULL;
+  static const char name[] = "vgicd_operation_duration_seconds";
+  GVariantIter it;
+  GVariant *h;
+
+  family (out, name, "histogram",
+          "Successful saves and loads, from the call to done as vgicd sees it, "
+          "by direction and path.");
+  if (!all)
+    return;
+  g_variant_iter_init (&it, all);
+  while ((h = g_variant_iter_next_value (&it)))
+    {
+      g_autoptr (GVariantDict) dict = g_variant_dict_new (h);
+      g_autoptr (GVariant) le = g_variant_dict_lookup_value (dict, "le-seconds",
+                                                            G_VARIANT_TYPE ("ad"));
+      g_autoptr (GVariant) buckets = g_variant_dict_lookup_value (dict, "buckets",
+                                                                 G_VARIANT_TYPE ("at"));
+      const char *direction = "", *path = "";
+      guint64 count = 0, sum_ns = 0;
+      gsize n_le = 0, n_b = 0;
+      const double *bounds = NULL;
+      const guint64 *cum = NULL;
+
+      g_variant_dict_lookup (dict, "direction", "&s", &direction);
+      g_variant_dict_lookup (dict, "path", "&s", &path);
+      g_variant_dict_lookup (dict, "count", "t", &count);
+      g_variant_dict_lookup (dict, "sum-ns", "t", &sum_ns);
+      if (le && buckets)
+        {
+          bounds = g_variant_get_fixed_array (le, &n_le, sizeof (double));
+          cum = g_variant_get_fixed_array (buckets, &n_b, sizeof (guint64));
+        }
+      for (gsize k = 0; k < MIN (n_le, n_b); k++)
+        {
+          g_autofree char *bound = isinf (bounds[k]) ? g_strdup ("+Inf")
+                                                     : g_strdup_printf ("%g", bounds[k]);
+
+          g_string_append_printf (out, "%s_bucket{direction=\"%s\",path=\"%s\",le=\"%s\"} %"
+                                  G_GUINT64_FORMAT "\n", name, direction, path, bound, cum[k]);
+        }
+      g_string_append_printf (out, "%s_sum{direction=\"%s\",path=\"%s\"} %.9f\n", name,
+                              direction, path, sum_ns / 1e9);
+      g_string_append_printf (out, "%s_count{direction=\"%s\",path=\"%s\"} %" G_GUINT64_FORMAT
+                              "\n", name, direction, path, count);
+      g_variant_unref (h);
+    }
+}
+
+char *
+vgicd_metrics_text (VgicdDaemon *d)
+{
+  const VgicdTotals *t = &d->totals;
+  GString *out = g_string_new (NULL);
+  g_autofree char *version = label (PACKAGE_VERSION);
+  g_autofree char *mode = label (vgicd_mode_to_string (d->mode));
+  const char *batch = d->kernel_batch > 0 ? "yes" : d->kernel_batch == 0 ? "no" : "unknown";
+
+  const struct {
+    const char *name, *help;
+    guint64 value;
+  } counters[] = {
+    { "vgicd_sessions_total", "VMs attached since start.", t->sessions_total },
+    { "vgicd_saves_total", "Saves completed.", t->saves },
+    { "vgicd_loads_total", "Loads completed.", t->loads },
+    { "vgicd_record_saves_total", "Saves whose stream carried vgicd's state record.",
+      t->record_saves },
+    { "vgicd_record_loads_total", "Loads from vgicd's state record.", t->record_loads },
+    { "vgicd_declined_total", "Saves and field loads declined (mode off).", t->declined },
+    { "vgicd_fallbacks_total",
+      "Operations run one register per ioctl for lack of the kernel's batch group.",
+      t->fallbacks },
+    { "vgicd_second_rounds_total", "Saves that read the LPI bases and APRs in a second round.",
+      t->second_rounds },
+    { "vgicd_failures_total", "Saves and loads that failed or were refused.", t->failures },
+    { "vgicd_record_bytes_saved_total", "State record bytes produced.", t->bytes_saved },
+    { "vgicd_record_bytes_loaded_total", "State record bytes accepted.", t->bytes_loaded },
+    { "vgicd_refused_total", "Peers refused (not on AllowUsers, or over a bound).", t->refused },
+    { "vgicd_peers_closed_total", "Admitted peers closed for what they sent.",
+      (guint64) g_atomic_int_get (&d->peers_closed) },
+  };
+
+  family (out, "vgicd_info", "gauge", "vgicd's version, mode and the kernel's batch group.");
+  g_string_append_printf (out, "vgicd_info{version=\"%s\",mode=\"%s\",kernel_batch=\"%s\"} 1\n",
+                          version, mode, batch);
+  gauge (out, "vgicd_uptime_seconds", "Seconds since vgicd started.",
+         d->start_usec ? (g_get_monotonic_time () - d->start_usec) / 1e6 : 0);
+  gauge (out, "vgicd_sessions", "VMs attached now.", d->sessions ? d->sessions->len : 0);
+  for (guint i = 0; i < G_N_ELEMENTS (counters); i++)
+    counter (out, counters[i].name, counters[i].help, counters[i].value);
+  histograms (out, d);
+  return g_string_free (out, FALSE);
+}
+
+gboolean
+vgicd_metrics_write_now (VgicdDaemon *d)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *text = NULL;
+  const char *path = d->config ? d->config->metrics_textfile : NULL;
+
+  if (!path)
+    return TRUE;
+  text = vgicd_metrics_text (d);
+  if (g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, &error))
+    {
+      d->metrics_failing = FALSE;
+      return TRUE;
+    }
+  /* Once per run of failures, not once per operation. */
+  if (!d->metrics_failing)
+    g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                      "MESSAGE", "cannot write the metrics textfile (MetricsTextfile=): %s",
+                      error->message);
+  d->metrics_failing = TRUE;
+  return FALSE;
+}
+
+static gboolean
+write_pending (gpointer data)
+{
+  VgicdDaemon *d = data;
+
+  d->metrics_timeout = 0;
+  vgicd_metrics_write_now (d);
+  return G_SOURCE_REMOVE;
+}
+
+void
+vgicd_metrics_changed (VgicdDaemon *d)
+{
+  if (d->config && d->config->metrics_textfile && !d->metrics_timeout)
+    d->metrics_timeout = g_timeout_add_seconds (1, write_pending, d);
+}
+
+void
+vgicd_metrics_stop (VgicdDaemon *d)
+{
+  g_clear_handle_id (&d->metrics_timeout, g_source_remove);
+}

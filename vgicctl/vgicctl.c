@@ -44,13 +44,15 @@ static const char usage_text[] =
   "Usage: vgicctl [--help] [--version] COMMAND [ARGS]\n"
   "\n"
   "Commands:\n"
-  "  status                     mode, kernel batch support, sessions, totals\n"
+  "  status [--json]            mode, kernel batch support, sessions, totals\n"
   "  mode                       print the mode (auto, single or off)\n"
   "  mode auto|single|off [--runtime]\n"
   "                             change the mode (root only); it is saved in\n"
   "                             vgicd's state file unless --runtime\n"
   "  sessions [--json]          the VMs attached to vgicd\n"
   "  stats [--json]             host totals since vgicd started\n"
+  "  history [VM] [--json]      the last saves and loads, also of VMs gone\n"
+  "  metrics                    the figures in Prometheus text format\n"
   "  dump [--all-irqs] FILE|-   decode a vGIC state record into a table\n"
   "  enable DOMAIN [--required] [--connect URI]\n"
   "                             a libvirt domain uses vgicd where the host has\n"
@@ -159,6 +161,31 @@ call (const char *what, const char *iface, const char *method, GVariant *params,
   if (!reply)
     *status = dbus_failure (what, error);
   return reply;
+}
+
+/*
+ * call_list() - a Manager1 method that answers one aa{sv}; with @json it is
+ * printed as a JSON array here.  Returns the list for the caller to print,
+ * or NULL when there is nothing more to do: *status then says why (EXIT_OK
+ * once the JSON is printed).
+ */
+static GVariant *
+call_list (const char *what, const char *method, GVariant *params, gboolean json, int *status)
+{
+  g_autoptr (GVariant) reply = call (what, IFACE, method, params, "(aa{sv})", status);
+  g_autoptr (GVariant) list = NULL;
+  g_autoptr (GString) out = NULL;
+
+  if (!reply)
+    return NULL;
+  list = g_variant_get_child_value (reply, 0);
+  if (!json)
+    return g_steal_pointer (&list);
+  out = g_string_new (NULL);
+  vgicctl_json_append (out, list);
+  printf ("%s\n", out->str);
+  *status = EXIT_OK;
+  return NULL;
 }
 
 /* get_all() - every Manager1 property, as an a{sv} dictionary */
@@ -281,11 +308,26 @@ cmd_status (int argc, char **argv)
   const char *source;
   int status;
 
-  if ((status = parse_flags ("status", argc, argv, NULL, NULL, 0, NULL)))
+  static const char *const flags[] = { "--json", NULL };
+  gboolean seen[1] = { FALSE };
+
+  if ((status = parse_flags ("status", argc, argv, flags, seen, 0, NULL)))
     return status;
   if (!(props = get_all ("status", &status)) ||
       !(stats = get_stats ("status", &status)))
     return status;
+  if (seen[0])
+    {
+      g_autoptr (GString) out = g_string_new ("{\"properties\":");
+      g_autoptr (GVariant) p = g_variant_ref_sink (g_variant_dict_end (props));
+      g_autoptr (GVariant) s = g_variant_ref_sink (g_variant_dict_end (stats));
+
+      vgicctl_json_append (out, p);
+      g_string_append (out, ",\"stats\":");
+      vgicctl_json_append (out, s);
+      printf ("%s}\n", out->str);
+      return EXIT_OK;
+    }
 
   source = dict_str (props, "KernelBatchSource");
   uptime = format_duration_usec (dict_u64 (stats, "uptime-usec"));
@@ -376,26 +418,15 @@ cmd_sessions (int argc, char **argv)
 {
   static const char *const flags[] = { "--json", NULL };
   gboolean seen[1] = { FALSE };
-  g_autoptr (GVariant) reply = NULL;
   g_autoptr (GVariant) list = NULL;
   int status;
   gsize n;
 
   if ((status = parse_flags ("sessions", argc, argv, flags, seen, 0, NULL)))
     return status;
-  if (!(reply = call ("sessions", IFACE, "ListSessions", NULL, "(aa{sv})", &status)))
+  if (!(list = call_list ("sessions", "ListSessions", NULL, seen[0], &status)))
     return status;
-  list = g_variant_get_child_value (reply, 0);
   n = g_variant_n_children (list);
-
-  if (seen[0])
-    {
-      g_autoptr (GString) out = g_string_new (NULL);
-
-      vgicctl_json_append (out, list);
-      printf ("%s\n", out->str);
-      return EXIT_OK;
-    }
 
   if (n == 0)
     {
@@ -480,6 +511,83 @@ cmd_stats (int argc, char **argv)
   return EXIT_OK;
 }
 
+/* "2026-12-03 11:52:07.123" in local time, from CLOCK_REALTIME µs */
+static char *
+format_when (guint64 usec)
+{
+  g_autoptr (GDateTime) s = g_date_time_new_from_unix_local ((gint64) (usec / G_USEC_PER_SEC));
+  g_autoptr (GDateTime) t = s ? g_date_time_add (s, (GTimeSpan) (usec % G_USEC_PER_SEC)) : NULL;
+
+  return t ? g_date_time_format (t, "%Y-%m-%d %H:%M:%S.%f") : g_strdup ("?");
+}
+
+static int
+cmd_history (int argc, char **argv)
+{
+  static const char *const flags[] = { "--json", NULL };
+  gboolean seen[1] = { FALSE };
+  char *args[1] = { NULL };
+  g_autoptr (GVariant) list = NULL;
+  int status;
+  gsize n;
+
+  if ((status = parse_flags ("history", argc, argv, flags, seen, 1, args)))
+    return status;
+  if (!(list = call_list ("history", "GetHistory",
+                          g_variant_new ("(su)", args[0] ? args[0] : "", 0), seen[0], &status)))
+    return status;
+  n = g_variant_n_children (list);
+  if (n == 0)
+    {
+      printf (args[0] ? "vgicd has no operation of %s.\n"
+                      : "vgicd has no operation kept%s (it keeps them from its start).\n",
+              args[0] ? args[0] : "");
+      return EXIT_OK;
+    }
+  printf ("%-26s %-20s %-4s %-6s %-6s %-8s %9s %6s %6s %8s %12s\n", "WHEN", "VM", "OP",
+          "PATH", "STREAM", "OUTCOME", "MS", "IOCTLS", "REGS", "BYTES", "1-BY-1 MS");
+  for (gsize i = 0; i < n; i++)
+    {
+      g_autoptr (GVariant) entry = g_variant_get_child_value (list, i);
+      g_autoptr (GVariantDict) d = g_variant_dict_new (entry);
+      g_autofree char *when = format_when (dict_u64 (d, "when-usec"));
+      g_autofree char *single = NULL;
+      guint64 single_ns = dict_u64 (d, "single-ns");
+      gboolean estimated = FALSE;
+      const char *message = NULL;
+
+      g_variant_dict_lookup (d, "single-estimated", "b", &estimated);
+      single = single_ns ? g_strdup_printf ("%s%.1f", estimated ? "~" : "", single_ns / 1e6)
+                         : g_strdup ("-");
+      printf ("%-26s %-20s %-4s %-6s %-6s %-8s %9.3f %6u %6u %8" G_GUINT64_FORMAT " %12s\n",
+              when, dict_str (d, "vm"), dict_str (d, "direction"), dict_str (d, "path"),
+              dict_str (d, "stream"), dict_str (d, "outcome"),
+              dict_u64 (d, "duration-ns") / 1e6, dict_u32 (d, "ioctls"),
+              dict_u32 (d, "registers"), dict_u64 (d, "bytes"), single);
+      if (g_variant_dict_lookup (d, "message", "&s", &message))
+        printf ("    %s\n", message);
+    }
+  printf ("(1-BY-1 MS: what the same operation costs one register per ioctl; \"~\" marks\n"
+          " an estimate from this host's measured one-by-one cost, \"-\" not measured yet)\n");
+  return EXIT_OK;
+}
+
+static int
+cmd_metrics (int argc, char **argv)
+{
+  g_autoptr (GVariant) reply = NULL;
+  const char *text;
+  int status;
+
+  if ((status = parse_flags ("metrics", argc, argv, NULL, NULL, 0, NULL)))
+    return status;
+  if (!(reply = call ("metrics", IFACE, "GetMetrics", NULL, "(s)", &status)))
+    return status;
+  g_variant_get (reply, "(&s)", &text);
+  fputs (text, stdout);
+  return EXIT_OK;
+}
+
 /* read_all() - the whole of @path, or of stdin for "-" */
 static GBytes *
 read_all (const char *path, GError **error)
@@ -543,10 +651,11 @@ cmd_dump (int argc, char **argv)
 }
 
 static const Command commands[] = {
-  { "status", "status",
+  { "status", "status [--json]",
     "Show vgicd's mode, whether the kernel has the vGIC batch group (and how\n"
     "that is known), its version, socket and configuration file, the number\n"
-    "of attached VMs and short host totals.\n",
+    "of attached VMs and short host totals.  --json prints one JSON object:\n"
+    "\"properties\" (Manager1's) and \"stats\" (as stats --json).\n",
     cmd_status },
   { "mode", "mode [auto|single|off [--runtime]]",
     "Without an argument, print the mode.  With one, change it (root only):\n"
@@ -566,6 +675,19 @@ static const Command commands[] = {
     "fallbacks to one-by-one, failures, bytes, sessions, refused peers and\n"
     "uptime.  --json prints one JSON object.\n",
     cmd_stats },
+  { "history", "history [VM] [--json]",
+    "The last saves and loads vgicd ran, oldest first, also of VMs whose QEMU\n"
+    "has gone (a migration source's, once its migration completed): when,\n"
+    "VM, direction, path, stream, outcome, milliseconds, ioctls, registers,\n"
+    "record bytes, and what the same operation costs one register per ioctl\n"
+    "(measured, or estimated from this host's one-by-one operations).  VM: a\n"
+    "UUID or a name.  vgicd keeps History= operations of HistoryVMs= VMs, in\n"
+    "memory (vgicd.conf(5)).  --json prints a JSON array.\n",
+    cmd_history },
+  { "metrics", "metrics",
+    "Print vgicd's counters and duration histograms in the Prometheus text\n"
+    "format: what MetricsTextfile= writes for node_exporter.\n",
+    cmd_metrics },
   { "dump", "dump [--all-irqs] FILE|-",
     "Decode a vGIC state record (from FILE, or standard input for -) into a\n"
     "table of every IRQ and vCPU.  Quiet SPIs are summarised unless\n"

@@ -13,6 +13,7 @@
 #include <glib-unix.h>
 #include <signal.h>
 
+#include "vgicd-history.h"
 #include "vgicd-manager.h"
 
 /* The session a real vgicd keeps; here only what describe() shows. */
@@ -128,6 +129,42 @@ main (int argc, char **argv)
       s->vcpus = 4 << i;
       g_ptr_array_add (d.sessions, s);
     }
+  /* A history as real migrations leave it: a VM gone since (its batched
+   * save, estimated from the one-by-one save before it), and a refused
+   * load of the first fake session's VM. */
+  d.history = vgicd_history_new (4, 8);
+  if (nr_sessions)
+    {
+      VgicdOp single = { .when_usec = 1764763200000000, .direction = "save", .path = "single",
+                         .stream = "record", .outcome = VGICD_OUTCOME_OK,
+                         .duration_ns = 182000000, .kernel_ns = 180000000, .ioctls = 7175,
+                         .registers = 7175, .bytes = 134896, .vcpus = 160 };
+      VgicdOp batch = single, refused = single;
+
+      vgicd_history_estimate (d.history, &single);
+      vgicd_history_add (d.history, "00000000-0000-4000-8000-00000000gone", "gone-vm", &single,
+                         NULL);
+      batch.when_usec += 60 * G_USEC_PER_SEC;
+      batch.path = "batch";
+      batch.duration_ns = 3100000;
+      batch.kernel_ns = 1200000;
+      batch.ioctls = 2;
+      vgicd_history_estimate (d.history, &batch);
+      vgicd_history_add (d.history, "00000000-0000-4000-8000-00000000gone", "gone-vm", &batch,
+                         NULL);
+      refused.when_usec += 120 * G_USEC_PER_SEC;
+      refused.direction = "load";
+      refused.path = "-";
+      refused.outcome = VGICD_OUTCOME_REFUSED;
+      refused.ioctls = refused.registers = 0;
+      refused.bytes = 0;
+      refused.duration_ns = 400000;
+      refused.kernel_ns = 0;
+      vgicd_history_estimate (d.history, &refused);
+      vgicd_history_add (d.history, "00000000-0000-4000-8000-000000000000", "vm-0 \"q\\t\"",
+                         &refused, "record refused, nothing written: the record is for 4 vCPUs "
+                         "but this VM has 8");
+    }
   d.totals = (VgicdTotals) {
     .saves = 7, .loads = 5, .declined = 1, .fallbacks = 2, .failures = 1,
     .bytes_saved = 123456, .bytes_loaded = 65432, .sessions_total = 9,
@@ -154,6 +191,7 @@ main (int argc, char **argv)
   g_dbus_connection_flush_sync (bus, NULL, NULL);
   g_ptr_array_unref (d.sessions);
   g_free (d.kernel_batch_source);
+  vgicd_history_free (d.history);
   vgicd_config_free (d.config);
   return 0;
 }

@@ -464,6 +464,77 @@ test_stats (Fixture *f, gconstpointer data)
   assert_contains (text->out, "refused:         3\n");
 }
 
+/* The history outlives the sessions: the stand-in holds a VM that is gone
+ * (a one-by-one save, then a batched one with its estimate) and a refused
+ * load, the way real operations leave them. */
+static void
+test_history (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) r = vgicctl (NULL, "history");
+  g_autoptr (Run) json = vgicctl (NULL, "history", "--json");
+  g_autoptr (Run) one = vgicctl (NULL, "history", "gone-vm");
+  g_autoptr (Run) by_uuid = vgicctl (NULL, "history", "00000000-0000-4000-8000-000000000000");
+  g_autoptr (Run) none = vgicctl (NULL, "history", "no-such-vm");
+  g_autoptr (Run) two = vgicctl (NULL, "history", "a", "b");
+
+  g_assert_cmpint (r->status, ==, 0);
+  assert_contains (r->out, "WHEN");
+  assert_contains (r->out, "1-BY-1 MS");
+  /* the single save: measured; the batched one: estimated from it */
+  assert_contains (r->out, " gone-vm              save single record ok         182.000   7175   7175   134896        180.0\n");
+  assert_contains (r->out, " gone-vm              save batch  record ok           3.100      2   7175   134896       ~180.0\n");
+  assert_contains (r->out, "load -      record refused ");
+  assert_contains (r->out, "\n    record refused, nothing written: the record is for 4 vCPUs but "
+                           "this VM has 8\n");
+  /* oldest first */
+  g_assert_true (strstr (r->out, "single") < strstr (r->out, "refused"));
+  g_assert_cmpint (json->status, ==, 0);
+  assert_valid_json (json->out);
+  assert_contains (json->out, "\"single-estimated\": true");
+  assert_contains (json->out, "\"single-ns\": 180000000");
+  assert_contains (json->out, "\"vm\": \"vm-0 \\\"q\\\\t\\\"\"");
+  g_assert_cmpint (one->status, ==, 0);
+  g_assert_null (strstr (one->out, "refused"));
+  assert_contains (one->out, "batch");
+  g_assert_cmpint (by_uuid->status, ==, 0);
+  g_assert_null (strstr (by_uuid->out, "gone-vm"));
+  assert_contains (by_uuid->out, "refused");
+  g_assert_cmpint (none->status, ==, 0);
+  g_assert_cmpstr (none->out, ==, "vgicd has no operation of no-such-vm.\n");
+  g_assert_cmpint (two->status, !=, 0);
+}
+
+/* The Prometheus text: the stand-in's totals and its two successful saves'
+ * histograms; status --json carries the same figures. */
+static void
+test_metrics (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) r = vgicctl (NULL, "metrics");
+  g_autoptr (Run) st = vgicctl (NULL, "status", "--json");
+
+  g_assert_cmpint (r->status, ==, 0);
+  assert_contains (r->out, "# TYPE vgicd_saves_total counter\nvgicd_saves_total 7\n");
+  assert_contains (r->out, "vgicd_failures_total 1\n");
+  assert_contains (r->out, "vgicd_sessions 2\n");
+  assert_contains (r->out, "vgicd_operation_duration_seconds_bucket{direction=\"save\","
+                           "path=\"batch\",le=\"0.002\"} 0\n");
+  assert_contains (r->out, "vgicd_operation_duration_seconds_bucket{direction=\"save\","
+                           "path=\"batch\",le=\"0.005\"} 1\n");
+  assert_contains (r->out, "vgicd_operation_duration_seconds_bucket{direction=\"save\","
+                           "path=\"single\",le=\"+Inf\"} 1\n");
+  assert_contains (r->out, "vgicd_operation_duration_seconds_sum{direction=\"save\","
+                           "path=\"single\"} 0.182000000\n");
+  /* A refused load is no duration. */
+  g_assert_null (strstr (r->out, "direction=\"load\""));
+  g_assert_cmpint (st->status, ==, 0);
+  assert_valid_json (st->out);
+  assert_contains (st->out, "{\"properties\":");
+  assert_contains (st->out, "\"Mode\": ");
+  assert_contains (st->out, "\"stats\":");
+  assert_contains (st->out, "\"saves\": 7");
+  assert_contains (st->out, "\"histograms\": [");
+}
+
 static void
 test_sessions_none (Fixture *f, gconstpointer data)
 {
@@ -835,6 +906,8 @@ main (int argc, char **argv)
   ADD ("stats", test_stats, NULL);
   ADD ("sessions/none", test_sessions_none, NULL);
   ADD ("sessions/two", test_sessions_two, "2");
+  ADD ("history", test_history, "2");
+  ADD ("metrics", test_metrics, "2");
   ADD ("properties-changed", test_properties_changed, NULL);
   ADD ("user/reads", test_user_reads, NULL);
   ADD ("user/set-mode-refused-by-policy", test_user_set_mode_policy, NULL);

@@ -269,6 +269,7 @@ describe (const Vm *vm, const Entry *e)
   T ("kernel-ns", op->kernel_ns);
   T ("vgicd-ns", op->busy_ns);
   U ("ioctls", op->ioctls);
+  U ("calls", op->calls);
   U ("registers", op->registers);
   T ("bytes", op->bytes);
   U ("vcpus", op->vcpus);

@@ -29,6 +29,7 @@ typedef struct {
   guint64 kernel_ns;		/* the executor's kernel calls */
   guint64 busy_ns;		/* vgicd's own planning and checking */
   guint ioctls;
+  guint calls;		/* the peer's calls vgicd answered: round trips */
   guint registers;		/* registers read (save) or written (load) */
   guint64 bytes;		/* the state record, when there is one */
   guint vcpus;

@@ -56,6 +56,7 @@ vgicd_session_log_outcome (VgicdSession *s, GLogLevelFlags level, const VgicdOp 
 {
   g_autofree char *dur = g_strdup_printf ("%" G_GUINT64_FORMAT, op->duration_ns);
   g_autofree char *ioctls = g_strdup_printf ("%u", op->ioctls);
+  g_autofree char *calls = g_strdup_printf ("%u", op->calls);
   g_autofree char *exec_ns = g_strdup_printf ("%" G_GUINT64_FORMAT, op->kernel_ns);
   g_autofree char *busy_ns = g_strdup_printf ("%" G_GUINT64_FORMAT, op->busy_ns);
   g_autofree char *regs = g_strdup_printf ("%u", op->registers);
@@ -73,6 +74,7 @@ vgicd_session_log_outcome (VgicdSession *s, GLogLevelFlags level, const VgicdOp 
                     "VGICD_EXEC_NS", exec_ns,
                     "VGICD_BUSY_NS", busy_ns,
                     "VGICD_IOCTLS", ioctls,
+                    "VGICD_CALLS", calls,
                     "VGICD_REGISTERS", regs,
                     "VGICD_BYTES", bytes,
                     "VGICD_VIA", op->path,

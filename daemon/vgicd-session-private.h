@@ -90,6 +90,7 @@ struct _VgicdSession {
   gboolean op_fields;	/* the stream carries QEMU's fields: SaveFields, LoadList */
   gint64 op_start;
   guint op_ioctls;
+  guint op_calls;	/* the peer's calls vgicd answered for the operation */
   guint64 op_ns;
   gboolean op_fallback;
   gint64 op_busy;	/* µs vgicd spent on the operation, handlers before this one */

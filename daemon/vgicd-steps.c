@@ -145,6 +145,7 @@ op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
     .kernel_ns = s->op_ns,
     .busy_ns = (guint64) MAX (s->op_busy, 0) * 1000,
     .ioctls = s->op_ioctls,
+    .calls = s->op_calls,
     .registers = registers,
     .bytes = bytes,
     .vcpus = s->shape ? s->shape->nr_vcpus : 0,
@@ -455,6 +456,7 @@ begin_op (VgicdSession *s)
   vgicd_steps_reset (s);
   s->op_start = g_get_monotonic_time ();
   s->op_ioctls = 0;
+  s->op_calls = 1;	/* the call that began it */
   s->op_ns = 0;
   s->op_busy = 0;
   s->op_fallback = FALSE;
@@ -849,5 +851,7 @@ GVariant *
 vgicd_steps_next (VgicdSession *s, GVariant *report)
 {
   handler_begin (s);
+  if (s->op != OP_NONE)
+    s->op_calls++;
   return handler_end (s, next_step (s, report));
 }

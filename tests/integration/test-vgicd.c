@@ -2601,6 +2601,11 @@ test_history (void)
   g_assert_cmpuint (hnum (all, 0, "bytes"), ==, g_bytes_get_size (record));
   g_assert_cmpuint (hnum (all, 0, "vcpus"), ==, s->vcpus);
   g_assert_cmpuint (hnum (all, 0, "ioctls"), <=, 3);
+  /* Save, then one Next with round 1 and the guessed round 2: two round
+   * trips, three when the guess missed (a second round); the load's
+   * record, then its guarded writes: two. */
+  g_assert_cmpuint (hnum (all, 0, "calls"), >=, 2);
+  g_assert_cmpuint (hnum (all, 0, "calls"), <=, 3);
   g_assert_cmpuint (hnum (all, 0, "duration-ns"), >=, hnum (all, 0, "kernel-ns"));
   g_assert_cmpuint (hnum (all, 0, "when-usec"), <=, (guint64) g_get_real_time ());
   batch_regs = hnum (all, 0, "registers");
@@ -2610,6 +2615,7 @@ test_history (void)
   g_assert_cmpstr (hstr (all, 1, "vm"), ==, "hist-dst");
   g_assert_cmpstr (hstr (all, 1, "direction"), ==, "load");
   g_assert_cmpuint (hnum (all, 1, "bytes"), ==, g_bytes_get_size (record));
+  g_assert_cmpuint (hnum (all, 1, "calls"), ==, 2);
 
   /* One save one by one measures the host's cost; the next batched save
    * is given an estimate from it, marked as one. */

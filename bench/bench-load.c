@@ -69,35 +69,6 @@ die (const char *what, const GError *error)
 }
 
 /* ------------------------------------------------------------------ */
-/* vgicd's figures                                                    */
-/* ------------------------------------------------------------------ */
-
-/* @key ("VmRSS:", "VmHWM:") of vgicd's /proc status, in KiB. */
-static guint64
-status_kib (VgicdHarness *h, const char *key)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int) h->vgicd_pid);
-  g_autofree char *text = NULL;
-  const char *line;
-
-  if (!g_file_get_contents (path, &text, NULL, NULL) || !(line = strstr (text, key)))
-    return 0;
-  return g_ascii_strtoull (line + strlen (key), NULL, 10);
-}
-
-static guint
-open_fds (VgicdHarness *h)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", (int) h->vgicd_pid);
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-  guint n = 0;
-
-  while (dir && g_dir_read_name (dir))
-    n++;
-  return n;
-}
-
-/* ------------------------------------------------------------------ */
 /* A VM                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -144,8 +115,8 @@ static void
 cycles (VgicdHarness *h)
 {
   g_autoptr (VgicSim) sim = sim_new (4, 128);
-  const guint64 rss0 = status_kib (h, "VmRSS:");
-  const guint fds0 = open_fds (h);
+  const guint64 rss0 = vgicd_harness_status_kib (h, "VmRSS:");
+  const guint fds0 = vgicd_harness_open_fds (h);
   const gint64 t0 = g_get_monotonic_time ();
 
   for (guint i = 0; i < opt_cycles; i++)
@@ -161,8 +132,8 @@ cycles (VgicdHarness *h)
   g_usleep (200 * 1000);
   printf ("1. %u attach/detach cycles: %.2f ms each; vgicd RSS %" G_GUINT64_FORMAT " -> %"
           G_GUINT64_FORMAT " KiB, open descriptors %u -> %u\n\n", opt_cycles,
-          (g_get_monotonic_time () - t0) / 1000.0 / opt_cycles, rss0, status_kib (h, "VmRSS:"),
-          fds0, open_fds (h));
+          (g_get_monotonic_time () - t0) / 1000.0 / opt_cycles, rss0, vgicd_harness_status_kib (h, "VmRSS:"),
+          fds0, vgicd_harness_open_fds (h));
 }
 
 /* ------------------------------------------------------------------ */
@@ -306,7 +277,7 @@ many (VgicdHarness *h)
           G_GUINT64_FORMAT " KiB (what malloc keeps), %u descriptors\n\n",
           opt_sessions, opt_vcpus, opt_irqs, opt_rounds, (g_get_monotonic_time () - t0) / 1000.0,
           good, opt_sessions, save[n / 2], save[n - 1], load[n / 2], load[n - 1],
-          status_kib (h, "VmHWM:"), status_kib (h, "VmRSS:"), open_fds (h));
+          vgicd_harness_status_kib (h, "VmHWM:"), vgicd_harness_status_kib (h, "VmRSS:"), vgicd_harness_open_fds (h));
   if (good != opt_sessions)
     failed = TRUE;
   g_mutex_clear (&lock);
@@ -827,8 +798,8 @@ under_attack (VgicdHarness *h, Attack how)
   qsort (save_ms, n, sizeof *save_ms, cmp_double);
   printf ("| %-44s | %7.2f | %7.2f | %7.2f | %7.2f | %9" G_GUINT64_FORMAT " | %9" G_GUINT64_FORMAT
           " | %5u | %8u |\n", attack_names[how], attach_ms[n / 2], attach_ms[n - 1],
-          save_ms[n / 2], save_ms[n - 1], status_kib (h, "VmRSS:"), status_kib (h, "VmHWM:"),
-          open_fds (h), *done);
+          save_ms[n / 2], save_ms[n - 1], vgicd_harness_status_kib (h, "VmRSS:"), vgicd_harness_status_kib (h, "VmHWM:"),
+          vgicd_harness_open_fds (h), *done);
   munmap (done, sizeof (guint));
   close (count_fd);
 }

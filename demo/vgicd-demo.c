@@ -33,6 +33,7 @@
 #include "vgic-direct.h"
 #include "vgicd-harness.h"
 #include "figures.h"
+#include "sim-compare.h"
 
 typedef VgicEntry Entry;
 
@@ -154,25 +155,6 @@ attach (const char *address, VgicSim *sim, const char *name, const VgicShape *sh
   return g_steal_pointer (&c);
 }
 
-/* The destination's whole register file must equal the source's.  On
- * QEMU's paths (!@routes), but for what QEMU 10.0's access list does not
- * carry (the routes of SPIs above nr_irqs / 2, see vgic/vgic-plan.c), which
- * keep the destination's; vgicd's record carries those too. */
-static gboolean
-same_register_file (VgicSim *src, VgicSim *dst, guint nr_irqs, gboolean routes)
-{
-  g_autoptr (VgicSimState) a = vgic_sim_state_get (src);
-  g_autoptr (VgicSimState) b = vgic_sim_state_get (dst);
-  g_autoptr (GString) diff = g_string_new (NULL);
-
-  for (guint irq = nr_irqs / 2 + 1; irq < nr_irqs && !routes; irq++)
-    b->spis[irq - 32].route = a->spis[irq - 32].route;
-  if (vgic_sim_state_equal (a, b, diff))
-    return TRUE;
-  fprintf (stderr, "register files differ:\n%s\n", diff->str);
-  return FALSE;
-}
-
 /* A re-save of the destination must equal the record that was loaded
  * (@routes: with every route, as vgicd's record has them). */
 static gboolean
@@ -207,10 +189,12 @@ static gboolean
 arrived (const VgicShape *shape, VgicSim *src, VgicSim *dst, GBytes *reference,
          gboolean routes, const char *path, guint run)
 {
+  g_autoptr (GString) diff = g_string_new (NULL);
+
   if (same_state (shape, dst, reference, routes) &&
-      same_register_file (src, dst, opt_irqs, routes))
+      sim_compare_register_files (src, dst, routes, diff))
     return TRUE;
-  fprintf (stderr, "MISMATCH: %s, run %u\n", path, run);
+  fprintf (stderr, "MISMATCH: %s, run %u%s%s\n", path, run, diff->len ? ":\n" : "", diff->str);
   return FALSE;
 }
 

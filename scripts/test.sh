@@ -9,8 +9,10 @@
 #      then both fuzz targets (the record decoder, a session's peer) for
 #      VGICD_FUZZ_SECONDS (60) each;
 #   4. the aarch64 cross-build, with its tests under qemu-user where that works;
-#   5. the planner's access counts for docs/kernel-interface.md's table, and
-#      the benchmark of what a stuck or dying vgicd adds to a save's pause;
+#   5. the planner's access counts for docs/kernel-interface.md's table, the
+#      benchmark of what a stuck or dying vgicd adds to a save's pause, vgicd
+#      under load and attack, and the scaling benchmark's quick mode (its
+#      table, fit and plot checked for shape);
 #   6. the tiers that run the real things: a booted systemd (nspawn) from the
 #      build tree and from the Debian packages, which are built in clean
 #      Debian 12 (amd64) and 13 (arm64, cross) chroots, each checked by its
@@ -96,7 +98,7 @@ setup() {
 step_begin "packages"
 # What the builds below need; each tier script installs its own
 # (scripts/lib/packages.sh lists them all).
-need_packages "${PKGS_BUILD[@]}" "${PKGS_FUZZ[@]}" "${PKGS_CROSS[@]}" "${PKGS_VIRSH_ROOT[@]}"
+need_packages "${PKGS_BUILD[@]}" "${PKGS_BENCH[@]}" "${PKGS_FUZZ[@]}" "${PKGS_CROSS[@]}" "${PKGS_VIRSH_ROOT[@]}"
 step_end
 
 # The virsh tier's L1 root (tests/nested/virsh/rootfs.sh: Debian 13 arm64 by
@@ -180,6 +182,14 @@ step_begin "vgicd under load and attack (bench/bench-load --quick)"
 # destination is wrong, or an honest save fails.  The full run (10,000
 # cycles, 64 VMs) is `bench-load` without --quick.
 run_tier "load bench" "$VGICD_BUILD/gcc/bench/bench-load" --quick
+step_end
+
+step_begin "the benchmark, quick (bench/run-bench.sh --quick)"
+# Every size, every path, 3 runs, a fleet of 16: the table, the fit, the
+# targets and the plot, checked for shape (report.py --check); fails only
+# on a wrong destination or record, or an output that lacks a part.  The
+# figures are read, never asserted.  README's table is the full run.
+run_tier "benchmark (quick)" bash bench/run-bench.sh --quick --out "$VGICD_BUILD/bench-quick"
 step_end
 
 step_begin "planner counts (docs/kernel-interface.md)"

@@ -16,6 +16,8 @@ PKGS_BUILD=(build-essential meson ninja-build pkg-config libglib2.0-dev libsyste
 	libxml2-dev libvirt-dev libxml2-utils scdoc dbus systemd bc python3
 	procps		# kill(1): vgicd.service's ExecReload=, checked by the units test
 	shellcheck)	# the scripts suite
+# The benchmark's plot (bench/run-bench.sh: gnuplot's pngcairo terminal).
+PKGS_BENCH=(gnuplot-nox)
 # The clang build and libFuzzer (scripts/test.sh).
 PKGS_FUZZ=(clang libclang-rt-14-dev)
 # The aarch64 cross build of the project, and qemu-user for its tests.

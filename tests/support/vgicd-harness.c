@@ -284,6 +284,30 @@ vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVariant *param
   return reply;
 }
 
+guint64
+vgicd_harness_status_kib (VgicdHarness *h, const char *key)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int) h->vgicd_pid);
+  g_autofree char *text = NULL;
+  const char *line;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || !(line = strstr (text, key)))
+    return 0;
+  return g_ascii_strtoull (line + strlen (key), NULL, 10);
+}
+
+guint
+vgicd_harness_open_fds (VgicdHarness *h)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", (int) h->vgicd_pid);
+  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+  guint n = 0;
+
+  while (dir && g_dir_read_name (dir))
+    n++;
+  return n;
+}
+
 void
 vgicd_harness_kill_vgicd (VgicdHarness *h)
 {

@@ -56,6 +56,13 @@ guint64 vgicd_harness_stat (VgicdHarness *h, const char *key);
 GVariant *vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVariant *params,
                                       const char *reply_type);
 
+/* vgicd_harness_status_kib() - @key ("VmRSS:", "VmHWM:", "RssShmem:") of
+ * vgicd's /proc status, in KiB (0 if unreadable) */
+guint64 vgicd_harness_status_kib (VgicdHarness *h, const char *key);
+
+/* vgicd_harness_open_fds() - how many descriptors vgicd holds open */
+guint vgicd_harness_open_fds (VgicdHarness *h);
+
 /* vgicd_harness_kill_vgicd() - SIGKILL vgicd (for failure tests) */
 void vgicd_harness_kill_vgicd (VgicdHarness *h);
 

@@ -1,0 +1,395 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""report.py - bench-scaling's figures as a reader wants them.
+
+    report.py --in bench.json --out DIR [--nested DIR] [--qemu-e2e DIR]
+    report.py --check DIR [--sizes 8,16,...]
+
+From bench-scaling's JSON (every run's time) it writes into DIR:
+  bench.md      the table at 160 vCPUs in the shape of the reference
+                measurement, the sweep (median, min, max, ioctls, round
+                trips, record bytes, vgicd's own share), the fitted
+                exponents, the fleet, each target met or missed, and the
+                nested tiers' tables when their results are there;
+  bench.json    the same figures, summarised, with the raw runs;
+  bench.png     time against vCPUs, log-log, a line per path and
+                direction, each line's fitted exponent in its legend
+                (gnuplot, pngcairo).
+--check DIR verifies that shape (every path and direction at every size,
+the targets judged, a PNG that is a PNG) and exits 1 when it is not: CI
+runs it on the quick mode's output.  Only Python's standard library.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import struct
+import subprocess
+import sys
+
+PATHS = ("qemu", "single", "batch")
+DIRS = ("save", "restore")
+PATH_LABEL = {
+    "qemu": "QEMU 10.0, one by one (no vgicd)",
+    "single": "vgicd, one by one",
+    "batch": "vgicd, batched",
+}
+# The reference measurement (160 vCPUs, real arm64 host): README, docs/design.md.
+SEED = {"save": (120.0, 19.0), "restore": (158.0, 40.0)}
+DEFAULT_SIZES = (8, 16, 32, 64, 128, 160, 256, 512)
+
+
+def fit_exponent(points):
+    """Least-squares slope of log(t) against log(n): t ~ n^k."""
+    pts = [(math.log(n), math.log(t)) for n, t in points if t > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx == 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in pts) / sxx
+
+
+def summarise(raw):
+    sizes = []
+    for s in raw["sizes"]:
+        row = {"vcpus": s["vcpus"], "paths": {}}
+        for p in PATHS:
+            row["paths"][p] = {}
+            for d in DIRS:
+                c = s["paths"][p][d]
+                cell = {
+                    "median_ms": statistics.median(c["ms"]),
+                    "min_ms": min(c["ms"]),
+                    "max_ms": max(c["ms"]),
+                    "ioctls": c["ioctls"],
+                    "calls": c["calls"],
+                    "registers": c["registers"],
+                    "bytes": c["bytes"],
+                    "own_ms": statistics.median(c["own_ms"]) if c["own_ms"] else None,
+                    "runs": c["ms"],
+                }
+                row["paths"][p][d] = cell
+        sizes.append(row)
+    fits = {}
+    for p in PATHS:
+        for d in DIRS:
+            fits[f"{p}/{d}"] = fit_exponent(
+                [(r["vcpus"], r["paths"][p][d]["median_ms"]) for r in sizes])
+    f = raw["fleet"]
+    fleet = dict(f)
+    fleet["alone_median_ms"] = statistics.median(f["alone_ms"])
+    fleet["busy_median_ms"] = statistics.median(f["busy_ms"])
+    fleet["busy_max_ms"] = max(f["busy_ms"])
+    return sizes, fits, fleet
+
+
+def at(sizes, n):
+    for r in sizes:
+        if r["vcpus"] == n:
+            return r
+    return None
+
+
+def targets(sizes, fleet):
+    """Each target: (what, figure text, met: True/False/None when not measured)."""
+    out = []
+    for n, limit in ((160, 0.05), (512, 0.02)):
+        r = at(sizes, n)
+        for d in DIRS:
+            what = f"batch / one by one at {n} vCPUs, {d} <= {limit}"
+            if not r:
+                out.append((what, f"not measured ({n} vCPUs not in the sweep)", None))
+                continue
+            ratio = r["paths"]["batch"][d]["median_ms"] / r["paths"]["qemu"][d]["median_ms"]
+            out.append((what, f"{ratio:.4f} ({r['paths']['batch'][d]['median_ms']:.2f} / "
+                              f"{r['paths']['qemu'][d]['median_ms']:.1f} ms)", ratio <= limit))
+    r = at(sizes, 160)
+    for d in DIRS:
+        what = f"vgicd's own share at 160 vCPUs, batched {d} <= 1 ms"
+        if not r:
+            out.append((what, "not measured", None))
+            continue
+        own = r["paths"]["batch"][d]["own_ms"]
+        out.append((what, f"{own:.3f} ms (of {r['paths']['batch'][d]['median_ms']:.3f} ms)",
+                    own <= 1.0))
+    lo, hi = at(sizes, 64), at(sizes, 512)
+    for d in DIRS:
+        what = f"batched {d}: t(512) / t(64) <= 10.4"
+        if not (lo and hi):
+            out.append((what, "not measured", None))
+            continue
+        ratio = hi["paths"]["batch"][d]["median_ms"] / lo["paths"]["batch"][d]["median_ms"]
+        out.append((what, f"{ratio:.2f} ({hi['paths']['batch'][d]['median_ms']:.2f} / "
+                          f"{lo['paths']['batch'][d]['median_ms']:.2f} ms)", ratio <= 10.4))
+    mib = fleet["rss_kib"] / 1024
+    what = f"vgicd's RSS with {fleet['vms']} sessions of {fleet['vcpus']} vCPUs <= 64 MiB"
+    if fleet["vms"] < 64:
+        what += f" (quick mode: {fleet['vms']} sessions, not the target's 64)"
+    out.append((what, f"{mib:.1f} MiB attached (peak {fleet['peak_rss_kib'] / 1024:.1f} MiB "
+                      f"while all saved at once)", mib <= 64 if fleet["vms"] >= 64 else None))
+    return out
+
+
+def verdict(met):
+    return "**met**" if met else ("not measured" if met is None else "**missed**")
+
+
+def ms(v):
+    return f"{v:.3f}" if v < 10 else f"{v:.1f}"
+
+
+def nested_tables(nested_dir, qemu_dir):
+    """The nested tiers' results, when a run left them (markdown lines)."""
+    lines = []
+    for role in ("patched", "stock"):
+        path = os.path.join(nested_dir or "", f"{role}-rows.jsonl")
+        if not nested_dir or not os.path.exists(path):
+            continue
+        rows = [json.loads(x) for x in open(path) if x.strip()]
+        if not rows:
+            continue
+        first = rows[0]["path"]
+        lines += [
+            "",
+            f"**Nested tier, {role} kernel** (real arm64 KVM, Linux 6.12, TCG; "
+            f"`tests/nested/run-nested.sh`, best of its runs; {first}: "
+            + ("the kernel's batch group" if role == "patched" else
+               "no batch group here, so vgicd falls back to one by one") + ")",
+            "",
+            "| vCPUs | save: vgicd ms | one by one ms | ratio | restore: vgicd ms | one by one ms | ratio |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['vcpus']} | {r['save_ms'][first]:.1f} | {r['save_ms']['qemu']:.1f} | "
+                f"{r['save_ms']['qemu'] / max(r['save_ms'][first], 1e-9):.1f}x | "
+                f"{r['restore_ms'][first]:.1f} | {r['restore_ms']['qemu']:.1f} | "
+                f"{r['restore_ms']['qemu'] / max(r['restore_ms'][first], 1e-9):.1f}x |")
+    path = os.path.join(qemu_dir or "", "results.json")
+    if qemu_dir and os.path.exists(path):
+        res = json.load(open(path))
+        c = res.get("c") or []
+        if c:
+            lines += [
+                "",
+                "**QEMU end-to-end tier** (QEMU 10.0 with `-accel kvm` in the nested "
+                "machine; `tests/nested/run-qemu-e2e.sh`, medians): the GIC section and, "
+                "inside it, the vGIC get (pre_save) and put (post_load), ms",
+                "",
+                "| vCPUs | what | stock | vgicd, QEMU's fields | vgicd, record |",
+                "|---|---|---|---|---|",
+            ]
+            for row in c:
+                for key, label in (("save", "GIC section save"), ("load", "GIC section load"),
+                                   ("get", "vGIC get"), ("put", "vGIC put")):
+                    vals = [row.get(side, {}).get(key) for side in ("stock", "fields", "record")]
+                    if all(v is None for v in vals):
+                        continue
+                    cells = " | ".join("-" if v is None else f"{v:.0f}" for v in vals)
+                    lines.append(f"| {row['vcpus']} | {label} | {cells} |")
+        d = res.get("d") or []
+        if d:
+            lines += [
+                "",
+                "**The vGIC's share of a live migration's downtime** (a running guest, "
+                "`query-migrate` on the source; GIC section from the trace events)",
+                "",
+                "| vCPUs | path | downtime ms | setup ms | downtime bytes | GIC save ms | GIC load ms | GIC share of downtime |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            for row in d:
+                lines.append(
+                    f"| {row['vcpus']} | {row['path']} | {row['downtime_ms']:.0f} | "
+                    f"{row['setup_ms']:.0f} | {row['downtime_bytes']} | {row['gic_save_ms']:.0f} | "
+                    f"{row['gic_load_ms']:.0f} | {100 * row['gic_share']:.0f} % |")
+    return lines
+
+
+def markdown(raw, sizes, fits, fleet, judged, extra):
+    runs = raw["runs"]
+    out = [
+        f"### vgicd {raw['version']}: the vGIC's save and restore against vCPUs",
+        "",
+        f"vgic-sim (real `ioctl(2)` round trips, a lock per vCPU around every access as "
+        f"KVM's `lock_all_vcpus()`), {raw['irqs']} IRQs, an ITS (PLPIS on), random state; "
+        f"{runs} interleaved runs of each path at each size, every destination compared "
+        f"with its source; {raw['cpus']} CPUs ({raw.get('cpu') or 'unknown'}), "
+        f"{raw['seconds']:.0f} s. The vgicd paths carry vgicd's state record.",
+        "",
+    ]
+    r = at(sizes, 160)
+    if r:
+        out += [
+            "At 160 vCPUs, in the shape of the reference measurement (a real 160-vCPU "
+            "arm64 host; its figures beside ours):",
+            "",
+            "| Metric | one register per ioctl | batched (vgicd) | Improvement | "
+            "reference: one by one | reference: batched | reference improvement |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for d, label in (("save", "VGIC get (save)"), ("restore", "VGIC put (restore)")):
+            one = r["paths"]["qemu"][d]["median_ms"]
+            bat = r["paths"]["batch"][d]["median_ms"]
+            s1, sb = SEED[d]
+            out.append(f"| {label} | {one:.1f} ms | {bat:.2f} ms | {100 * (1 - bat / one):.1f}% | "
+                       f"{s1:.0f} ms | {sb:.0f} ms | {100 * (1 - sb / s1):.0f}% |")
+        out.append("")
+    out += [
+        "The sweep (median, with min-max; ioctls; calls: round trips between QEMU and "
+        "vgicd; own: vgicd's share, the time outside the executor's kernel calls):",
+        "",
+        "| vCPUs | path | save ms (min-max) | ioctls | calls | own ms | restore ms (min-max) "
+        "| ioctls | calls | own ms | record bytes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in sizes:
+        for p in PATHS:
+            s, t = row["paths"][p]["save"], row["paths"][p]["restore"]
+            # QEMU's own path has no vgicd: no calls, no share, no record.
+            own = (lambda c: "-" if c["own_ms"] is None else f"{c['own_ms']:.3f}")
+            calls = (lambda c: "-" if p == "qemu" else str(c["calls"]))
+            out.append(
+                f"| {row['vcpus']} | {p} | {ms(s['median_ms'])} ({ms(s['min_ms'])}-{ms(s['max_ms'])}) "
+                f"| {s['ioctls']} | {calls(s)} | {own(s)} "
+                f"| {ms(t['median_ms'])} ({ms(t['min_ms'])}-{ms(t['max_ms'])}) "
+                f"| {t['ioctls']} | {calls(t)} | {own(t)} | {s['bytes'] or '-'} |")
+    out += ["", "Fitted exponents (t ~ vCPUs^k, least squares over the sweep's medians):", "",
+            "| path | save k | restore k |", "|---|---|---|"]
+    for p in PATHS:
+        out.append(f"| {PATH_LABEL[p]} | {fits[p + '/save']:.2f} | {fits[p + '/restore']:.2f} |")
+    out += [
+        "",
+        f"The fleet: {fleet['vms']} VMs of {fleet['vcpus']} vCPUs attached to one vgicd: "
+        f"RSS {fleet['idle_rss_kib'] / 1024:.1f} MiB idle, **{fleet['rss_kib'] / 1024:.1f} MiB** "
+        f"attached ({fleet['shmem_kib'] / 1024:.1f} MiB of it the shared windows), peak "
+        f"{fleet['peak_rss_kib'] / 1024:.1f} MiB; descriptors {fleet['idle_fds']} idle, "
+        f"{fleet['fds']} attached. A save alone: median {fleet['alone_median_ms']:.2f} ms; "
+        f"all {fleet['vms']} saving at once: median {fleet['busy_median_ms']:.2f} ms, max "
+        f"{fleet['busy_max_ms']:.2f} ms ({fleet['correct']} of {fleet['saves']} records correct).",
+        "",
+        "| target | figure | |",
+        "|---|---|---|",
+    ]
+    for what, figure, met in judged:
+        out.append(f"| {what} | {figure} | {verdict(met)} |")
+    out += extra
+    return "\n".join(out) + "\n"
+
+
+def plot(sizes, fits, outdir):
+    data = os.path.join(outdir, "bench.dat")
+    with open(data, "w") as f:
+        f.write("# vcpus " + " ".join(f"{p}/{d}" for p in PATHS for d in DIRS) + "\n")
+        for r in sizes:
+            f.write(f"{r['vcpus']} " + " ".join(
+                f"{r['paths'][p][d]['median_ms']:.6f}" for p in PATHS for d in DIRS) + "\n")
+    colours = {"qemu": "#c0392b", "single": "#e67e22", "batch": "#2471a3"}
+    plots = []
+    col = 2
+    for p in PATHS:
+        for d in DIRS:
+            dash = 1 if d == "save" else 2
+            k = fits[f"{p}/{d}"]
+            title = f"{PATH_LABEL[p]}, {d} (k = {k:.2f})"
+            plots.append(f"'{data}' using 1:{col} with linespoints lw 2 pt 7 ps 0.8 "
+                         f"dt {dash} lc rgb '{colours[p]}' title \"{title}\"")
+            col += 1
+    script = "\n".join([
+        "set terminal pngcairo size 1000,640 font 'sans,10'",
+        f"set output '{os.path.join(outdir, 'bench.png')}'",
+        "set logscale xy",
+        "set grid",
+        "set key below box",
+        "set xlabel 'vCPUs'",
+        "set ylabel 'wall time, ms (median)'",
+        f"set xtics ({', '.join(str(r['vcpus']) for r in sizes)})",
+        "set title 'vGIC save and restore against vCPUs (vgic-sim, 992 IRQs)'",
+        "plot " + ", \\\n     ".join(plots),
+        "",
+    ])
+    gp = os.path.join(outdir, "bench.gp")
+    with open(gp, "w") as f:
+        f.write(script)
+    subprocess.run(["gnuplot", gp], check=True)
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", head[16:24])
+
+
+def check(outdir, sizes_wanted):
+    problems = []
+    summary = json.load(open(os.path.join(outdir, "bench.json")))
+    got = [r["vcpus"] for r in summary["sizes"]]
+    if sorted(got) != sorted(sizes_wanted):
+        problems.append(f"sizes {got}, expected {list(sizes_wanted)}")
+    for r in summary["sizes"]:
+        for p in PATHS:
+            for d in DIRS:
+                c = r["paths"].get(p, {}).get(d)
+                if not c or not c["median_ms"] > 0 or not c["ioctls"] > 0:
+                    problems.append(f"{r['vcpus']} vCPUs, {p} {d}: no figure")
+                elif p != "qemu" and (not c["calls"] or c["own_ms"] is None or not c["bytes"]):
+                    problems.append(f"{r['vcpus']} vCPUs, {p} {d}: no calls, share or bytes")
+    for key in (f"{p}/{d}" for p in PATHS for d in DIRS):
+        if summary["fits"].get(key) is None:
+            problems.append(f"no fitted exponent for {key}")
+    if len(summary["targets"]) < 7:
+        problems.append(f"{len(summary['targets'])} targets judged, expected 7")
+    md = open(os.path.join(outdir, "bench.md")).read()
+    for p in PATHS:
+        for n in sizes_wanted:
+            if f"| {n} | {p} |" not in md:
+                problems.append(f"bench.md has no row for {n} vCPUs, {p}")
+    size = png_size(os.path.join(outdir, "bench.png"))
+    if not size or size[0] < 200 or size[1] < 200:
+        problems.append("bench.png is not a PNG of a plot")
+    for line in problems:
+        print(f"report.py --check: {line}", file=sys.stderr)
+    if not problems:
+        print(f"report.py --check: {outdir}: {len(got)} sizes x {len(PATHS)} paths x "
+              f"{len(DIRS)} directions, {len(summary['targets'])} targets judged, "
+              f"bench.png {size[0]}x{size[1]}")
+    return 1 if problems else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--in", dest="inp")
+    ap.add_argument("--out")
+    ap.add_argument("--nested")
+    ap.add_argument("--qemu-e2e")
+    ap.add_argument("--check")
+    ap.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)))
+    a = ap.parse_args()
+    if a.check:
+        return check(a.check, [int(x) for x in a.sizes.split(",")])
+    if not (a.inp and a.out):
+        ap.error("--in and --out, or --check")
+    raw = json.load(open(a.inp))
+    sizes, fits, fleet = summarise(raw)
+    judged = targets(sizes, fleet)
+    os.makedirs(a.out, exist_ok=True)
+    extra = nested_tables(a.nested, a.qemu_e2e)
+    with open(os.path.join(a.out, "bench.md"), "w") as f:
+        f.write(markdown(raw, sizes, fits, fleet, judged, extra))
+    summary = {k: raw[k] for k in ("version", "runs", "irqs", "cpus", "seconds")}
+    summary.update({"cpu": raw.get("cpu"), "sizes": sizes, "fits": fits, "fleet": fleet,
+                    "targets": [{"what": w, "figure": f, "met": m} for w, f, m in judged]})
+    with open(os.path.join(a.out, "bench.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    plot(sizes, fits, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

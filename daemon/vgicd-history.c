@@ -16,12 +16,15 @@
  * counted in GetStats' "failures".
  *
  * The one-by-one estimate.  An ioctl of the device-attr groups locks every
- * vCPU of the VM, so one register costs about c × vCPUs, and a whole
- * operation registers × vCPUs × c; c is learnt, per direction, from the
- * last operation this host ran one register per ioctl (mode single, or a
- * kernel without the batch group).  It is an estimate, and says so: the
- * constant part of an ioctl is folded into c, so it is best for VMs near
- * the size it was measured on.
+ * vCPU of the VM, so one register costs about a + b × vCPUs, and a whole
+ * operation registers × (a + b × vCPUs).  The line (a, b) comes from
+ * vgicd's start-up calibration (vgicd-calibrate.c: two throwaway VMs), for
+ * both directions; the last operation this host ran one register per
+ * ioctl (mode single, or a kernel without the batch group) then pins its
+ * direction's line to what it measured, keeping the calibrated slope (or,
+ * uncalibrated, taking a = 0: the cost proportional to the vCPUs, best
+ * for VMs near the size it was measured on).  Either way it is an
+ * estimate, and says so.
  */
 #include "vgicd-history.h"
 
@@ -51,6 +54,13 @@ struct _Vm {
   GList link;		/* in VgicdHistory.recent, data = this */
 };
 
+/* One direction's cost of a register one per ioctl: base + n × per_vcpu. */
+typedef struct {
+  double base, per_vcpu;
+  gboolean calibrated;	/* per_vcpu is the calibration's slope */
+  const char *source;	/* NULL: not measured; "calibration", "operation" */
+} Cost;
+
 typedef struct {
   const char *direction, *path;
   guint64 count, sum_ns;
@@ -62,7 +72,7 @@ struct _VgicdHistory {
   GHashTable *vms;	/* uuid -> Vm */
   GQueue recent;	/* Vm links, most recently active first */
   Histogram histograms[4];	/* save/load × batch/single */
-  double single_cost[2];	/* ns per ioctl and vCPU: save, load */
+  Cost cost[2];		/* save, load */
 };
 
 static void
@@ -158,9 +168,16 @@ direction_index (const char *direction)
 }
 
 void
+vgicd_history_calibrated (VgicdHistory *h, double base_ns, double per_vcpu_ns)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (h->cost); i++)
+    h->cost[i] = (Cost) { base_ns, per_vcpu_ns, TRUE, "calibration" };
+}
+
+void
 vgicd_history_estimate (VgicdHistory *h, VgicdOp *op)
 {
-  double *cost = &h->single_cost[direction_index (op->direction)];
+  Cost *cost = &h->cost[direction_index (op->direction)];
 
   op->single_ns = 0;
   op->single_estimated = FALSE;
@@ -170,20 +187,36 @@ vgicd_history_estimate (VgicdHistory *h, VgicdOp *op)
     {
       op->single_ns = op->kernel_ns;
       if (op->ioctls && op->vcpus)
-        *cost = (double) op->kernel_ns / ((double) op->ioctls * op->vcpus);
+        {
+          double each = (double) op->kernel_ns / op->ioctls;
+
+          /* Through this point, with the calibrated slope when it leaves
+           * a base of at least 0, else proportional to the vCPUs. */
+          if (cost->calibrated && cost->per_vcpu * op->vcpus <= each)
+            cost->base = each - cost->per_vcpu * op->vcpus;
+          else
+            *cost = (Cost) { 0, each / op->vcpus, cost->calibrated, NULL };
+          cost->source = "operation";
+        }
       return;
     }
-  if (*cost > 0 && op->registers)
+  if (cost->source && op->registers)
     {
-      op->single_ns = (guint64) (*cost * op->registers * op->vcpus);
+      op->single_ns = (guint64) (op->registers * (cost->base + cost->per_vcpu * op->vcpus));
       op->single_estimated = TRUE;
     }
 }
 
-double
-vgicd_history_single_cost (VgicdHistory *h, const char *direction)
+gboolean
+vgicd_history_single_cost (VgicdHistory *h, const char *direction, double *base_ns,
+                           double *per_vcpu_ns, const char **source)
 {
-  return h->single_cost[direction_index (direction)];
+  const Cost *cost = &h->cost[direction_index (direction)];
+
+  *base_ns = cost->base;
+  *per_vcpu_ns = cost->per_vcpu;
+  *source = cost->source;
+  return cost->source != NULL;
 }
 
 static void

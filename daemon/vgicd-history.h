@@ -62,9 +62,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdHistory, vgicd_history_free)
 void vgicd_history_resize (VgicdHistory *h, guint per_vm, guint max_vms);
 
 /**
+ * vgicd_history_calibrated() - the host's cost of one register per ioctl
+ * on a VM of n vCPUs, @base_ns + n × @per_vcpu_ns, measured at start
+ * (vgicd-calibrate.h), for both directions
+ */
+void vgicd_history_calibrated (VgicdHistory *h, double base_ns, double per_vcpu_ns);
+
+/**
  * vgicd_history_estimate() - fill @op->single_ns: @op's own kernel time on
- * the single path (and learn the host's cost per ioctl and vCPU from it),
- * else registers × vCPUs × that cost, marked estimated, else 0
+ * the single path (from which the host's cost line for its direction is
+ * learnt, or pinned when calibrated), else registers × that line's cost at
+ * @op's vCPUs, marked estimated, else 0 (nothing measured yet)
  */
 void vgicd_history_estimate (VgicdHistory *h, VgicdOp *op);
 
@@ -91,6 +99,9 @@ GVariant *vgicd_history_describe (VgicdHistory *h, const char *vm, guint limit);
  * "le-seconds" ad, "buckets" at (cumulative, as Prometheus has them) */
 GVariant *vgicd_history_histograms (VgicdHistory *h);
 
-/* vgicd_history_single_cost() - the host's measured one-by-one cost per
- * ioctl and vCPU, in ns, for "save" or "load" (0: not measured) */
-double vgicd_history_single_cost (VgicdHistory *h, const char *direction);
+/* vgicd_history_single_cost() - the host's one-by-one cost of a register
+ * on a VM of n vCPUs, *@base_ns + n × *@per_vcpu_ns, for "save" or "load";
+ * FALSE when nothing has measured it yet.  @source: "calibration" or
+ * "operation" (a one-by-one operation on this host pinned it) */
+gboolean vgicd_history_single_cost (VgicdHistory *h, const char *direction, double *base_ns,
+                                    double *per_vcpu_ns, const char **source);

@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "vgic-shape.h"
+#include "vgicd-calibrate.h"
 #include "vgicd-config.h"
 #include "vgicd-daemon.h"
 #include "vgicd-history.h"
@@ -257,6 +258,17 @@ main (int argc, char **argv)
       v.daemon.kernel_batch_source = g_steal_pointer (&kb_source);
       g_message ("kernel batch group: %s (%s)",
                  kb < 0 ? "unknown" : kb ? "yes" : "no", v.daemon.kernel_batch_source);
+      /* What one register per ioctl costs here, so that each batched
+       * operation can say what it replaced (vgicd-calibrate.c). */
+      if (kb >= 0)
+        {
+          g_autofree char *cal_source = NULL;
+          double base, per_vcpu;
+
+          if (vgicd_calibrate_single (VGICD_KVM_DEVICE, &base, &per_vcpu, &cal_source))
+            vgicd_history_calibrated (v.daemon.history, base, per_vcpu);
+          g_message ("%s", cal_source);
+        }
     }
 
   if (v.socket_override)

@@ -173,14 +173,14 @@ get_stats (VgicdManager *m)
       GVariantBuilder cost;
 
       g_variant_builder_add (&b, "{sv}", "histograms", vgicd_history_histograms (d->history));
-      g_variant_builder_init (&cost, G_VARIANT_TYPE ("a{sd}"));
+      g_variant_builder_init (&cost, G_VARIANT_TYPE ("a{s(dds)}"));
       for (guint i = 0; i < 2; i++)
         {
-          const char *dir = i ? "load" : "save";
-          double c = vgicd_history_single_cost (d->history, dir);
+          const char *dir = i ? "load" : "save", *source;
+          double base, per_vcpu;
 
-          if (c > 0)
-            g_variant_builder_add (&cost, "{sd}", dir, c);
+          if (vgicd_history_single_cost (d->history, dir, &base, &per_vcpu, &source))
+            g_variant_builder_add (&cost, "{s(dds)}", dir, base, per_vcpu, source);
         }
       g_variant_builder_add (&b, "{sv}", "single-cost-ns", g_variant_builder_end (&cost));
     }

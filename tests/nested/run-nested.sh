@@ -138,7 +138,9 @@ boot() {
 	t1=$(nested_clock)
 	step_end
 	# What the guest printed from /init on.
-	tr -d '\r' < "$log" | sed -n '/^NESTED: \/init started/,$p' | grep -av '^\[ *[0-9.]*\] ' || true
+	tr -d '\r' < "$log" | sed -n '/^NESTED: \/init started/,$p' | grep -av -e '^\[ *[0-9.]*\] ' -e '^NESTED-ROW: ' || true
+	# The table's rows, for bench/report.py (bench/run-bench.sh).
+	tr -d '\r' < "$log" | sed -n 's/^NESTED-ROW: //p' > "$NESTED_OUT/$role-rows.jsonl" || true
 	marker=$(nested_marker "$log" "VGICD-NESTED-RESULT:")
 	if [ $rc -eq 124 ]; then
 		RESULTS+=("$role: FAIL (timed out after ${TIMEOUT}s; log $log)")

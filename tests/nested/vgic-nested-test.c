@@ -1107,6 +1107,20 @@ check_vgicd_log (gboolean kernel_batch)
   return TRUE;
 }
 
+/* vgicd's start-up calibration (daemon/vgicd-calibrate.c), from its log:
+ * one register per ioctl costs *@base + n × *@per ns on a VM of n vCPUs. */
+static gboolean
+vgicd_calibration (double *base, double *per)
+{
+  g_autofree char *log = NULL;
+  const char *at;
+
+  if (!opt_vgicd_log || !g_file_get_contents (opt_vgicd_log, &log, NULL, NULL) ||
+      !(at = strstr (log, "one register per ioctl costs ")))
+    return FALSE;
+  return sscanf (at, "one register per ioctl costs %lf ns + %lf ns per vCPU", base, per) == 2;
+}
+
 static double
 ratio (guint64 slow, guint64 fast)
 {
@@ -1117,6 +1131,7 @@ static void
 print_table (const Row *rows, guint n_rows, gboolean kernel_batch)
 {
   const char *a = kernel_batch ? "batch" : "auto*";
+  double base = 0, per = 0;
 
   g_print ("\n%-6s %6s %6s | %9s %9s %9s %7s %7s | %9s %9s %9s %7s %7s\n", "vCPUs", "save",
            "rest.", "save", "save", "save", "ratio", "ratio", "restore", "restore", "restore",
@@ -1145,6 +1160,31 @@ print_table (const Row *rows, guint n_rows, gboolean kernel_batch)
            "to %d runs per path, fewer once a path has taken %d ms)\n", a,
            kernel_batch ? ", kernel batch group" : " on a kernel without the batch group: "
            "the fallback, one by one", MAX (opt_repeat, 1), opt_repeat_budget_ms);
+  /* What vgicd would tell an operator a one-by-one save or restore of each
+   * VM costs (registers x its calibrated line), next to what one took. */
+  if (vgicd_calibration (&base, &per))
+    for (guint i = 0; i < n_rows; i++)
+      g_print ("N=%u: vgicd's one-by-one estimate (calibrated: %.0f ns + %.1f ns per vCPU an "
+               "access): save %.1f ms, restore %.1f ms; measured one by one: %.1f / %.1f ms\n",
+               rows[i].n, base, per, rows[i].save_regs * (base + per * rows[i].n) / 1e6,
+               rows[i].restore_regs * (base + per * rows[i].n) / 1e6,
+               ms (rows[i].save[PATH_QEMU]), ms (rows[i].load[PATH_QEMU]));
+  else
+    g_print ("vgicd logged no calibration (its log: %s)\n", opt_vgicd_log ? opt_vgicd_log : "none");
+  /* The same rows for bench/report.py (run-nested.sh collects them into
+   * ROLE-rows.jsonl): best wall times in ms, by path. */
+  for (guint i = 0; i < n_rows; i++)
+    {
+      const Row *r = &rows[i];
+
+      g_print ("NESTED-ROW: {\"vcpus\": %u, \"save_regs\": %u, \"restore_regs\": %u, "
+               "\"save_ms\": {\"%s\": %.3f, \"single\": %.3f, \"qemu\": %.3f}, "
+               "\"restore_ms\": {\"%s\": %.3f, \"single\": %.3f, \"qemu\": %.3f}, "
+               "\"ok\": %s}\n", r->n, r->save_regs, r->restore_regs,
+               kernel_batch ? "batch" : "auto", ms (r->save[PATH_AUTO]), ms (r->save[PATH_SINGLE]),
+               ms (r->save[PATH_QEMU]), kernel_batch ? "batch" : "auto", ms (r->load[PATH_AUTO]),
+               ms (r->load[PATH_SINGLE]), ms (r->load[PATH_QEMU]), r->ok ? "true" : "false");
+    }
   for (guint i = 0; i < n_rows; i++)
     if (kernel_batch && rows[i].save_st.ioctls)
       g_print ("N=%u batch path: save %u ioctls, %.1f of %.1f ms in the kernel (1-by-1 / "

@@ -10,7 +10,7 @@
 # From a fresh Debian 12 machine, as root:
 #   bash tests/nested/run-qemu-e2e.sh [--quick] [--timeout SECONDS]
 #        [--sizes-a 4,16] [--size-b 4|0] [--sizes-c 64,128] [--reps 3]
-#        [--enforce-target] [--c-vmdesc on|off]
+#        [--enforce-target] [--c-vmdesc on|off] [--sizes-d 64,128] [--d-hops 3]
 #
 #   (a) a running L2 guest (4 and 16 vCPUs; --quick: 4) is saved with vgicd
 #       off (stream A) and through vgicd (B); B is loaded through vgicd into
@@ -33,7 +33,13 @@
 #       stock both ways; reported, and a failure only with --enforce-target.
 #       --c-vmdesc off is a diagnostic: both QEMUs of (c) run with -machine
 #       suppress-vmdesc=on, so the sections leave out QEMU's JSON description
-#       of the stream (the default, on, is what libvirt and users run).
+#       of the stream (the default, on, is what libvirt and users run);
+#   (d) the vGIC's share of a live migration's downtime: a running L2 guest
+#       (64 and 128 vCPUs, one of them online; --quick: 64) migrated live
+#       --d-hops times (--quick: 2) on the stock QEMU and on the patched one
+#       through vgicd: query-migrate's downtime, setup-time and
+#       downtime-bytes, the source's stop to the destination's start, and
+#       the GIC section's save and load, side by side.
 #
 # Environment: VGICD_CACHE (default /var/cache/vgicd), VGICD_BUILD (default
 # _build; logs and streams go to $VGICD_BUILD/qemu-e2e),
@@ -47,20 +53,22 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/boot.sh"
 cd "$VGICD_ROOT"
 
-SIZES_A=4,16 SIZE_B=4 SIZES_C=64,128 REPS=3
+SIZES_A=4,16 SIZE_B=4 SIZES_C=64,128 REPS=3 SIZES_D=64,128 D_HOPS=3
 TIMEOUT=${VGICD_E2E_TIMEOUT:-3600}
 ENFORCE=
 QUICK=
 C_VMDESC=on
 while [ $# -gt 0 ]; do
 	case $1 in
-	--quick) QUICK=1; SIZES_A=4; SIZES_C=128; REPS=1; shift ;;
+	--quick) QUICK=1; SIZES_A=4; SIZES_C=128; REPS=1; SIZES_D=64; D_HOPS=2; shift ;;
 	--reps) REPS=$2; shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
 	--enforce-target) ENFORCE=1; shift ;;
 	--sizes-a) SIZES_A=$2; shift 2 ;;
 	--size-b) SIZE_B=$2; shift 2 ;;
 	--sizes-c) SIZES_C=$2; shift 2 ;;
+	--sizes-d) SIZES_D=$2; shift 2 ;;
+	--d-hops) D_HOPS=$2; shift 2 ;;
 	--c-vmdesc)
 		case $2 in on | off) C_VMDESC=$2 ;; *) echo "run-qemu-e2e.sh: --c-vmdesc takes on or off" >&2; exit 2 ;; esac
 		shift 2 ;;
@@ -153,12 +161,12 @@ initramfs_pack "$stage" "$NESTED_OUT/l1.cpio"
 echo "L1 initramfs: $(du -h "$NESTED_OUT/l1.cpio" | cut -f1), $(find "$stage" -type f | wc -l) files"
 step_end
 
-step_begin "boot L1 + scenarios (a) ${SIZES_A}, (b) ${SIZE_B}, (c) ${SIZES_C}"
+step_begin "boot L1 + scenarios (a) ${SIZES_A}, (b) ${SIZE_B}, (c) ${SIZES_C}, (d) ${SIZES_D:-none}"
 LOG=$NESTED_OUT/console.log
 echo "booting $PATCHED_IMAGE (console: $LOG, timeout ${TIMEOUT}s)"
 rc=0
 NESTED_SMP=2 NESTED_MEM=3G nested_boot "$PATCHED_IMAGE" "$NESTED_OUT/l1.cpio" "$LOG" "$TIMEOUT" \
-	"loglevel=3 e2e_a=$SIZES_A e2e_b=$SIZE_B e2e_c=$SIZES_C e2e_reps=$REPS e2e_c_vmdesc=$C_VMDESC" || rc=$?
+	"loglevel=3 e2e_a=$SIZES_A e2e_b=$SIZE_B e2e_c=$SIZES_C e2e_reps=$REPS e2e_c_vmdesc=$C_VMDESC e2e_d=${SIZES_D:-0} e2e_d_hops=$D_HOPS" || rc=$?
 step_end
 [ $rc -ne 124 ] || echo "L1 timed out after ${TIMEOUT}s"
 
@@ -166,7 +174,8 @@ step_begin "analysis (analyze-migration.py, trace events)"
 arc=0
 /usr/bin/python3 "$HERE/e2e/analyze.py" --log "$LOG" --out "$NESTED_OUT/files" \
 	--analyze "$ANALYZE" --a "$SIZES_A" --b "$SIZE_B" --c "$SIZES_C" --reps "$REPS" \
-	--c-vmdesc "$C_VMDESC" ${ENFORCE:+--enforce-target} || arc=$?
+	--c-vmdesc "$C_VMDESC" --d "$SIZES_D" --d-hops "$D_HOPS" \
+	--results "$NESTED_OUT/results.json" ${ENFORCE:+--enforce-target} || arc=$?
 step_end
 
 print_step_times

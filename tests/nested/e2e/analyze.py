@@ -14,7 +14,14 @@ Then:
   (c) reads the GIC section's save time (savevm_section_start/end) and load
       time (vmstate_load ... vmstate_load_state_end "arm_gicv3 end") from the
       QEMU trace logs, and prints stock, patched (QEMU's fields) and
-      patched with the record side by side.
+      patched with the record side by side;
+  (d) for each live migration of a running guest: query-migrate's downtime,
+      setup-time and downtime-bytes (the source's), the source's stop to
+      the destination's start (vm_state_notify in both traces, one clock),
+      and the GIC section's save (source) and load (destination): the
+      vGIC's share of the downtime, stock against the patched QEMU.
+--results FILE writes (c)'s and (d)'s figures as JSON (bench/report.py
+puts them beside the benchmark's).
 Exit status 0 when everything passed (and, with --enforce-target, the
 patched times at 128 vCPUs are at most 1/20 of the stock ones).
 """
@@ -289,6 +296,90 @@ def gic_hook_ms(path, op):
     return None
 
 
+def state_change_at(path, running, reason=None):
+    """When the VM stopped (running 0, for @reason) or started running
+    (running 1), from vm_state_notify: "running %d reason %d (%s)"."""
+    for t, ev, args in trace_events(path):
+        if ev != "vm_state_notify":
+            continue
+        m = re.match(r"running (\d+) reason \d+ \(([\w-]+)\)", args)
+        if m and int(m.group(1)) == running and (reason is None or m.group(2) == reason):
+            return t
+    return None
+
+
+def query_migrate(path):
+    """The source's last query-migrate reply (qmp --wait-migrate)."""
+    for line in reversed(open(path, encoding="utf-8", errors="replace").read().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line).get("return")
+            except ValueError:
+                continue
+    return None
+
+
+def report_d(files, sizes, hops):
+    """(d): a row per size and path (medians over the hops)."""
+    rows = []
+    print("\n(d) live migration of a running guest (one vCPU online, the vGIC sized for all);")
+    print("    medians over %d hops; downtime as query-migrate reports it, and from the source's" % hops)
+    print("    stop to the destination's start (vm_state_notify); GIC section save + load:")
+    print("  %6s %-8s | %9s %9s %9s %10s | %9s %9s | %s" % (
+        "vCPUs", "path", "downtime", "stop-run", "setup", "dt bytes", "GIC save", "GIC load",
+        "vGIC share of stop-run (of downtime)"))
+    for n in sizes:
+        for side in ("stock", "patched"):
+            got = collections.defaultdict(list)
+            for h in range(1, hops + 1):
+                src = files.get("d%d-%s.%d.src.trace" % (n, side, h))
+                dst = files.get("d%d-%s.%d.dst.trace" % (n, side, h))
+                q = files.get("d%d-%s.%d.query" % (n, side, h))
+                info = query_migrate(q) if q else None
+                if not (src and dst and info and info.get("status") == "completed"):
+                    result("d%d.%s.%d.figures" % (n, side, h), False, "no completed migration's files")
+                    continue
+                save, load = gic_save_ms(src), gic_load_ms(dst)
+                stop, run = state_change_at(src, 0, "finish-migrate"), state_change_at(dst, 1)
+                if None in (save, load, stop, run):
+                    result("d%d.%s.%d.figures" % (n, side, h), False,
+                           "trace events missing (save %s, load %s, stop %s, run %s)" % (
+                               save, load, stop, run))
+                    continue
+                got["downtime"].append(info.get("downtime", 0))
+                got["setup"].append(info.get("setup-time", 0))
+                got["bytes"].append(info.get("ram", {}).get("downtime-bytes", 0))
+                got["save"].append(save)
+                got["load"].append(load)
+                got["stoprun"].append((run - stop) * 1e3)
+            if not got["save"]:
+                continue
+            med = {k: statistics.median(v) for k, v in got.items()}
+            gic = med["save"] + med["load"]
+            row = {"vcpus": n, "path": "stock" if side == "stock" else "vgicd (QEMU's fields)",
+                   "hops": len(got["save"]), "downtime_ms": med["downtime"],
+                   "stop_to_run_ms": med["stoprun"], "setup_ms": med["setup"],
+                   "downtime_bytes": int(med["bytes"]), "gic_save_ms": med["save"],
+                   "gic_load_ms": med["load"], "gic_share": gic / med["stoprun"],
+                   "gic_share_of_downtime": gic / med["downtime"] if med["downtime"] else None,
+                   "runs": {k: v for k, v in got.items()}}
+            rows.append(row)
+            print("  %6d %-8s | %6.0f ms %6.0f ms %6.0f ms %10d | %6.0f ms %6.0f ms | %3.0f %% (%.0f %%)" % (
+                n, side, med["downtime"], med["stoprun"], med["setup"], med["bytes"], med["save"],
+                med["load"], 100 * row["gic_share"],
+                100 * (row["gic_share_of_downtime"] or 0)))
+        by = {r["path"].split()[0]: r for r in rows if r["vcpus"] == n}
+        if "stock" in by and "vgicd" in by:
+            s_, v_ = by["stock"], by["vgicd"]
+            print("  %6s   stop-run: stock %.0f ms, through vgicd %.0f ms (%.0f ms less); "
+                  "the GIC's part %.0f -> %.0f ms" % (
+                      "", s_["stop_to_run_ms"], v_["stop_to_run_ms"],
+                      s_["stop_to_run_ms"] - v_["stop_to_run_ms"],
+                      s_["gic_save_ms"] + s_["gic_load_ms"], v_["gic_save_ms"] + v_["gic_load_ms"]))
+    return rows
+
+
 def has_event(files, name, event):
     p = files.get(name)
     return p is not None and any(ev == event for _, ev, _ in trace_events(p))
@@ -305,9 +396,14 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--enforce-target", action="store_true")
     ap.add_argument("--c-vmdesc", choices=("on", "off"), default="on")
+    ap.add_argument("--d", default="")
+    ap.add_argument("--d-hops", type=int, default=3)
+    ap.add_argument("--results")
     args = ap.parse_args()
     sizes_a = [int(x) for x in args.a.split(",") if x]
     sizes_c = [int(x) for x in args.c.split(",") if x]
+    sizes_d = [int(x) for x in args.d.split(",") if x and x != "0"]
+    results = {"c": [], "d": []}
 
     print("L1 console:")
     checks, stamps, done, files, other = read_log(args.log, args.out)
@@ -380,6 +476,10 @@ def main():
                         h, tot - h) if h is not None and tot is not None else "?"))
             print("  %6s   of which the vGIC get (pre_save) / put (post_load), medians: %s" % (
                 "", "; ".join(parts)))
+            results["c"].append({"vcpus": n, **{
+                name: {"save": t[side, "save"], "load": t[side, "load"],
+                       "get": hook[side, "save"], "put": hook[side, "load"]}
+                for side, name in (("stock", "stock"), ("patched", "fields"), ("record", "record"))}})
             for side, op, event in (("patched", "save", "kvm_arm_gicv3_vgicd_save_fields"),
                                     ("patched", "load", "kvm_arm_gicv3_vgicd_load_fields"),
                                     ("record", "save", "kvm_arm_gicv3_vgicd_save"),
@@ -396,6 +496,12 @@ def main():
                     result("c128.target", ok, msg)
                 else:
                     print("  %s: %s (not enforced)" % ("met" if ok else "MISSED", msg))
+
+    if sizes_d:
+        results["d"] = report_d(files, sizes_d, args.d_hops)
+    if args.results:
+        with open(args.results, "w") as f:
+            json.dump(results, f, indent=1)
 
     if stamps:
         print("\nWhere L1's time went (guest clock, s since boot):")

@@ -18,6 +18,8 @@
 #   e2e_c=64,128   vCPU counts of the timed GIC save/load (c)
 #   e2e_reps=3     runs of each (c) save and load (the host takes the median)
 #   e2e_c_vmdesc=on  off: (c) runs both QEMUs with suppress-vmdesc=on
+#   e2e_d=64,128   vCPU counts of the live migrations of a running guest (d)
+#   e2e_d_hops=3   live migrations per (d) guest (the host takes the median)
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 /bin/busybox --install -s /bin
 
@@ -27,7 +29,7 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 
-A=4 B=4 C=64,128 REPS=3 C_VMDESC=on
+A=4 B=4 C=64,128 REPS=3 C_VMDESC=on D=64,128 D_HOPS=3
 # Extra -machine options of start(); (c) sets them when e2e_c_vmdesc=off.
 MOPT=
 for p in $(cat /proc/cmdline); do
@@ -37,6 +39,8 @@ for p in $(cat /proc/cmdline); do
 	e2e_c=*) C=${p#*=} ;;
 	e2e_reps=*) REPS=${p#*=} ;;
 	e2e_c_vmdesc=*) C_VMDESC=${p#*=} ;;
+	e2e_d=*) D=${p#*=} ;;
+	e2e_d_hops=*) D_HOPS=${p#*=} ;;
 	esac
 done
 
@@ -99,7 +103,7 @@ qmpq() { local q=$1; shift; /usr/bin/qmp "$Q/$q.qmp" "$@" > "$Q/$q.qmp.last" 2>&
 start() {
 	local n=$1 bin=$2 smp=$3 ev
 	shift 3
-	ev="-trace savevm_section_start -trace savevm_section_end -trace vmstate_save_state_pre_save_res -trace vmstate_load -trace vmstate_load_state_end -trace vmstate_subsection_load_bad"
+	ev="-trace savevm_section_start -trace savevm_section_end -trace vmstate_save_state_pre_save_res -trace vmstate_load -trace vmstate_load_state_end -trace vmstate_subsection_load_bad -trace vm_state_notify"
 	[ "$bin" = "$PQ" ] && ev="$ev -trace kvm_arm_gicv3_vgicd_*"
 	rm -f "$Q/$n".*
 	# shellcheck disable=SC2086
@@ -188,7 +192,7 @@ keep() {
 	ship "$2.err" "$Q/$1.err"
 }
 
-echo "E2E: /init started at $(up) s, kernel $(uname -r), a=$A b=$B c=$C"
+echo "E2E: /init started at $(up) s, kernel $(uname -r), a=$A b=$B c=$C d=$D"
 stamp init
 [ -c /dev/kvm ] || finish "no /dev/kvm: KVM did not initialise"
 echo "E2E: patched: $($PQ --version | head -n 1)"
@@ -599,6 +603,71 @@ for n in $(echo "$C" | tr , ' '); do
 			rm -f $Q/c$n-$side.mig
 		done
 		stamp "c$n-$side-done"
+	done
+done
+
+# ---------------------------------------------------------------------------
+# (d) The vGIC's share of a live migration's downtime: a running L2 guest
+# migrated live (its RAM travels; nothing is paused beforehand) from one
+# QEMU to a fresh one, D_HOPS times in a chain, on the stock QEMU and on
+# the patched QEMU through vgicd (QEMU's own fields, the default).  The
+# guest boots with maxcpus=1, so that it boots in TCG's time: its other
+# vCPUs stay powered off, but KVM's vGIC has every vCPU's redistributor,
+# and those are what the GIC section saves and restores.  The source's
+# query-migrate (downtime, setup-time, downtime-bytes) and both sides'
+# traces (the GIC section's save and load; the source's stop and the
+# destination's start, vm_state_notify) go to the host.
+# ---------------------------------------------------------------------------
+MOPT=
+for n in $(echo "$D" | tr , ' '); do
+	[ "$n" = 0 ] && continue
+	mem="-m 256M $KERNEL"
+	for side in stock patched; do
+		if [ $side = stock ]; then bin=$SQ; else bin=$PQ; fi
+		set_conf auto false
+		[ -n "$VGICD_PID" ] || start_vgicd || check "d.vgicd-up" FAIL "$(tail -n 5 /var/log/vgicd.log)"
+		say "(d) N=$n: $side: boot the L2 guest (maxcpus=1)"
+		stamp "d$n-$side-started"
+		# shellcheck disable=SC2086
+		start d$n${side}_0 $bin "$n" $mem -append "$APPEND maxcpus=1"
+		if ! wait_ticks d$n${side}_0 3 900; then
+			check "d$n.$side.boot" FAIL "no L2-TICK 3 within 900 s: $(tail -c 300 $Q/d$n${side}_0.err)"
+			stop_qemu d$n${side}_0
+			continue
+		fi
+		check "d$n.$side.boot" PASS "L2 ticking, $n vCPUs, one online"
+		stamp "d$n-$side-booted"
+		for h in $(seq 1 "$D_HOPS"); do
+			src=d$n${side}_$((h - 1)) dst=d$n${side}_$h
+			# shellcheck disable=SC2086
+			start $dst $bin "$n" $mem -append "$APPEND maxcpus=1" -incoming "unix:$Q/$dst.sock"
+			i=0
+			while [ ! -S $Q/$dst.sock ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+			qmpq $src "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"unix:$Q/$dst.sock\"}}"
+			if qmp $src --wait-migrate 900 > $Q/$src.mig-status 2>&1; then
+				at=$(ticks $src)
+				if wait_ticks $dst $((at + 2)) 600; then
+					check "d$n.$side.$h.live" PASS "$(grep -o '"downtime": [0-9]*' $Q/$src.mig-status); tick $at on the source, $(ticks $dst) on the destination"
+				else
+					check "d$n.$side.$h.live" FAIL "the guest stopped at tick $at: $(tail -c 300 $Q/$dst.serial) $(cat $Q/$dst.err)"
+				fi
+			else
+				check "d$n.$side.$h.live" FAIL "$(cat $Q/$src.mig-status $Q/$src.err $Q/$dst.err | tr '\n' ' ' | cut -c1-600)"
+			fi
+			if [ $side = patched ]; then
+				if has $src kvm_arm_gicv3_vgicd_save_fields && has $dst kvm_arm_gicv3_vgicd_load_fields; then
+					check "d$n.$side.$h.through-vgicd" PASS "$(grep -m1 kvm_arm_gicv3_vgicd_save_fields $Q/$src.trace | sed 's/.*save_fields //')"
+				else
+					check "d$n.$side.$h.through-vgicd" FAIL "$(grep vgicd $Q/$src.trace $Q/$dst.trace | tail -n 4)"
+				fi
+			fi
+			stop_qemu $src
+			ship "d$n-$side.$h.src.trace" $Q/$src.trace
+			ship "d$n-$side.$h.dst.trace" $Q/$dst.trace
+			ship "d$n-$side.$h.query" $Q/$src.mig-status
+		done
+		stop_qemu d$n${side}_$D_HOPS
+		stamp "d$n-$side-done"
 	done
 done
 

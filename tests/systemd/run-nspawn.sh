@@ -236,6 +236,8 @@ else
 	in_ct systemd-tmpfiles --create vgicd.conf
 	in_ct systemctl daemon-reload
 	in_ct systemctl reload dbus.service
+	# systemd's package trigger on its catalog folder, as dpkg runs it.
+	in_ct journalctl --update-catalog
 fi
 echo "   vgicd user: $(in_ct getent passwd vgicd); $(in_ct stat -c '/etc/vgicd %U:%G %a' /etc/vgicd)"
 step_end
@@ -350,6 +352,55 @@ c_journal() {
 	printf '%s\n' "$json" | json_has VGICD_OPERATION=load VGICD_VM=nspawn-vm \
 		'VGICD_IOCTLS=[1-9][0-9]*'
 	printf '%s\n' "$json" | json_has 'VGICD_MODE=single' 'VGICD_CALLER_UID=0'
+	# Monitoring selects outcomes by MESSAGE_ID (daemon/vgicd-catalog.h),
+	# and journalctl -x explains each from the installed catalog.
+	printf '%s\n' "$json" | json_has MESSAGE_ID=b72f7a0c89a94420b3ccee11c29d15ee \
+		VGICD_VM=nspawn-vm VGICD_OUTCOME=ok 'VGICD_CALLS=[1-9]' 'VGICD_REGISTERS=[1-9][0-9]*'
+	printf '%s\n' "$json" | json_has MESSAGE_ID=d2787ad7e4564149bd429a2942042776 \
+		VGICD_VM=nspawn-vm VGICD_OUTCOME=ok
+	expect_match "journalctl -x: the catalog's entry" \
+		"$(in_ct journalctl -x -u vgicd.service MESSAGE_ID=b72f7a0c89a94420b3ccee11c29d15ee --no-pager)" \
+		'Subject: vgicd saved the vGIC of VM nspawn-vm'
+}
+
+# The save of a QEMU that has gone, through the system bus as an operator
+# reads it after a migration: vgicctl history.
+c_history() {
+	expect_match "no session left" "$(in_ct vgicctl sessions)" 'No VM is attached'
+	run_rc in_ct vgicctl history nspawn-vm --json
+	expect "vgicctl history --json" "$RC" 0
+	printf '%s\n' "$OUT" | head -c 600 | sed 's/^/   | /'
+	echo
+	expect_match "the save" "$OUT" '"direction": "save", "path": "batch", "stream": "record", "outcome": "ok"'
+	expect_match "the load" "$OUT" '"direction": "load", "path": "batch"'
+	run_rc in_ct vgicctl history
+	expect_match "the table" "$OUT" 'nspawn-vm +save batch'
+}
+
+# MetricsTextfile= under the hardened unit, as an operator sets it up:
+# node_exporter's folder, writable through a drop-in, the file replaced
+# whole; vgicctl metrics prints the same figures.
+c_metrics() {
+	local dir=/var/lib/prometheus/node-exporter file
+	in_ct mkdir -p "$dir" /etc/systemd/system/vgicd.service.d
+	in_ct chown vgicd: "$dir"
+	in_ct sh -c "printf '[Service]\nReadWritePaths=$dir\n' >/etc/systemd/system/vgicd.service.d/metrics.conf"
+	in_ct sh -c "echo 'MetricsTextfile=$dir/vgicd.prom' >>/etc/vgicd/vgicd.conf"
+	in_ct systemctl daemon-reload
+	run_rc in_ct systemctl restart vgicd.service
+	expect "restart with MetricsTextfile=" "$RC" 0
+	run_rc in_ct "$CLIENT" --name nspawn-vm-metrics "$ADDRESS"
+	expect "client exit status" "$RC" 0
+	for _ in $(seq 30); do
+		file=$(in_ct cat "$dir/vgicd.prom" 2>/dev/null || true)
+		printf '%s\n' "$file" | grep -q '^vgicd_saves_total 1$' && break
+		sleep 0.1
+	done
+	expect_match "the textfile" "$file" '^vgicd_saves_total 1$'
+	expect_match "a histogram" "$file" '^vgicd_operation_duration_seconds_count\{direction="save",path="single"\} 1$'
+	expect "its owner" "$(in_ct stat -c '%U %a' "$dir/vgicd.prom")" "vgicd 644"
+	expect "nothing else in the folder" "$(in_ct ls "$dir")" "vgicd.prom"
+	expect_match "vgicctl metrics" "$(in_ct vgicctl metrics)" '^vgicd_saves_total 1$'
 }
 
 c_reload() {
@@ -408,8 +459,10 @@ check "vgicctl status/stats/sessions as root (system bus)" c_vgicctl_root
 check "as nobody: status allowed, mode change refused (exit 4)" c_vgicctl_nobody
 check "vgicctl mode single persists to /var/lib/vgicd/state.conf" c_mode
 check "journal: VGICD_* fields of a save and a load" c_journal
+check "vgicctl history: the save of a QEMU that has gone" c_history
 check "systemctl reload (SIGHUP) re-reads the file, same PID" c_reload
 check "mode single: the next save goes one by one" c_single
+check "MetricsTextfile= through a drop-in; vgicctl metrics" c_metrics
 check "systemctl stop: clean; the socket re-activates it" c_stop
 step_end
 

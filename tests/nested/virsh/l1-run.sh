@@ -121,6 +121,15 @@ expect pkg.apparmor "$(grep -E 'vgicd' /sys/kernel/security/apparmor/profiles | 
 	grep -qx 'vgicd (enforce)' /sys/kernel/security/apparmor/profiles
 expect pkg.hook "$(ls -l /etc/libvirt/hooks/qemu.d/ 2>&1 | tail -n +2 | tr '\n' ' ')" \
 	[ -x /etc/libvirt/hooks/qemu.d/50-vgicd ]
+# The operator's metrics: node_exporter's textfile folder, made writable
+# for vgicd's hardened unit by a drop-in (vgicd.conf(5)); AppArmor's
+# vgicd profile allows the file and its temporary sibling.
+PROM=/var/lib/prometheus/node-exporter
+mkdir -p $PROM /etc/systemd/system/vgicd.service.d
+chown vgicd: $PROM
+printf '[Service]\nReadWritePaths=%s\n' $PROM >/etc/systemd/system/vgicd.service.d/metrics.conf
+echo "MetricsTextfile=$PROM/vgicd.prom" >>/etc/vgicd/vgicd.conf
+systemctl daemon-reload
 stamp install
 
 # --- host A's emulator: the patched QEMU --------------------------------------
@@ -392,6 +401,28 @@ fi
 stamp a-migrate
 expect a.saved-on-A "$(jmsg vgicd.service save l2a | tail -n 1)" has_msg vgicd.service save l2a
 expect a.loaded-on-B "$(jmsg vgicd-b.service load l2a | tail -n 1)" has_msg vgicd-b.service load l2a
+# What A's vgicd keeps of l2a now that its QEMU has left A: the save, as an
+# operator reads it after the migration (vgicctl history), its journal
+# entry explained by the packaged catalog (dpkg's trigger on systemd's
+# catalog folder), and the metrics textfile node_exporter would read.
+saved_and_gone() {	# saved_and_gone JSON - l2a's save kept, l2a detached
+	case $1 in *'"direction": "save", "path": "batch", "stream": "fields", "outcome": "ok"'*) ;; *) return 1 ;; esac
+	! vgicctl sessions --json | grep -q '"name": "l2a"'
+}
+for _ in $(seq 20); do
+	vgicctl sessions --json | grep -q '"name": "l2a"' || break
+	sleep 0.5
+done
+hist=$(vgicctl history l2a --json 2>&1)
+printf '%s\n' "$hist" | sed 's/^/E2E: vgicctl history l2a --json | /'
+vgicctl history 2>&1 | sed 's/^/E2E: vgicctl history | /'
+expect a.history-on-A "$(printf '%s' "$hist" | cut -c1-300)" saved_and_gone "$hist"
+expect a.journal-catalog-on-A \
+	"$(journalctl -x -q --no-pager -u vgicd.service MESSAGE_ID=b72f7a0c89a94420b3ccee11c29d15ee VGICD_VM=l2a | grep -m1 'Subject:')" \
+	sh -c "journalctl -x -q --no-pager -u vgicd.service MESSAGE_ID=b72f7a0c89a94420b3ccee11c29d15ee VGICD_VM=l2a | grep -q 'Subject: vgicd saved the vGIC of VM l2a'"
+sleep 2	# the textfile follows a change within a second
+expect a.metrics-textfile-on-A "$(grep -E '^vgicd_(saves_total|operation_duration_seconds_count)' $PROM/vgicd.prom 2>&1 | tr '\n' ' ')" \
+	grep -qE '^vgicd_operation_duration_seconds_count\{direction="save",path="batch"\} [1-9]' $PROM/vgicd.prom
 conb=$B/log-libvirt/qemu/l2a.console
 wait_tick $conb $((n0 + 3)) 300
 expect a.guest-runs-on-B "before: tick $n0 virtio=$v0; after: $(ticks $conb)" wait_tick $conb $((n0 + 3)) 0

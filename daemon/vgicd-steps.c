@@ -270,16 +270,15 @@ step_run (VgicdSession *s, VgicList *plan, gboolean write)
     g_variant_builder_add (&b, "{sv}", VGICD_STEP_LAST, g_variant_new_boolean (TRUE));
   if (plan->n_guards)
     {
-      GVariantBuilder r;
-
-      g_variant_builder_init (&r, G_VARIANT_TYPE ("a(ttt)"));
-      for (guint i = 0; i < plan->n_guards; i++)
-        {
-          const VgicGuard *g = &plan->guards[i];
-          g_variant_builder_add (&r, "(ttt)", g->mask, g->min, g->max);
-        }
+      /* (ttt) is fixed-size, and a VgicGuard is its serialised form (three
+       * native-endian u64, nothing between them): one copy, not a
+       * builder call per guard, which at 160 vCPUs was a third of what
+       * vgicd spent on a restore. */
+      G_STATIC_ASSERT (sizeof (VgicGuard) == 3 * sizeof (guint64));
       g_variant_builder_add (&b, "{sv}", VGICD_STEP_GUARD, g_variant_new_uint32 (plan->n_guards));
-      g_variant_builder_add (&b, "{sv}", VGICD_STEP_GUARD_RANGES, g_variant_builder_end (&r));
+      g_variant_builder_add (&b, "{sv}", VGICD_STEP_GUARD_RANGES,
+                             g_variant_new_fixed_array (G_VARIANT_TYPE ("(ttt)"), plan->guards,
+                                                        plan->n_guards, sizeof (VgicGuard)));
     }
   return g_variant_builder_end (&b);
 }

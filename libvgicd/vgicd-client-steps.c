@@ -22,22 +22,21 @@
 #include "vgicd-client-private.h"
 #include "vgicd/protocol.h"
 
-/* The first guard whose read does not satisfy its range, or -1. */
+/* The first guard whose read does not satisfy its range, or -1.  The
+ * ranges are a(ttt), fixed-size: read in place as (mask, min, max) triples
+ * (their count was checked against the guards'). */
 static gint64
 first_failed_guard (const struct kvm_vgic_batch_entry *reads, GVariant *ranges)
 {
-  GVariantIter iter;
-  guint64 mask, min, max;
-  gint64 i = 0;
+  gsize n = 0;
+  const guint64 *r = g_variant_get_fixed_array (ranges, &n, 3 * sizeof (guint64));
 
-  g_variant_iter_init (&iter, ranges);
-  while (g_variant_iter_next (&iter, "(ttt)", &mask, &min, &max))
+  for (gsize i = 0; i < n; i++)
     {
-      guint64 v = reads[i].value & mask;
+      guint64 v = reads[i].value & r[3 * i];
 
-      if (v < min || v > max)
-        return i;
-      i++;
+      if (v < r[3 * i + 1] || v > r[3 * i + 2])
+        return (gint64) i;
     }
   return -1;
 }

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vgicd/kvm-vgic-batch.h"
+#include "vgicd/kvm-call.h"
 
 #define PREFIX "calibration: "
 #define SMALL 1
@@ -41,26 +41,6 @@
 #define DIST_BASE 0x08000000ULL
 #define REDIST_BASE 0x080a0000ULL
 #define GICD_IPRIORITYR 0x0400
-
-static int
-xioctl (int fd, unsigned long req, void *arg)
-{
-  int r;
-
-  do
-    r = ioctl (fd, req, arg);
-  while (r < 0 && errno == EINTR);
-  return r;
-}
-
-static gboolean
-dev_set (int fd, guint32 group, guint64 attr, guint64 value)
-{
-  struct kvm_device_attr a = { .group = group, .attr = attr,
-                               .addr = (guint64) (uintptr_t) &value };
-
-  return xioctl (fd, KVM_SET_DEVICE_ATTR, &a) == 0;
-}
 
 static double
 now_ns (void)
@@ -78,23 +58,24 @@ time_reads (int kvm, guint n, const char **what, int *err)
 {
   struct kvm_vcpu_init init;
   struct kvm_create_device dev = { .type = KVM_DEV_TYPE_ARM_VGIC_V3 };
+  guint64 dist = DIST_BASE, redist = REDIST_BASE;
   g_autofree int *vcpus = g_new (int, n);
   int vm, gic = -1;
   double best = 0;
   guint made = 0;
 
   *what = "KVM_CREATE_VM";
-  vm = xioctl (kvm, KVM_CREATE_VM, 0);
+  vm = kvm_call (kvm, KVM_CREATE_VM, 0);
   if (vm < 0)
     return 0;
   *what = "KVM_ARM_PREFERRED_TARGET";
-  if (xioctl (vm, KVM_ARM_PREFERRED_TARGET, &init) < 0)
+  if (kvm_call (vm, KVM_ARM_PREFERRED_TARGET, &init) < 0)
     goto out;
   *what = "KVM_CREATE_VCPU";
   for (; made < n; made++)
     {
       vcpus[made] = ioctl (vm, KVM_CREATE_VCPU, (unsigned long) made);
-      if (vcpus[made] < 0 || xioctl (vcpus[made], KVM_ARM_VCPU_INIT, &init) < 0)
+      if (vcpus[made] < 0 || kvm_call (vcpus[made], KVM_ARM_VCPU_INIT, &init) < 0)
         {
           if (vcpus[made] >= 0)
             made++;
@@ -102,19 +83,14 @@ time_reads (int kvm, guint n, const char **what, int *err)
         }
     }
   *what = "the vGICv3 (create, addresses, init)";
-  if (xioctl (vm, KVM_CREATE_DEVICE, &dev) < 0)
+  if (kvm_call (vm, KVM_CREATE_DEVICE, &dev) < 0)
     goto out;
   gic = (int) dev.fd;
-  if (!dev_set (gic, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_DIST, DIST_BASE) ||
-      !dev_set (gic, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_REDIST, REDIST_BASE))
+  if (kvm_device_set (gic, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_DIST, &dist) < 0 ||
+      kvm_device_set (gic, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_REDIST,
+                      &redist) < 0 ||
+      kvm_device_set (gic, KVM_DEV_ARM_VGIC_GRP_CTRL, KVM_DEV_ARM_VGIC_CTRL_INIT, NULL) < 0)
     goto out;
-  {
-    struct kvm_device_attr a = { .group = KVM_DEV_ARM_VGIC_GRP_CTRL,
-                                 .attr = KVM_DEV_ARM_VGIC_CTRL_INIT };
-
-    if (xioctl (gic, KVM_SET_DEVICE_ATTR, &a) < 0)
-      goto out;
-  }
   *what = "KVM_GET_DEVICE_ATTR";
   for (guint r = 0; r < ROUNDS; r++)
     {
@@ -129,7 +105,7 @@ time_reads (int kvm, guint n, const char **what, int *err)
                                        .attr = GICD_IPRIORITYR + 32 + 4 * (i % 8),
                                        .addr = (guint64) (uintptr_t) &value };
 
-          if (xioctl (gic, KVM_GET_DEVICE_ATTR, &a) < 0)
+          if (kvm_call (gic, KVM_GET_DEVICE_ATTR, &a) < 0)
             {
               best = 0;
               goto out;

@@ -16,7 +16,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "vgicd/kvm-vgic-batch.h"
+#include "vgicd/kvm-call.h"
 #include "vgicd/vgic-entry.h"
 
 /* The code below is compiled on every host so that an x86-64 build catches
@@ -56,9 +56,7 @@ vgicd_probe_kernel_batch (const char *kvm_path, char **source)
     return unknown (source, kvm_path, errno);
 
   /* Type 0: the default IPA size on arm64; the VM only has to exist. */
-  do
-    vm = ioctl (kvm, KVM_CREATE_VM, 0UL);
-  while (vm < 0 && errno == EINTR);
+  vm = kvm_call (kvm, KVM_CREATE_VM, 0);
   if (vm < 0)
     {
       err = errno;

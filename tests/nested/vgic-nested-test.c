@@ -51,6 +51,7 @@ main (void)
 #include "vgic-plan.h"
 #include "vgic-record.h"
 #include "vgic-regs.h"
+#include "vgicd/kvm-call.h"
 
 typedef VgicEntry Entry;
 
@@ -143,26 +144,11 @@ vm_free (Vm *vm)
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (Vm, vm_free)
 
-static int
-xioctl (int fd, unsigned long req, void *arg)
-{
-  int r;
-
-  do
-    r = ioctl (fd, req, arg);
-  while (r < 0 && errno == EINTR);
-  return r;
-}
-
 static gboolean
 dev_set (int fd, guint32 group, guint64 attr, const void *value, const char *what,
          GError **error)
 {
-  struct kvm_device_attr a = {
-    .group = group, .attr = attr, .addr = (guint64) (uintptr_t) value,
-  };
-
-  if (xioctl (fd, KVM_SET_DEVICE_ATTR, &a) < 0)
+  if (kvm_device_set (fd, group, attr, value) < 0)
     {
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno), "%s: %s", what,
                    g_strerror (errno));
@@ -190,14 +176,14 @@ vm_new (int kvm, guint n, guint32 nr_irqs, GError **error)
     vm->vcpus[i] = -1;
   vm->n = n;
 
-  vm->vm = xioctl (kvm, KVM_CREATE_VM, 0);
+  vm->vm = kvm_call (kvm, KVM_CREATE_VM, 0);
   if (vm->vm < 0)
     {
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno), "KVM_CREATE_VM: %s",
                    g_strerror (errno));
       return NULL;
     }
-  if (xioctl (vm->vm, KVM_ARM_PREFERRED_TARGET, &init) < 0)
+  if (kvm_call (vm->vm, KVM_ARM_PREFERRED_TARGET, &init) < 0)
     {
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
                    "KVM_ARM_PREFERRED_TARGET: %s", g_strerror (errno));
@@ -215,8 +201,8 @@ vm_new (int kvm, guint n, guint32 nr_irqs, GError **error)
                        "KVM_CREATE_VCPU %u: %s", i, g_strerror (errno));
           return NULL;
         }
-      if (xioctl (vm->vcpus[i], KVM_ARM_VCPU_INIT, &init) < 0 ||
-          xioctl (vm->vcpus[i], KVM_GET_ONE_REG, &reg) < 0)
+      if (kvm_call (vm->vcpus[i], KVM_ARM_VCPU_INIT, &init) < 0 ||
+          kvm_call (vm->vcpus[i], KVM_GET_ONE_REG, &reg) < 0)
         {
           g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
                        "vCPU %u: KVM_ARM_VCPU_INIT / MPIDR_EL1: %s", i, g_strerror (errno));
@@ -226,7 +212,7 @@ vm_new (int kvm, guint n, guint32 nr_irqs, GError **error)
       vm->mpidrs[i] = (guint32) (((mpidr >> 32) & 0xff) << 24) | (guint32) (mpidr & 0xffffff);
     }
 
-  if (xioctl (vm->vm, KVM_CREATE_DEVICE, &gic) < 0)
+  if (kvm_call (vm->vm, KVM_CREATE_DEVICE, &gic) < 0)
     {
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
                    "KVM_CREATE_DEVICE vGICv3: %s", g_strerror (errno));
@@ -240,7 +226,7 @@ vm_new (int kvm, guint n, guint32 nr_irqs, GError **error)
                 "ADDR redist", error))
     return NULL;
 
-  if (xioctl (vm->vm, KVM_CREATE_DEVICE, &its) < 0)
+  if (kvm_call (vm->vm, KVM_CREATE_DEVICE, &its) < 0)
     {
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
                    "KVM_CREATE_DEVICE ITS: %s", g_strerror (errno));

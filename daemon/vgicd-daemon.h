@@ -36,8 +36,9 @@ typedef struct {
   const char *vms_conf;		/* the static per-VM policy (vgicd-vms.h) */
   const char *vms_dir;		/* the domains' own choices, by UUID */
   int kernel_batch;		/* -1 unknown, 0 no, 1 yes */
-  char *kernel_batch_source;	/* "start-up probe", "executor of VM foo", ... */
+  char *kernel_batch_source;	/* "start-up probe: ...", or why not and the VMs' claims */
   gboolean kernel_batch_probed;	/* kernel_batch is vgicd's own probe's answer */
+  char *kernel_batch_unprobed;	/* unprobed: why ("no probe (Probe=false)", the probe's error) */
   GPtrArray *sessions;		/* VgicdSession *, attached */
   /* What a VM's first save assumes of round 2: the GICR_TYPER.PLPIS and AP
    * registers per group most attached VMs have (learn_shape()). */

@@ -151,6 +151,7 @@ vgicd_clear (Vgicd *v)
   g_clear_pointer (&v->daemon.history, vgicd_history_free);
   g_clear_pointer (&v->daemon.config, vgicd_config_free);
   g_clear_pointer (&v->daemon.kernel_batch_source, g_free);
+  g_clear_pointer (&v->daemon.kernel_batch_unprobed, g_free);
   g_clear_pointer (&v->config_path, g_free);
   g_clear_pointer (&v->state_path, g_free);
   g_clear_pointer (&v->vms_conf, g_free);
@@ -247,7 +248,8 @@ main (int argc, char **argv)
   v.daemon.guess_apr = 1;
   v.daemon.start_usec = g_get_monotonic_time ();
   v.daemon.kernel_batch = -1;
-  v.daemon.kernel_batch_source = g_strdup ("no probe and no VM attached yet");
+  v.daemon.kernel_batch_source = g_strdup ("no probe (Probe=false) and no VM attached yet");
+  v.daemon.kernel_batch_unprobed = g_strdup ("no probe (Probe=false)");
 
   if (v.daemon.config->probe)
     {
@@ -255,7 +257,9 @@ main (int argc, char **argv)
       v.daemon.kernel_batch = kb;
       v.daemon.kernel_batch_probed = kb >= 0;
       g_free (v.daemon.kernel_batch_source);
-      v.daemon.kernel_batch_source = g_steal_pointer (&kb_source);
+      v.daemon.kernel_batch_source = g_strdup (kb_source);
+      g_free (v.daemon.kernel_batch_unprobed);
+      v.daemon.kernel_batch_unprobed = g_steal_pointer (&kb_source);
       g_message ("kernel batch group: %s (%s)",
                  kb < 0 ? "unknown" : kb ? "yes" : "no", v.daemon.kernel_batch_source);
       /* What one register per ioctl costs here, so that each batched

@@ -233,6 +233,36 @@ within_limits (VgicdDaemon *daemon, guint vcpus, gsize footprint, GError **error
   return TRUE;
 }
 
+/*
+ * Without a probe of its own (Probe=false, or /dev/kvm not openable), vgicd
+ * does not know the host's kernel: KernelBatch stays "unknown", and its
+ * source tells what the attached VMs' executors claim, counted, never one
+ * of them taken for the host's.
+ */
+static void
+note_claims (VgicdDaemon *d)
+{
+  guint yes = 0, no = 0;
+
+  if (d->kernel_batch_probed)
+    return;
+  for (guint i = 0; i < d->sessions->len; i++)
+    {
+      VgicdSession *s = d->sessions->pdata[i];
+
+      if (s->kernel_batch)
+        yes++;
+      else
+        no++;
+    }
+  g_free (d->kernel_batch_source);
+  d->kernel_batch_source =
+    g_strdup_printf ("%s; the executors of the %u attached VM(s) claim: %u with the batch "
+                     "group, %u without (a VM's claim is its own, not the host's)",
+                     d->kernel_batch_unprobed ? d->kernel_batch_unprobed : "no probe",
+                     yes + no, yes, no);
+}
+
 VgicdSession *
 vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *vm,
                    uid_t uid, pid_t pid, GError **error)
@@ -291,27 +321,17 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
   s->attached_usec = g_get_real_time ();
   vgicd_session_refresh_policy (s);
 
-  /* The host's status is vgicd's own probe's when it has one: an executor
-   * is a peer, possibly hostile, and its claim is only its own VM's (the
-   * session runs by it).  Without a probe (Probe=false, or /dev/kvm not
-   * openable), the last executor's claim is all there is, and says so. */
-  if (daemon->kernel_batch_probed)
-    {
-      if (daemon->kernel_batch != (s->kernel_batch ? 1 : 0))
-        vgicd_session_log (s, G_LOG_LEVEL_WARNING, NULL, NULL,
-                           "VM %s: its executor says this kernel %s the batch group, but "
-                           "vgicd's own probe found %s; the host's status stays the probe's",
-                           s->name, s->kernel_batch ? "has" : "lacks",
-                           daemon->kernel_batch ? "it" : "none");
-    }
-  else if (daemon->kernel_batch != (s->kernel_batch ? 1 : 0))
-    {
-      daemon->kernel_batch = s->kernel_batch ? 1 : 0;
-      g_free (daemon->kernel_batch_source);
-      daemon->kernel_batch_source = g_strdup_printf ("executor of VM %s (its claim: vgicd "
-                                                     "has no probe of its own)", s->name);
-    }
+  /* The host's status is vgicd's own probe's: an executor is a peer,
+   * possibly hostile, and its claim is only its own VM's (the session runs
+   * by it).  One that disagrees with the probe is logged. */
+  if (daemon->kernel_batch_probed && daemon->kernel_batch != (s->kernel_batch ? 1 : 0))
+    vgicd_session_log (s, G_LOG_LEVEL_WARNING, NULL, NULL,
+                       "VM %s: its executor says this kernel %s the batch group, but "
+                       "vgicd's own probe found %s; the host's status stays the probe's",
+                       s->name, s->kernel_batch ? "has" : "lacks",
+                       daemon->kernel_batch ? "it" : "none");
   g_ptr_array_add (daemon->sessions, s);
+  note_claims (daemon);
   daemon->totals.sessions_total++;
   if (g_strcmp0 (s->kernel_batch_abi, VGICD_BATCH_ABI_FOREIGN) == 0)
     {
@@ -347,6 +367,7 @@ vgicd_session_free (VgicdSession *s)
         vgicd_steps_abandon (s);
       else
         vgicd_session_log_op (s, G_LOG_LEVEL_MESSAGE, "detach", "detached");
+      note_claims (s->daemon);
       vgicd_daemon_changed (s->daemon);
     }
   vgicd_session_dbus_unexport (s);

@@ -1420,6 +1420,45 @@ test_fault_campaign (void)
                   vgicd_fd_count (h), fds0);
 }
 
+/* Row 12, its other half: the host's KernelBatch is never a peer's claim.
+ * This vgicd has no probe (Probe=false): VMs whose executors claim the
+ * batch group, and one that claims none, attach; the host's status stays
+ * "unknown", and its source counts the claims as theirs.  (The old code
+ * made the last peer's claim the host's: "yes", then "no".) */
+static void
+test_kernel_batch_is_not_a_peers (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[0];
+  g_autoptr (VgicSim) a = make_sim (s, TRUE);
+  g_autoptr (VgicSim) b = make_sim (s, FALSE);
+  g_autoptr (VgicdClient) ca = NULL, cb = NULL;
+  g_autofree char *batch = NULL, *source = NULL, *batch2 = NULL, *source2 = NULL;
+
+  ca = attach_uuid (h, a, s, "claims-yes", "0f3c1a2e-0000-4000-8000-0000000000b1");
+  batch = vgicd_harness_property (h, "KernelBatch");
+  source = vgicd_harness_property (h, "KernelBatchSource");
+  g_assert_cmpstr (batch, ==, "unknown");
+  g_assert_nonnull (strstr (source, "no probe (Probe=false)"));
+  g_assert_nonnull (strstr (source, "1 attached VM(s) claim: 1 with the batch group, 0 without"));
+  cb = attach_uuid (h, b, s, "claims-no", "0f3c1a2e-0000-4000-8000-0000000000b2");
+  batch2 = vgicd_harness_property (h, "KernelBatch");
+  source2 = vgicd_harness_property (h, "KernelBatchSource");
+  g_assert_cmpstr (batch2, ==, "unknown");
+  g_assert_nonnull (strstr (source2, "2 attached VM(s) claim: 1 with the batch group, 1 without"));
+  /* Each VM still runs by its own executor's finding. */
+  {
+    g_autoptr (GBytes) rec = NULL;
+    g_autoptr (GError) error = NULL;
+    VgicdClientStats st;
+
+    g_assert_true (vgicd_client_save (cb, &rec, &error));
+    g_assert_no_error (error);
+    vgicd_client_get_stats (cb, &st);
+    g_assert_false (st.batched);
+  }
+}
+
 /* Row 12: the first save of a VM new to the host guesses round 2 from what
  * most attached VMs have, not from whichever peer saved last.  Three VMs
  * with an ITS and 5 priority bits, then one peer whose VM claims neither
@@ -2794,6 +2833,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);
   g_test_add_func ("/vgicd/fault-campaign", test_fault_campaign);
   g_test_add_func ("/vgicd/save-guess-is-the-hosts", test_save_guess_is_the_hosts);
+  g_test_add_func ("/vgicd/kernel-batch-is-not-a-peers", test_kernel_batch_is_not_a_peers);
   g_test_add_func ("/vgicd/peer-not-allowed", test_peer_not_allowed);
   g_test_add_func ("/vgicd/socket-group", test_socket_group);
   g_test_add_func ("/vgicd/vgicd-gone", test_vgicd_gone);

@@ -284,6 +284,24 @@ vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVariant *param
   return reply;
 }
 
+char *
+vgicd_harness_property (VgicdHarness *h, const char *name)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDBusConnection) bus = private_bus (h, &error);
+  g_autoptr (GVariant) reply = NULL, value = NULL;
+
+  g_assert_no_error (error);
+  reply = g_dbus_connection_call_sync (bus, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                                       "org.freedesktop.DBus.Properties", "Get",
+                                       g_variant_new ("(ss)", "org.vgicd.Manager1", name),
+                                       G_VARIANT_TYPE ("(v)"), G_DBUS_CALL_FLAGS_NONE, 5000,
+                                       NULL, &error);
+  g_assert_no_error (error);
+  g_variant_get (reply, "(v)", &value);
+  return g_variant_dup_string (value, NULL);
+}
+
 guint64
 vgicd_harness_status_kib (VgicdHarness *h, const char *key)
 {

@@ -56,6 +56,11 @@ guint64 vgicd_harness_stat (VgicdHarness *h, const char *key);
 GVariant *vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVariant *params,
                                       const char *reply_type);
 
+/* vgicd_harness_property() - a string property of Manager1 ("KernelBatch",
+ * "KernelBatchSource", ...), newly allocated; fails the test if the call
+ * fails */
+char *vgicd_harness_property (VgicdHarness *h, const char *name);
+
 /* vgicd_harness_status_kib() - @key ("VmRSS:", "VmHWM:", "RssShmem:") of
  * vgicd's /proc status, in KiB (0 if unreadable) */
 guint64 vgicd_harness_status_kib (VgicdHarness *h, const char *key);

@@ -287,7 +287,9 @@ c_status() {
 	done
 	printf '%s\n' "$out" | sed 's/^/   | /'
 	expect_match "Active" "$out" 'Active: active \(running\)'
-	expect_match "Status" "$out" 'Status: "mode auto, kernel batch yes, 0 session\(s\), 1 saves, 1 loads"'
+	# This x86 host cannot be probed, and a VM's claim (vgic-sim's batch
+	# group) is its own, never the host's.
+	expect_match "Status" "$out" 'Status: "mode auto, kernel batch unknown, 0 session\(s\), 1 saves, 1 loads"'
 }
 
 c_unprivileged() {

@@ -1896,9 +1896,11 @@ test_killed_mid_save (void)
   g_thread_join (thread);
   g_assert_false (job.ok);
   g_assert_error (job.error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
-  /* The rest of round 1 (one by one) and a closed connection: well within
-   * the 5 s timeout. */
-  g_assert_cmpint (job.returned - killed, <, 2 * G_USEC_PER_SEC);
+  /* The closed connection ended it, not the 5 s timeout: said by the
+   * error, not by a clock (the rest of round 1 runs one by one, which
+   * under ASan on a loaded machine once took 2.5 s). */
+  g_assert_null (strstr (job.error->message, "did not answer"));
+  g_assert_nonnull (strstr (job.error->message, "went away"));
   g_test_message ("returned %.1f ms after the kill: %s",
                   (job.returned - killed) / 1000.0, job.error->message);
   g_error_free (job.error);

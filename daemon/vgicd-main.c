@@ -8,6 +8,7 @@
 #include <locale.h>
 #include <malloc.h>
 #include <pwd.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
 #include "vgic-shape.h"
@@ -204,6 +205,19 @@ main (int argc, char **argv)
    * milliseconds per operation.  Keep it: vgicd's peak stays its size. */
   mallopt (M_MMAP_THRESHOLD, 16 * 1024 * 1024);
   mallopt (M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+  /* GLib polls and never select()s, so the soft descriptor limit can be
+   * the hard one, as systemd advises such programs: started from a shell
+   * (soft 1024), vgicd has room for the sessions a host needs.  Under
+   * vgicd.service both are LimitNOFILE=, and nothing changes. */
+  {
+    struct rlimit r;
+
+    if (getrlimit (RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max)
+      {
+        r.rlim_cur = r.rlim_max;
+        setrlimit (RLIMIT_NOFILE, &r);
+      }
+  }
   ctx = g_option_context_new ("- vGIC state helper for QEMU migrations");
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error))

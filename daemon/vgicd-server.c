@@ -87,7 +87,6 @@ struct _VgicdServer {
   GPtrArray *pending;	/* Pending *: admitted, handshake not finished */
   GPtrArray *peers;	/* Peer * */
   GHashTable *refusals;	/* uid -> Refusal *: the door's log limit */
-  guint fd_room;	/* sessions_fd_room(), at start */
 };
 
 typedef struct {
@@ -212,23 +211,27 @@ user_name (uid_t uid)
 
 /* The sessions this process's descriptor limit (RLIMIT_NOFILE, the unit's
  * LimitNOFILE=) has room for: each holds FDS_PER_SESSION (its connection,
- * its window, its step channel), and FDS_RESERVED stay for the door's
- * pending connections, the bus, the listening socket and the journal.  So
- * a MaxSessions= above what the limit allows is met by a refused attach,
- * not by an accept() failing for lack of descriptors. */
+ * its window, its step channel), and the door's pending connections (at
+ * most MaxHandshakes=, as configured now) and FDS_OTHER (the bus, the
+ * listening socket, the journal, the configuration files) keep theirs.
+ * So a MaxSessions= above what the limit allows is met by a refused attach,
+ * not by an accept() failing for lack of descriptors.  (Reserving for the
+ * largest MaxHandshakes= there could be, 1024, left a vgicd started outside
+ * systemd, with the usual soft limit of 1024, room for one session.) */
 #define FDS_PER_SESSION 3
-#define FDS_RESERVED (VGICD_MAX_MAX_HANDSHAKES + 64)
+#define FDS_OTHER 64
 
 static guint
-sessions_fd_room (void)
+sessions_fd_room (guint handshakes)
 {
   struct rlimit r;
+  rlim_t reserved = (rlim_t) handshakes + FDS_OTHER;
 
   if (getrlimit (RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY)
     return G_MAXUINT;
-  if (r.rlim_cur <= FDS_RESERVED + FDS_PER_SESSION)
+  if (r.rlim_cur <= reserved + FDS_PER_SESSION)
     return 1;
-  return (guint) MIN ((r.rlim_cur - FDS_RESERVED) / FDS_PER_SESSION, G_MAXUINT);
+  return (guint) MIN ((r.rlim_cur - reserved) / FDS_PER_SESSION, G_MAXUINT);
 }
 
 /* MaxSessions= and MaxSessionsPerUser=: whether one more session fits. */
@@ -249,7 +252,7 @@ session_room (VgicdServer *server, uid_t uid, GError **error)
     g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
                  "vgicd has %u sessions, its limit (MaxSessions=%u); this VM saves "
                  "and loads by QEMU's own path", all, config->max_sessions);
-  else if (all >= server->fd_room)
+  else if (all >= sessions_fd_room (config->max_handshakes))
     g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
                  "vgicd has %u sessions, as many as its file descriptor limit allows "
                  "(LimitNOFILE=); this VM saves and loads by QEMU's own path", all);
@@ -716,12 +719,15 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
   server->pending = g_ptr_array_new ();
   server->refusals = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   server->observer = g_dbus_auth_observer_new ();
-  server->fd_room = sessions_fd_room ();
-  if (server->fd_room < daemon->config->max_sessions)
-    g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
-                      "MESSAGE", "the file descriptor limit (LimitNOFILE=) leaves room for %u "
-                      "sessions, fewer than MaxSessions=%u: attaches beyond are refused",
-                      server->fd_room, daemon->config->max_sessions);
+  {
+    guint room = sessions_fd_room (daemon->config->max_handshakes);
+
+    if (room < daemon->config->max_sessions)
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "MESSAGE", "the file descriptor limit (LimitNOFILE=) leaves room for "
+                        "%u sessions, fewer than MaxSessions=%u: attaches beyond are refused",
+                        room, daemon->config->max_sessions);
+  }
   g_signal_connect (server->observer, "allow-mechanism", G_CALLBACK (on_allow_mechanism), NULL);
 
   if (n > 1)

@@ -4,11 +4,13 @@
  * the project's policy, against vgic-sim behind real ioctls.  This program
  * plays QEMU; the window and the vGIC fd really cross process boundaries.
  */
+#define _GNU_SOURCE /* prlimit */
 #include <errno.h>
 #include <math.h>
 #include <gio/gunixfdlist.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -757,6 +759,49 @@ attach_refused (VgicdHarness *h, VgicSim *sim, const Shape *s, const char *why)
                                        s->vcpus, mpidrs, &error));
   g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DENIED);
   g_assert_nonnull (strstr (error->message, why));
+}
+
+/* vgicd started from a shell rather than by its unit: a soft descriptor
+ * limit of 1024.  It serves several VMs at once (the old reservation, for
+ * the largest MaxHandshakes= there could be, left room for one, and the
+ * QEMU tier's live migrations, source and destination attached together,
+ * went one register per ioctl).  Then, its limit cut to 200 (prlimit, as
+ * a LimitNOFILE=200 would set it): room for 2 sessions beside 128
+ * handshakes, and the third attach is refused with the reason. */
+static void
+test_fd_limit_outside_systemd (void)
+{
+  const Shape *s = &shapes[0];
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = NULL;
+  g_autoptr (VgicSim) sim = make_sim (s, TRUE);
+  struct rlimit mine, shell, tight = { 200, 200 };
+  VgicdClient *c[4] = { NULL };
+
+  g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &mine), ==, 0);
+  shell = mine;
+  shell.rlim_cur = MIN (mine.rlim_max, 1024);
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &shell), ==, 0);
+  h = vgicd_harness_start (vgicd_bin, policy, "Mode=auto\nAllowUsers=root\n", &error);
+  g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &mine), ==, 0);
+  g_assert_no_error (error);
+  for (guint i = 0; i < G_N_ELEMENTS (c); i++)
+    {
+      g_autofree char *name = g_strdup_printf ("vm-%u", i);
+
+      c[i] = attach (h, sim, s, name);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (c); i++)
+    g_clear_pointer (&c[i], vgicd_client_free);
+  while (vgicd_harness_stat (h, "sessions") > 0)
+    g_usleep (10000);
+
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &tight, NULL), ==, 0);
+  c[0] = attach (h, sim, s, "one");
+  c[1] = attach (h, sim, s, "two");
+  attach_refused (h, sim, s, "as many as its file descriptor limit allows (LimitNOFILE=)");
+  for (guint i = 0; i < G_N_ELEMENTS (c); i++)
+    g_clear_pointer (&c[i], vgicd_client_free);
 }
 
 static void
@@ -2841,6 +2886,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/vgicd-gone", test_vgicd_gone);
   g_test_add_func ("/vgicd/bus-gone", test_bus_gone);
   g_test_add_func ("/vgicd/session-limits", test_session_limits);
+  g_test_add_func ("/vgicd/fd-limit-outside-systemd", test_fd_limit_outside_systemd);
   g_test_add_func ("/vgicd/vgicd-restarted", test_vgicd_restarted);
   g_test_add_func ("/vgicd/concurrent-sessions", test_concurrent_sessions);
   g_test_add_func ("/vgicd/fields", test_fields);

@@ -33,10 +33,9 @@
 
 #define MESSAGE_MAX 256
 
-const double vgicd_history_buckets[] = {
+const double vgicd_history_buckets[VGICD_HISTORY_N_BUCKETS] = {
   0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, INFINITY,
 };
-const guint vgicd_history_n_buckets = G_N_ELEMENTS (vgicd_history_buckets);
 
 typedef struct _Vm Vm;
 
@@ -61,17 +60,11 @@ typedef struct {
   const char *source;	/* NULL: not measured; "calibration", "operation" */
 } Cost;
 
-typedef struct {
-  const char *direction, *path;
-  guint64 count, sum_ns;
-  guint64 buckets[G_N_ELEMENTS (vgicd_history_buckets)];	/* not cumulative */
-} Histogram;
-
 struct _VgicdHistory {
   guint per_vm, max_vms;
   GHashTable *vms;	/* uuid -> Vm */
   GQueue recent;	/* Vm links, most recently active first */
-  Histogram histograms[4];	/* save/load × batch/single */
+  VgicdHistogram histograms[VGICD_HISTORY_N_HISTOGRAMS];	/* save/load × batch/single */
   Cost cost[2];		/* save, load */
 };
 
@@ -105,7 +98,7 @@ vgicd_history_new (guint per_vm, guint max_vms)
   h->vms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, vm_free);
   g_queue_init (&h->recent);
   for (guint i = 0; i < G_N_ELEMENTS (h->histograms); i++)
-    h->histograms[i] = (Histogram) { .direction = dirs[i / 2], .path = paths[i % 2] };
+    h->histograms[i] = (VgicdHistogram) { .direction = dirs[i / 2], .path = paths[i % 2] };
   return h;
 }
 
@@ -222,7 +215,7 @@ vgicd_history_single_cost (VgicdHistory *h, const char *direction, double *base_
 static void
 count (VgicdHistory *h, const VgicdOp *op)
 {
-  Histogram *hist;
+  VgicdHistogram *hist;
   double seconds = op->duration_ns / 1e9;
   guint b = 0;
 
@@ -374,6 +367,13 @@ vgicd_history_describe (VgicdHistory *h, const char *vm, guint limit)
   return g_variant_builder_end (&b);
 }
 
+const VgicdHistogram *
+vgicd_history_histogram (VgicdHistory *h, guint i)
+{
+  g_return_val_if_fail (i < G_N_ELEMENTS (h->histograms), NULL);
+  return &h->histograms[i];
+}
+
 GVariant *
 vgicd_history_histograms (VgicdHistory *h)
 {
@@ -382,7 +382,7 @@ vgicd_history_histograms (VgicdHistory *h)
   g_variant_builder_init (&b, G_VARIANT_TYPE ("aa{sv}"));
   for (guint i = 0; i < G_N_ELEMENTS (h->histograms); i++)
     {
-      const Histogram *hist = &h->histograms[i];
+      const VgicdHistogram *hist = &h->histograms[i];
       GVariantBuilder d, le, counts;
       guint64 cumulative = 0;
 
@@ -390,7 +390,7 @@ vgicd_history_histograms (VgicdHistory *h)
         continue;
       g_variant_builder_init (&le, G_VARIANT_TYPE ("ad"));
       g_variant_builder_init (&counts, G_VARIANT_TYPE ("at"));
-      for (guint k = 0; k < vgicd_history_n_buckets; k++)
+      for (guint k = 0; k < VGICD_HISTORY_N_BUCKETS; k++)
         {
           cumulative += hist->buckets[k];
           g_variant_builder_add (&le, "d", vgicd_history_buckets[k]);

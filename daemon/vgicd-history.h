@@ -46,8 +46,18 @@ typedef struct {
 #define VGICD_OUTCOME_DECLINED "declined"	/* mode off: QEMU took its own path */
 
 /* The upper bounds of the duration histograms, in seconds (+Inf last). */
-extern const double vgicd_history_buckets[];
-extern const guint vgicd_history_n_buckets;
+#define VGICD_HISTORY_N_BUCKETS 14
+extern const double vgicd_history_buckets[VGICD_HISTORY_N_BUCKETS];
+
+/* The durations of one direction's and path's successful operations. */
+typedef struct {
+  const char *direction;	/* "save", "load" */
+  const char *path;		/* "batch", "single" */
+  guint64 count, sum_ns;
+  guint64 buckets[VGICD_HISTORY_N_BUCKETS];	/* per bound, not cumulative */
+} VgicdHistogram;
+
+#define VGICD_HISTORY_N_HISTOGRAMS 4	/* save, load x batch, single */
 
 /**
  * vgicd_history_new() - keep @per_vm operations for each of at most
@@ -93,6 +103,10 @@ void vgicd_history_add (VgicdHistory *h, const char *uuid, const char *name,
  * @limit: at most this many, the newest (0: all)
  */
 GVariant *vgicd_history_describe (VgicdHistory *h, const char *vm, guint limit);
+
+/* vgicd_history_histogram() - the @i-th histogram, @i below
+ * VGICD_HISTORY_N_HISTOGRAMS (its count is 0 until it counts an operation) */
+const VgicdHistogram *vgicd_history_histogram (VgicdHistory *h, guint i);
 
 /* vgicd_history_histograms() - aa{sv}: one per direction and path that has
  * counted anything: "direction" s, "path" s, "count" t, "sum-ns" t,

@@ -66,52 +66,32 @@ label (const char *value)
 static void
 histograms (GString *out, VgicdDaemon *d)
 {
-  g_autoptr (GVariant) all = d->history ? vgicd_history_histograms (d->history) : NULL;
   static const char name[] = "vgicd_operation_duration_seconds";
-  GVariantIter it;
-  GVariant *h;
 
   family (out, name, "histogram",
           "Successful saves and loads, from the call to done as vgicd sees it, "
           "by direction and path.");
-  if (!all)
-    return;
-  g_variant_iter_init (&it, all);
-  while ((h = g_variant_iter_next_value (&it)))
+  for (guint i = 0; d->history && i < VGICD_HISTORY_N_HISTOGRAMS; i++)
     {
-      g_autoptr (GVariantDict) dict = g_variant_dict_new (h);
-      g_autoptr (GVariant) le = g_variant_dict_lookup_value (dict, "le-seconds",
-                                                            G_VARIANT_TYPE ("ad"));
-      g_autoptr (GVariant) buckets = g_variant_dict_lookup_value (dict, "buckets",
-                                                                 G_VARIANT_TYPE ("at"));
-      const char *direction = "", *path = "";
-      guint64 count = 0, sum_ns = 0;
-      gsize n_le = 0, n_b = 0;
-      const double *bounds = NULL;
-      const guint64 *cum = NULL;
+      const VgicdHistogram *h = vgicd_history_histogram (d->history, i);
+      guint64 cumulative = 0;
 
-      g_variant_dict_lookup (dict, "direction", "&s", &direction);
-      g_variant_dict_lookup (dict, "path", "&s", &path);
-      g_variant_dict_lookup (dict, "count", "t", &count);
-      g_variant_dict_lookup (dict, "sum-ns", "t", &sum_ns);
-      if (le && buckets)
+      if (!h->count)
+        continue;
+      for (guint k = 0; k < VGICD_HISTORY_N_BUCKETS; k++)
         {
-          bounds = g_variant_get_fixed_array (le, &n_le, sizeof (double));
-          cum = g_variant_get_fixed_array (buckets, &n_b, sizeof (guint64));
-        }
-      for (gsize k = 0; k < MIN (n_le, n_b); k++)
-        {
-          g_autofree char *bound = isinf (bounds[k]) ? g_strdup ("+Inf")
-                                                     : g_strdup_printf ("%g", bounds[k]);
+          double bound = vgicd_history_buckets[k];
+          g_autofree char *le = isinf (bound) ? g_strdup ("+Inf") : g_strdup_printf ("%g", bound);
 
+          cumulative += h->buckets[k];
           g_string_append_printf (out, "%s_bucket{direction=\"%s\",path=\"%s\",le=\"%s\"} %"
-                                  G_GUINT64_FORMAT "\n", name, direction, path, bound, cum[k]);
+                                  G_GUINT64_FORMAT "\n", name, h->direction, h->path, le,
+                                  cumulative);
         }
       g_string_append_printf (out, "%s_sum{direction=\"%s\",path=\"%s\"} %.9f\n", name,
-                              direction, path, sum_ns / 1e9);
+                              h->direction, h->path, h->sum_ns / 1e9);
       g_string_append_printf (out, "%s_count{direction=\"%s\",path=\"%s\"} %" G_GUINT64_FORMAT
-                              "\n", name, direction, path, count);
-      g_variant_unref (h);
+                              "\n", name, h->direction, h->path, h->count);
     }
 }
 

@@ -174,6 +174,7 @@ vgicd_history_estimate (VgicdHistory *h, VgicdOp *op)
 
   op->single_ns = 0;
   op->single_estimated = FALSE;
+  op->single_source = NULL;
   if (g_strcmp0 (op->outcome, VGICD_OUTCOME_OK) != 0)
     return;
   if (g_strcmp0 (op->path, "single") == 0)
@@ -197,6 +198,7 @@ vgicd_history_estimate (VgicdHistory *h, VgicdOp *op)
     {
       op->single_ns = (guint64) (op->registers * (cost->base + cost->per_vcpu * op->vcpus));
       op->single_estimated = TRUE;
+      op->single_source = cost->source;
     }
 }
 

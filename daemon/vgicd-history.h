@@ -38,6 +38,7 @@ typedef struct {
    * unknown (no one-by-one operation measured on this host yet). */
   guint64 single_ns;
   gboolean single_estimated;
+  const char *single_source;	/* estimated from: "calibration" or "operation" */
 } VgicdOp;
 
 #define VGICD_OUTCOME_OK "ok"

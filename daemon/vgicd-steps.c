@@ -154,18 +154,12 @@ op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
 
   if (s->daemon->history)
     vgicd_history_estimate (s->daemon->history, &op);
-  if (ok && op.single_ns && !g_str_equal (op.path, VGICD_VIA_SINGLE))
-    {
-      double base, per_vcpu;
-      const char *source = NULL;
-
-      vgicd_history_single_cost (s->daemon->history, operation, &base, &per_vcpu, &source);
-      line = g_strdup_printf ("%s; one by one it would have taken about %.1f ms (estimated "
-                              "from %s)", message, op.single_ns / 1e6,
-                              g_strcmp0 (source, "calibration") == 0
-                              ? "vgicd's start-up calibration"
-                              : "this host's last one-by-one operation");
-    }
+  if (ok && op.single_estimated && op.single_ns)
+    line = g_strdup_printf ("%s; one by one it would have taken about %.1f ms (estimated "
+                            "from %s)", message, op.single_ns / 1e6,
+                            g_strcmp0 (op.single_source, "calibration") == 0
+                            ? "vgicd's start-up calibration"
+                            : "this host's last one-by-one operation");
   vgicd_session_log_outcome (s, level, &op, line ? line : message);
   if (s->daemon->history)
     vgicd_history_add (s->daemon->history, s->uuid, s->name, &op, ok ? NULL : message);

@@ -51,14 +51,16 @@ notify_status (Vgicd *v)
   sd_notify (0, status);
 }
 
-/* The daemon's change hook: keep systemd's STATUS current, then let the
- * operator API emit its signals. */
+/* The daemon's change hook: keep systemd's STATUS current, have the
+ * metrics textfile written, then let the operator API emit its signals.
+ * It runs with or without the operator API (no system bus). */
 static void
 on_changed (gpointer data)
 {
   Vgicd *v = data;
 
   notify_status (v);
+  vgicd_metrics_changed (&v->daemon);
   if (v->manager_changed)
     v->manager_changed (v->manager_changed_data);
 }

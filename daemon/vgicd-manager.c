@@ -20,7 +20,7 @@
 
 #include "vgicd-manager-xml.h"
 #include "vgicd-history.h"
-#include "vgicd-metrics.h"
+#include "vgicd-metrics.h"	/* GetMetrics */
 
 /* Flags and replies of org.freedesktop.DBus.RequestName. */
 #define NAME_FLAG_DO_NOT_QUEUE 4
@@ -105,7 +105,6 @@ daemon_changed (gpointer data)
   g_autoptr (GError) error = NULL;
   gboolean any = FALSE;
 
-  vgicd_metrics_changed (d);
   note_change (&changed, &any, &m->shown_mode, "Mode",
                vgicd_mode_to_string (d->mode));
   note_change (&changed, &any, &m->shown_batch, "KernelBatch",

@@ -55,7 +55,6 @@
 #include "vgic-regs.h"
 #include "vgic-validate.h"
 #include "vgicd-history.h"
-#include "vgicd-metrics.h"
 #include "vgicd-session-private.h"
 #include "vgicd/protocol.h"
 
@@ -125,7 +124,8 @@ vgicd_steps_abandon (VgicdSession *s)
 /*
  * The outcome of the operation in progress, everywhere it goes: the
  * journal (one record, with MESSAGE_ID and VGICD_OUTCOME), the VM's
- * history, the histograms and the metrics textfile.  @registers: what it
+ * history and the histograms (the metrics textfile follows op_end()'s
+ * change notice).  @registers: what it
  * read or wrote; @message: the facts for a person.  A successful batched
  * operation's line also says what it would have cost one register per
  * ioctl, measured on this host or estimated (vgicd-history.c).
@@ -163,7 +163,6 @@ op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
   vgicd_session_log_outcome (s, level, &op, line ? line : message);
   if (s->daemon->history)
     vgicd_history_add (s->daemon->history, s->uuid, s->name, &op, ok ? NULL : message);
-  vgicd_metrics_changed (s->daemon);
 }
 
 /* The operation is over: tell the operator API. */

@@ -203,6 +203,23 @@ run_qemu (Size *z, const VgicShape *shape, VgicSim *src, guint run)
   check (src, dst, FALSE, z->vcpus, P_QEMU, run);
 }
 
+/* A vgicd operation's figures, @ms as QEMU saw it, into @c: the rest from
+ * the client's stats and vgicd's history of VM @uuid. */
+static void
+take_figures (Cell *c, guint run, double ms, VgicdClient *client, VgicdHarness *h,
+              const char *uuid, guint64 bytes)
+{
+  VgicdClientStats st;
+
+  vgicd_client_get_stats (client, &st);
+  c->ms[run] = ms;
+  c->own_ms[run] = ms - st.kernel_ns / 1e6;
+  c->ioctls = st.ioctls;
+  c->registers = st.entries;
+  c->bytes = bytes;
+  c->calls = last_calls (h, uuid);
+}
+
 static void
 run_vgicd (VgicdHarness *h, Size *z, guint p, const VgicShape *shape, VgicSim *src,
            VgicdClient *cs, const char *src_uuid, guint run)
@@ -213,7 +230,6 @@ run_vgicd (VgicdHarness *h, Size *z, guint p, const VgicShape *shape, VgicSim *s
   g_autoptr (VgicdClient) cd = attach (h, dst, shape, "bench-dst", dst_uuid);
   g_autoptr (GBytes) record = NULL;
   Cell *save = &z->cell[p][D_SAVE], *restore = &z->cell[p][D_RESTORE];
-  VgicdClientStats st;
   gint64 t0;
 
   if (!vgicd_harness_set_mode (h, p == P_SINGLE ? "single" : "auto", &error))
@@ -222,25 +238,13 @@ run_vgicd (VgicdHarness *h, Size *z, guint p, const VgicShape *shape, VgicSim *s
   t0 = g_get_monotonic_time ();
   if (!vgicd_client_save (cs, &record, &error))
     die ("save through vgicd", error);
-  save->ms[run] = figures_ms_since (t0);
-  vgicd_client_get_stats (cs, &st);
-  save->own_ms[run] = save->ms[run] - st.kernel_ns / 1e6;
-  save->ioctls = st.ioctls;
-  save->registers = st.entries;
-  save->bytes = g_bytes_get_size (record);
-  save->calls = last_calls (h, src_uuid);
+  take_figures (save, run, figures_ms_since (t0), cs, h, src_uuid, g_bytes_get_size (record));
 
   t0 = g_get_monotonic_time ();
   if (!vgicd_client_load (cd, g_bytes_get_data (record, NULL), g_bytes_get_size (record),
                           &error))
     die ("load through vgicd", error);
-  restore->ms[run] = figures_ms_since (t0);
-  vgicd_client_get_stats (cd, &st);
-  restore->own_ms[run] = restore->ms[run] - st.kernel_ns / 1e6;
-  restore->ioctls = st.ioctls;
-  restore->registers = st.entries;
-  restore->bytes = save->bytes;
-  restore->calls = last_calls (h, dst_uuid);
+  take_figures (restore, run, figures_ms_since (t0), cd, h, dst_uuid, g_bytes_get_size (record));
   check (src, dst, TRUE, z->vcpus, p, run);
 }
 

@@ -511,7 +511,7 @@ cmd_stats (int argc, char **argv)
   return EXIT_OK;
 }
 
-/* "2026-12-03 11:52:07.123" in local time, from CLOCK_REALTIME µs */
+/* "2026-12-03 11:52:07.123456" in local time, from CLOCK_REALTIME µs */
 static char *
 format_when (guint64 usec)
 {

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "vgic-error.h"
 #include "vgic-plan.h"
 #include "vgic-regs.h"
 #include "vgic-validate.h"

@@ -4,8 +4,6 @@
  */
 #include "vgic-shape.h"
 
-G_DEFINE_QUARK (vgicd-error-quark, vgicd_error)
-
 VgicShape *
 vgic_shape_new (uint32_t nr_irqs, uint32_t nr_vcpus, const uint32_t *mpidrs,
                 GError **error)

@@ -10,6 +10,8 @@
 #include <glib.h>
 #include <stdint.h>
 
+#include "vgic-error.h"	/* the errors its checks set */
+
 /* KVM arm64 accepts nr_irqs in [64, 1024], a multiple of 32 (vgic-kvm-device.c). */
 #define VGIC_MIN_IRQS 64
 #define VGIC_MAX_IRQS 1024
@@ -73,18 +75,3 @@ vgic_shape_spi_words (const VgicShape *shape, uint32_t bits_per_irq)
 
   return (spis + irqs_per_word - 1) / irqs_per_word;
 }
-
-#define VGICD_ERROR (vgicd_error_quark ())
-GQuark vgicd_error_quark (void);
-
-/* Error codes in the VGICD_ERROR domain. */
-typedef enum {
-  VGICD_ERROR_INVALID_SHAPE,	/* the VM shape is impossible */
-  VGICD_ERROR_SHAPE_MISMATCH,	/* record and VM differ in shape */
-  VGICD_ERROR_BAD_RECORD,	/* malformed state record */
-  VGICD_ERROR_UNSUPPORTED,	/* record version / flags unknown */
-  VGICD_ERROR_REGISTER_SET,	/* missing / duplicate / unexpected register */
-  VGICD_ERROR_KERNEL,		/* the kernel's answers do not fit */
-  VGICD_ERROR_FAILED,		/* anything else */
-  VGICD_ERROR_LIMIT,		/* over a limit of the host's configuration */
-} VgicdError;

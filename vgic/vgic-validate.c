@@ -56,6 +56,7 @@
  */
 #include "vgic-validate.h"
 
+#include "vgic-error.h"
 #include "vgic-plan.h"
 #include "vgic-regs.h"
 #include "vgicd/vgic-entry.h"

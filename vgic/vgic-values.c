@@ -25,8 +25,9 @@
  * MAX_PROBE slots of where its probe starts, so a lookup stops there too.
  */
 #include "vgic-values.h"
+
+#include "vgic-error.h"
 #include "vgic-regs.h"
-#include "vgic-shape.h"
 #include "vgic-validate.h"
 
 typedef VgicEntry Entry;

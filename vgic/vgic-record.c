@@ -189,7 +189,7 @@ dedup_reads (const VgicEntry *entries, gsize n, const VgicList *plan, GError **e
 
       if (plan && (plan->entries[i].group != e->group || plan->entries[i].attr != e->attr))
         return NULL;
-      if (!vgic_validate_width (e, error))
+      if (!vgic_reg_check_width (e, error))
         return NULL;
       if (vgic_plan_read_may_repeat (e))
         {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * vgic-regs.c - names for vGIC accesses, so that every error a person reads
- * and every dump says which register and which vCPU it is about.
+ * and every dump says which register and which vCPU it is about; and the
+ * one check of a single access that needs them, its value's width.
  */
 #include "vgic-regs.h"
 
@@ -173,4 +174,17 @@ vgic_reg_describe (uint32_t group, uint64_t attr)
       return g_strdup_printf ("group %u (%s) attr 0x%" G_GINT64_MODIFIER "x",
                               group, vgic_group_name (group), attr);
     }
+}
+
+gboolean
+vgic_reg_check_width (const struct kvm_vgic_batch_entry *e, GError **error)
+{
+  if (vgic_entry_value_fits (e->group, e->value))
+    return TRUE;
+
+  g_autofree char *what = vgic_reg_describe (e->group, e->attr);
+  g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+               "%s is a 32-bit register but carries 0x%" G_GINT64_MODIFIER "x",
+               what, (guint64) e->value);
+  return FALSE;
 }

@@ -14,6 +14,7 @@
 #include <glib.h>
 #include <stdint.h>
 
+#include "vgic-error.h"
 #include "vgicd/kvm-vgic-batch.h"
 #include "vgicd/vgic-entry.h"	/* which groups carry state, their widths */
 
@@ -171,3 +172,11 @@ const char *vgic_group_name (uint32_t group);
  * Return: a newly allocated string.
  */
 char *vgic_reg_describe (uint32_t group, uint64_t attr);
+
+/**
+ * vgic_reg_check_width() - @e's value fits its register: 32 bits, but for
+ * the ICC system registers (vgic_entry_value_fits()).  Every set of values
+ * and every check of a record or a list applies it to each entry.
+ * @error: VGICD_ERROR_REGISTER_SET, naming the register and the value
+ */
+gboolean vgic_reg_check_width (const struct kvm_vgic_batch_entry *e, GError **error);

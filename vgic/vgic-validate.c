@@ -50,7 +50,7 @@
  *    written before them (R4);
  *  - GICD_TYPER2 and GICD_IIDR other than as read: a restore does not write
  *    them;
- *  - a value wider than its register: vgic_validate_width().
+ *  - a value wider than its register: vgic_reg_check_width().
  * What only a running kernel can say (-EBUSY from a vCPU that runs, -ENOMEM)
  * stays a mid-restore failure, reported as one.
  */
@@ -64,23 +64,6 @@
 #define GRP_DIST KVM_DEV_ARM_VGIC_GRP_DIST_REGS
 #define GRP_REDIST KVM_DEV_ARM_VGIC_GRP_REDIST_REGS
 #define GRP_SYSREG KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS
-
-/* ------------------------------------------------------------------ */
-/* One entry                                                          */
-/* ------------------------------------------------------------------ */
-
-gboolean
-vgic_validate_width (const VgicEntry *e, GError **error)
-{
-  if (vgic_entry_value_fits (e->group, e->value))
-    return TRUE;
-
-  g_autofree char *what = vgic_reg_describe (e->group, e->attr);
-  g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
-               "%s is a 32-bit register but carries 0x%" G_GINT64_MODIFIER "x",
-               what, (guint64) e->value);
-  return FALSE;
-}
 
 /* ------------------------------------------------------------------ */
 /* The register set                                                   */
@@ -508,7 +491,7 @@ vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
                        "register group; nothing written", i, e->group);
           return NULL;
         }
-      if (!vgic_validate_width (e, &local))
+      if (!vgic_reg_check_width (e, &local))
         {
           g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
                        "QEMU's restore, write %" G_GSIZE_FORMAT ": %s; nothing written", i,

@@ -26,13 +26,6 @@
 #include "vgic-values.h"
 
 /**
- * vgic_validate_width() - @e's value fits its register: 32 bits, but for the
- * ICC system registers (vgic_entry_value_fits())
- * @error: VGICD_ERROR_REGISTER_SET, naming the register and the value
- */
-gboolean vgic_validate_width (const VgicEntry *e, GError **error);
-
-/**
  * vgic_validate_record() - may @record's state be written to @vm?
  * @record: a record as vgic_record_parse() read it (its bytes are sound and
  *	its checksum right); on success its @values are set

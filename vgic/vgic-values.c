@@ -28,7 +28,6 @@
 
 #include "vgic-error.h"
 #include "vgic-regs.h"
-#include "vgic-validate.h"
 
 typedef VgicEntry Entry;
 
@@ -93,7 +92,7 @@ values_new (const Entry *entries, gsize n, gboolean merge, GError **error)
       const Entry *e = &entries[i];
       guint32 *slot;
 
-      if (!vgic_validate_width (e, error))
+      if (!vgic_reg_check_width (e, error))
         return NULL;
       /* The entries are not yet all in the array: a probe only looks at
        * slots already filled, which point below @out. */

@@ -360,15 +360,15 @@ test_width (void)
   VgicEntry e = { .group = GRP_DIST, .attr = vgic_attr (0, GICD_CTLR), .value = G_MAXUINT32 };
   g_autoptr (GError) error = NULL;
 
-  g_assert_true (vgic_validate_width (&e, &error));
+  g_assert_true (vgic_reg_check_width (&e, &error));
   e.value++;
-  g_assert_false (vgic_validate_width (&e, &error));
+  g_assert_false (vgic_reg_check_width (&e, &error));
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
   g_assert_nonnull (strstr (error->message, "GICD_CTLR is a 32-bit register but carries 0x100000000"));
   g_clear_error (&error);
   e.group = KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS;
   e.attr = vgic_attr (0, ICC_CTLR_EL1);
-  g_assert_true (vgic_validate_width (&e, &error));
+  g_assert_true (vgic_reg_check_width (&e, &error));
 }
 
 /* The restore vgicd plans for a save's values, handed back as QEMU's list

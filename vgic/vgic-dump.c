@@ -25,11 +25,6 @@
 #include "vgic-dump.h"
 #include "vgic-regs.h"
 
-#define GRP_DIST KVM_DEV_ARM_VGIC_GRP_DIST_REGS
-#define GRP_REDIST KVM_DEV_ARM_VGIC_GRP_REDIST_REGS
-#define GRP_SYSREG KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS
-#define GRP_LEVEL KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO
-
 /* Field values of an IRQ row: 0/1 or a byte, or one of these. */
 #define MISSING (-1)		/* the register is not in the record: "?" */
 #define NOT_CARRIED (-2)	/* a route the record cannot hold: "-" */
@@ -130,17 +125,17 @@ private_irq (const Dump *d, uint32_t cpu, guint irq)
   uint32_t m = d->shape->mpidrs[cpu];
   IrqState s;
 
-  s.group = reg_bit (d, GRP_REDIST, vgic_attr (m, GICR_IGROUPR0), irq);
-  s.enabled = reg_bit (d, GRP_REDIST, vgic_attr (m, GICR_ISENABLER0), irq);
-  s.pending = reg_bit (d, GRP_REDIST, vgic_attr (m, GICR_ISPENDR0), irq);
-  s.active = reg_bit (d, GRP_REDIST, vgic_attr (m, GICR_ISACTIVER0), irq);
-  s.priority = reg_byte (d, GRP_REDIST, vgic_attr (m, GICR_IPRIORITYR + (irq & ~3u)),
+  s.group = reg_bit (d, VGIC_GRP_REDIST, vgic_attr (m, GICR_IGROUPR0), irq);
+  s.enabled = reg_bit (d, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISENABLER0), irq);
+  s.pending = reg_bit (d, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISPENDR0), irq);
+  s.active = reg_bit (d, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISACTIVER0), irq);
+  s.priority = reg_byte (d, VGIC_GRP_REDIST, vgic_attr (m, GICR_IPRIORITYR + (irq & ~3u)),
                          irq & 3);
   /* SGIs are always edge-triggered; QEMU saves only ICFGR1 (the PPIs). */
   s.edge = irq < 16 ? 1
-                    : reg_bit (d, GRP_REDIST, vgic_attr (m, GICR_ICFGR1),
+                    : reg_bit (d, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICFGR1),
                                2 * (irq - 16) + 1);
-  s.level = reg_bit (d, GRP_LEVEL, vgic_attr_level (m, 0), irq);
+  s.level = reg_bit (d, VGIC_GRP_LEVEL, vgic_attr_level (m, 0), irq);
   s.route = NOT_CARRIED;
   return s;
 }
@@ -158,7 +153,7 @@ spi_route (const Dump *d, guint irq)
 
   if (2 * irq > d->shape->nr_irqs && !d->routes)
     return NOT_CARRIED;
-  if (!lookup (d, GRP_DIST, vgic_attr (0, GICD_IROUTER + 8 * irq), &v))
+  if (!lookup (d, VGIC_GRP_DIST, vgic_attr (0, GICD_IROUTER + 8 * irq), &v))
     return MISSING;
   return (gint64) (v & IROUTER_AFF_MASK);
 }
@@ -171,17 +166,17 @@ spi (const Dump *d, guint irq)
   uint32_t bit = irq % 32;
   IrqState s;
 
-  s.group = reg_bit (d, GRP_DIST, vgic_attr (0, GICD_IGROUPR + word), bit);
-  s.enabled = reg_bit (d, GRP_DIST, vgic_attr (0, GICD_ISENABLER + word), bit);
-  s.pending = reg_bit (d, GRP_DIST, vgic_attr (0, GICD_ISPENDR + word), bit);
-  s.active = reg_bit (d, GRP_DIST, vgic_attr (0, GICD_ISACTIVER + word), bit);
-  s.priority = reg_byte (d, GRP_DIST, vgic_attr (0, GICD_IPRIORITYR + (irq & ~3u)),
+  s.group = reg_bit (d, VGIC_GRP_DIST, vgic_attr (0, GICD_IGROUPR + word), bit);
+  s.enabled = reg_bit (d, VGIC_GRP_DIST, vgic_attr (0, GICD_ISENABLER + word), bit);
+  s.pending = reg_bit (d, VGIC_GRP_DIST, vgic_attr (0, GICD_ISPENDR + word), bit);
+  s.active = reg_bit (d, VGIC_GRP_DIST, vgic_attr (0, GICD_ISACTIVER + word), bit);
+  s.priority = reg_byte (d, VGIC_GRP_DIST, vgic_attr (0, GICD_IPRIORITYR + (irq & ~3u)),
                          irq & 3);
   /* Two bits per IRQ; the upper one is "edge-triggered". */
-  s.edge = reg_bit (d, GRP_DIST, vgic_attr (0, GICD_ICFGR + (irq / 16) * 4),
+  s.edge = reg_bit (d, VGIC_GRP_DIST, vgic_attr (0, GICD_ICFGR + (irq / 16) * 4),
                     2 * (irq % 16) + 1);
   /* SPI levels ignore the mpidr; the plan reads them with vCPU 0's. */
-  s.level = reg_bit (d, GRP_LEVEL, vgic_attr_level (d->shape->mpidrs[0], irq - bit),
+  s.level = reg_bit (d, VGIC_GRP_LEVEL, vgic_attr_level (d->shape->mpidrs[0], irq - bit),
                      bit);
   s.route = spi_route (d, irq);
   return s;
@@ -512,8 +507,8 @@ redist64_line (const Dump *d, uint32_t mpidr, const char *name, uint32_t off,
                Decode64 decode)
 {
   uint64_t lo = 0, hi = 0;
-  gboolean have_lo = lookup (d, GRP_REDIST, vgic_attr (mpidr, off), &lo);
-  gboolean have_hi = lookup (d, GRP_REDIST, vgic_attr (mpidr, off + 4), &hi);
+  gboolean have_lo = lookup (d, VGIC_GRP_REDIST, vgic_attr (mpidr, off), &lo);
+  gboolean have_hi = lookup (d, VGIC_GRP_REDIST, vgic_attr (mpidr, off + 4), &hi);
 
   if (!have_lo && !have_hi)
     return;
@@ -525,7 +520,7 @@ sysreg_line (const Dump *d, uint32_t mpidr, const char *name, uint32_t enc,
              Decode64 decode)
 {
   uint64_t v = 0;
-  gboolean have = lookup (d, GRP_SYSREG, vgic_attr (mpidr, enc), &v);
+  gboolean have = lookup (d, VGIC_GRP_SYSREG, vgic_attr (mpidr, enc), &v);
 
   print64_line (d, "    ", name, have, v, decode);
 }
@@ -551,15 +546,15 @@ dump_header (const Dump *d, guint version)
   g_string_append_c (d->out, '\n');
 
   /* QEMU and the planner take LPI support from vCPU 0's GICR_TYPER. */
-  if (lookup (d, GRP_REDIST, vgic_attr (shape->mpidrs[0], GICR_TYPER), &typer_lo))
+  if (lookup (d, VGIC_GRP_REDIST, vgic_attr (shape->mpidrs[0], GICR_TYPER), &typer_lo))
     g_string_append_printf (d->out, "  %-16s %s (GICR_TYPER.PLPIS of vCPU 0)\n", "LPIs",
                             (typer_lo & GICR_TYPER_PLPIS) ? "on" : "off");
   else
     g_string_append_printf (d->out, "  %-16s ? (GICR_TYPER of vCPU 0 missing)\n", "LPIs");
 
-  reg32_line (d, "  ", "GICD_CTLR", GRP_DIST, vgic_attr (0, GICD_CTLR), decode_gicd_ctlr);
-  reg32_line (d, "  ", "GICD_TYPER", GRP_DIST, vgic_attr (0, GICD_TYPER), decode_gicd_typer);
-  reg32_line (d, "  ", "GICD_STATUSR", GRP_DIST, vgic_attr (0, GICD_STATUSR), NULL);
+  reg32_line (d, "  ", "GICD_CTLR", VGIC_GRP_DIST, vgic_attr (0, GICD_CTLR), decode_gicd_ctlr);
+  reg32_line (d, "  ", "GICD_TYPER", VGIC_GRP_DIST, vgic_attr (0, GICD_TYPER), decode_gicd_typer);
+  reg32_line (d, "  ", "GICD_STATUSR", VGIC_GRP_DIST, vgic_attr (0, GICD_STATUSR), NULL);
 }
 
 static void
@@ -572,9 +567,9 @@ dump_vcpu (const Dump *d, uint32_t cpu)
 
   g_string_append (d->out, "  Redistributor\n");
   redist64_line (d, m, "GICR_TYPER", GICR_TYPER, decode_gicr_typer);
-  reg32_line (d, "    ", "GICR_CTLR", GRP_REDIST, vgic_attr (m, GICR_CTLR), decode_gicr_ctlr);
-  reg32_line (d, "    ", "GICR_STATUSR", GRP_REDIST, vgic_attr (m, GICR_STATUSR), NULL);
-  reg32_line (d, "    ", "GICR_WAKER", GRP_REDIST, vgic_attr (m, GICR_WAKER), NULL);
+  reg32_line (d, "    ", "GICR_CTLR", VGIC_GRP_REDIST, vgic_attr (m, GICR_CTLR), decode_gicr_ctlr);
+  reg32_line (d, "    ", "GICR_STATUSR", VGIC_GRP_REDIST, vgic_attr (m, GICR_STATUSR), NULL);
+  reg32_line (d, "    ", "GICR_WAKER", VGIC_GRP_REDIST, vgic_attr (m, GICR_WAKER), NULL);
   redist64_line (d, m, "GICR_PROPBASER", GICR_PROPBASER, decode_propbaser);
   redist64_line (d, m, "GICR_PENDBASER", GICR_PENDBASER, decode_pendbaser);
 
@@ -598,7 +593,7 @@ dump_vcpu (const Dump *d, uint32_t cpu)
         char name[16];
 
         g_snprintf (name, sizeof name, "ICC_AP%uR%u_EL1", group, i);
-        if (lookup (d, GRP_SYSREG, vgic_attr (m, enc), &v))
+        if (lookup (d, VGIC_GRP_SYSREG, vgic_attr (m, enc), &v))
           print64_line (d, "    ", name, TRUE, v, NULL);
       }
 }

@@ -57,11 +57,6 @@
 #include "vgic-plan.h"
 #include "vgic-regs.h"
 
-#define GRP_DIST KVM_DEV_ARM_VGIC_GRP_DIST_REGS
-#define GRP_REDIST KVM_DEV_ARM_VGIC_GRP_REDIST_REGS
-#define GRP_SYSREG KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS
-#define GRP_LEVEL KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO
-
 #define add vgic_list_add
 
 /* The clear-all value written before a set register (rule R5). */
@@ -92,9 +87,9 @@ add_from (VgicList *plan, const VgicValues *state, uint32_t group, uint64_t attr
 static void
 add_typer_reads (VgicList *plan, const VgicShape *shape)
 {
-  add (plan, GRP_DIST, DIST (GICD_TYPER), 0);
-  add (plan, GRP_REDIST, REDIST (shape, 0, GICR_TYPER), 0);
-  add (plan, GRP_REDIST, REDIST (shape, 0, GICR_TYPER + 4), 0);
+  add (plan, VGIC_GRP_DIST, DIST (GICD_TYPER), 0);
+  add (plan, VGIC_GRP_REDIST, REDIST (shape, 0, GICR_TYPER), 0);
+  add (plan, VGIC_GRP_REDIST, REDIST (shape, 0, GICR_TYPER + 4), 0);
 }
 
 static gboolean
@@ -107,7 +102,7 @@ add_lpi_bases (VgicList *plan, const VgicShape *shape, const VgicValues *state,
 
   for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
     for (guint i = 0; i < G_N_ELEMENTS (regs); i++)
-      if (!add_from (plan, state, GRP_REDIST, REDIST (shape, cpu, regs[i]), error))
+      if (!add_from (plan, state, VGIC_GRP_REDIST, REDIST (shape, cpu, regs[i]), error))
         return FALSE;
   return TRUE;
 }
@@ -118,10 +113,10 @@ add_aprs (VgicList *plan, const VgicShape *shape, uint32_t cpu, guint n,
           const VgicValues *state, GError **error)
 {
   for (guint i = n; i-- > 0;)
-    if (!add_from (plan, state, GRP_SYSREG, SYSREG (shape, cpu, ICC_AP0R_EL1 (i)), error))
+    if (!add_from (plan, state, VGIC_GRP_SYSREG, SYSREG (shape, cpu, ICC_AP0R_EL1 (i)), error))
       return FALSE;
   for (guint i = n; i-- > 0;)
-    if (!add_from (plan, state, GRP_SYSREG, SYSREG (shape, cpu, ICC_AP1R_EL1 (i)), error))
+    if (!add_from (plan, state, VGIC_GRP_SYSREG, SYSREG (shape, cpu, ICC_AP1R_EL1 (i)), error))
       return FALSE;
   return TRUE;
 }
@@ -136,7 +131,7 @@ static gboolean
 icc_ctlr_of (const VgicShape *shape, uint32_t cpu, const VgicValues *values,
              uint64_t *ctlr, GError **error)
 {
-  return vgic_values_get (values, GRP_SYSREG, SYSREG (shape, cpu, ICC_CTLR_EL1),
+  return vgic_values_get (values, VGIC_GRP_SYSREG, SYSREG (shape, cpu, ICC_CTLR_EL1),
                           ctlr, error);
 }
 
@@ -146,7 +141,7 @@ plpis_of (const VgicShape *shape, const VgicValues *values, gboolean *plpis,
 {
   uint64_t lo;
 
-  if (!vgic_values_get (values, GRP_REDIST, REDIST (shape, 0, GICR_TYPER), &lo, error))
+  if (!vgic_values_get (values, VGIC_GRP_REDIST, REDIST (shape, 0, GICR_TYPER), &lo, error))
     return FALSE;
   *plpis = (lo & GICR_TYPER_PLPIS) != 0;
   return TRUE;
@@ -179,7 +174,7 @@ vgic_plan_is_route (const VgicShape *shape, uint32_t group, uint64_t attr)
   const uint64_t lo = GICD_IROUTER + 8 * (uint64_t) first_lost_route (shape);
   const uint64_t end = GICD_IROUTER + 8 * (uint64_t) shape->nr_irqs;
 
-  return group == GRP_DIST && attr >= lo && attr < end && attr % 8 == 0;
+  return group == VGIC_GRP_DIST && attr >= lo && attr < end && attr % 8 == 0;
 }
 
 /* Add the routes QEMU misses, from @state (NULL for reads). */
@@ -188,7 +183,7 @@ add_lost_routes (VgicList *plan, const VgicShape *shape, const VgicValues *state
                  GError **error)
 {
   for (uint32_t irq = first_lost_route (shape); irq < shape->nr_irqs; irq++)
-    if (!add_from (plan, state, GRP_DIST, DIST (GICD_IROUTER + 8 * irq), error))
+    if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_IROUTER + 8 * irq), error))
       return FALSE;
   return TRUE;
 }
@@ -213,51 +208,51 @@ vgic_plan_save_first (const VgicShape *shape)
   uint32_t n = shape->nr_irqs;
 
   add_typer_reads (plan, shape);
-  add (plan, GRP_DIST, DIST (GICD_CTLR), 0);
+  add (plan, VGIC_GRP_DIST, DIST (GICD_CTLR), 0);
 
   for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
     {
-      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_CTLR), 0);
-      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_STATUSR), 0);
-      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_WAKER), 0);
-      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_IGROUPR0), 0);
-      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_ISENABLER0), 0);
-      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_ICFGR1), 0);
-      add (plan, GRP_LEVEL, vgic_attr_level (shape->mpidrs[cpu], 0), 0);
-      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_ISPENDR0), 0);
-      add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_ISACTIVER0), 0);
+      add (plan, VGIC_GRP_REDIST, REDIST (shape, cpu, GICR_CTLR), 0);
+      add (plan, VGIC_GRP_REDIST, REDIST (shape, cpu, GICR_STATUSR), 0);
+      add (plan, VGIC_GRP_REDIST, REDIST (shape, cpu, GICR_WAKER), 0);
+      add (plan, VGIC_GRP_REDIST, REDIST (shape, cpu, GICR_IGROUPR0), 0);
+      add (plan, VGIC_GRP_REDIST, REDIST (shape, cpu, GICR_ISENABLER0), 0);
+      add (plan, VGIC_GRP_REDIST, REDIST (shape, cpu, GICR_ICFGR1), 0);
+      add (plan, VGIC_GRP_LEVEL, vgic_attr_level (shape->mpidrs[cpu], 0), 0);
+      add (plan, VGIC_GRP_REDIST, REDIST (shape, cpu, GICR_ISPENDR0), 0);
+      add (plan, VGIC_GRP_REDIST, REDIST (shape, cpu, GICR_ISACTIVER0), 0);
       for (uint32_t i = 0; i < GIC_INTERNAL; i += 4)
-        add (plan, GRP_REDIST, REDIST (shape, cpu, GICR_IPRIORITYR + i), 0);
+        add (plan, VGIC_GRP_REDIST, REDIST (shape, cpu, GICR_IPRIORITYR + i), 0);
     }
 
   /* (QEMU reads the LPI bases here when PLPIS: round 2.) */
 
-  add (plan, GRP_DIST, DIST (GICD_STATUSR), 0);
+  add (plan, VGIC_GRP_DIST, DIST (GICD_STATUSR), 0);
   /* The first word of each bitmap covers the private IRQs, which live in the
    * redistributors: QEMU skips it, and so do we. */
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
-    add (plan, GRP_DIST, DIST (GICD_IGROUPR + irq / 8), 0);
+    add (plan, VGIC_GRP_DIST, DIST (GICD_IGROUPR + irq / 8), 0);
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
-    add (plan, GRP_DIST, DIST (GICD_ISENABLER + irq / 8), 0);
+    add (plan, VGIC_GRP_DIST, DIST (GICD_ISENABLER + irq / 8), 0);
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
-    add (plan, GRP_LEVEL, vgic_attr_level (shape->mpidrs[0], irq), 0);
+    add (plan, VGIC_GRP_LEVEL, vgic_attr_level (shape->mpidrs[0], irq), 0);
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
-    add (plan, GRP_DIST, DIST (GICD_ISPENDR + irq / 8), 0);
+    add (plan, VGIC_GRP_DIST, DIST (GICD_ISPENDR + irq / 8), 0);
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
-    add (plan, GRP_DIST, DIST (GICD_ISACTIVER + irq / 8), 0);
+    add (plan, VGIC_GRP_DIST, DIST (GICD_ISACTIVER + irq / 8), 0);
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 16)
-    add (plan, GRP_DIST, DIST (GICD_ICFGR + irq / 4), 0);
+    add (plan, VGIC_GRP_DIST, DIST (GICD_ICFGR + irq / 4), 0);
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 4)
-    add (plan, GRP_DIST, DIST (GICD_IPRIORITYR + irq), 0);
+    add (plan, VGIC_GRP_DIST, DIST (GICD_IPRIORITYR + irq), 0);
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq++)
     {
-      add (plan, GRP_DIST, DIST (qemu_irouter_lo (irq)), 0);
-      add (plan, GRP_DIST, DIST (qemu_irouter_lo (irq) + 4), 0);
+      add (plan, VGIC_GRP_DIST, DIST (qemu_irouter_lo (irq)), 0);
+      add (plan, VGIC_GRP_DIST, DIST (qemu_irouter_lo (irq) + 4), 0);
     }
 
   for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
     for (guint i = 0; i < G_N_ELEMENTS (icc_regs); i++)
-      add (plan, GRP_SYSREG, SYSREG (shape, cpu, icc_regs[i]), 0);
+      add (plan, VGIC_GRP_SYSREG, SYSREG (shape, cpu, icc_regs[i]), 0);
   /* (QEMU reads the APRs of each vCPU here: round 2.) */
 
   return plan;
@@ -318,8 +313,8 @@ vgic_plan_save_inputs (const VgicShape *shape, const VgicEntry *reads, gsize n,
   const uint64_t typer = REDIST (shape, 0, GICR_TYPER);
 
   for (gsize i = 0; i < n; i++)
-    if ((reads[i].group == GRP_REDIST && reads[i].attr == typer) ||
-        (reads[i].group == GRP_SYSREG && vgic_attr_low (reads[i].attr) == ICC_CTLR_EL1))
+    if ((reads[i].group == VGIC_GRP_REDIST && reads[i].attr == typer) ||
+        (reads[i].group == VGIC_GRP_SYSREG && vgic_attr_low (reads[i].attr) == ICC_CTLR_EL1))
       vgic_list_append (picked, &reads[i], 1);
   return vgic_values_from_reads (picked->entries, picked->len, error);
 }
@@ -329,7 +324,7 @@ vgic_plan_read_may_repeat (const VgicEntry *e)
 {
   /* The other groups' attrs include a distinct MPIDR per vCPU, and only
    * QEMU's IROUTER words overlap (see the quirk above). */
-  return e->group == GRP_DIST && e->attr < 0x10000;
+  return e->group == VGIC_GRP_DIST && e->attr < 0x10000;
 }
 
 VgicList *
@@ -396,8 +391,8 @@ add_dist_bitmap (VgicList *plan, const VgicShape *shape, const VgicValues *state
   for (uint32_t irq = GIC_INTERNAL; irq < shape->nr_irqs; irq += 32)
     {
       if (clr_base)
-        add (plan, GRP_DIST, DIST (clr_base + irq / 8), CLEAR_ALL);
-      if (!add_from (plan, state, GRP_DIST, DIST (set_base + irq / 8), error))
+        add (plan, VGIC_GRP_DIST, DIST (clr_base + irq / 8), CLEAR_ALL);
+      if (!add_from (plan, state, VGIC_GRP_DIST, DIST (set_base + irq / 8), error))
         return FALSE;
     }
   return TRUE;
@@ -418,7 +413,7 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
   if (!plpis_of (shape, state, &plpis, error))
     return NULL;
 
-  if (!add_from (plan, state, GRP_DIST, DIST (GICD_CTLR), error))
+  if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_CTLR), error))
     return NULL;
 
   /* R1: bases before any GICR_CTLR can enable LPIs. */
@@ -429,36 +424,36 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
     {
       const uint32_t m = shape->mpidrs[cpu];
 
-      if (!add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_CTLR), error) ||
-          !add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_STATUSR), error) ||
-          !add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_WAKER), error) ||
-          !add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_IGROUPR0), error))
+      if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_CTLR), error) ||
+          !add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_STATUSR), error) ||
+          !add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_WAKER), error) ||
+          !add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_IGROUPR0), error))
         return NULL;
-      add (plan, GRP_REDIST, vgic_attr (m, GICR_ICENABLER0), CLEAR_ALL);
-      if (!add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_ISENABLER0), error) ||
+      add (plan, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICENABLER0), CLEAR_ALL);
+      if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISENABLER0), error) ||
           /* R2: configuration before level and pending. */
-          !add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_ICFGR1), error) ||
-          !add_from (plan, state, GRP_LEVEL, vgic_attr_level (m, 0), error))
+          !add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICFGR1), error) ||
+          !add_from (plan, state, VGIC_GRP_LEVEL, vgic_attr_level (m, 0), error))
         return NULL;
-      add (plan, GRP_REDIST, vgic_attr (m, GICR_ICPENDR0), CLEAR_ALL);
-      if (!add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_ISPENDR0), error))
+      add (plan, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICPENDR0), CLEAR_ALL);
+      if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISPENDR0), error))
         return NULL;
-      add (plan, GRP_REDIST, vgic_attr (m, GICR_ICACTIVER0), CLEAR_ALL);
-      if (!add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_ISACTIVER0), error))
+      add (plan, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICACTIVER0), CLEAR_ALL);
+      if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISACTIVER0), error))
         return NULL;
       for (uint32_t i = 0; i < GIC_INTERNAL; i += 4)
-        if (!add_from (plan, state, GRP_REDIST, vgic_attr (m, GICR_IPRIORITYR + i), error))
+        if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_IPRIORITYR + i), error))
           return NULL;
     }
 
-  if (!add_from (plan, state, GRP_DIST, DIST (GICD_STATUSR), error) ||
+  if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_STATUSR), error) ||
       !add_dist_bitmap (plan, shape, state, GICD_ISENABLER, GICD_ICENABLER, error) ||
       !add_dist_bitmap (plan, shape, state, GICD_IGROUPR, 0, error))
     return NULL;
   /* R3: routes before pending and active. */
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq++)
-    if (!add_from (plan, state, GRP_DIST, DIST (qemu_irouter_lo (irq)), error) ||
-        !add_from (plan, state, GRP_DIST, DIST (qemu_irouter_lo (irq) + 4), error))
+    if (!add_from (plan, state, VGIC_GRP_DIST, DIST (qemu_irouter_lo (irq)), error) ||
+        !add_from (plan, state, VGIC_GRP_DIST, DIST (qemu_irouter_lo (irq) + 4), error))
       return NULL;
   /* The routes QEMU's offsets miss, when the state is a record that has
    * them: after QEMU's, so that they win over nothing (no offset is in both
@@ -467,16 +462,16 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
     return NULL;
   /* R2: configuration before level and pending. */
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 16)
-    if (!add_from (plan, state, GRP_DIST, DIST (GICD_ICFGR + irq / 4), error))
+    if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_ICFGR + irq / 4), error))
       return NULL;
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
-    if (!add_from (plan, state, GRP_LEVEL, vgic_attr_level (shape->mpidrs[0], irq), error))
+    if (!add_from (plan, state, VGIC_GRP_LEVEL, vgic_attr_level (shape->mpidrs[0], irq), error))
       return NULL;
   if (!add_dist_bitmap (plan, shape, state, GICD_ISPENDR, GICD_ICPENDR, error) ||
       !add_dist_bitmap (plan, shape, state, GICD_ISACTIVER, GICD_ICACTIVER, error))
     return NULL;
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 4)
-    if (!add_from (plan, state, GRP_DIST, DIST (GICD_IPRIORITYR + irq), error))
+    if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_IPRIORITYR + irq), error))
       return NULL;
 
   for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
@@ -484,7 +479,7 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
       uint64_t ctlr;
 
       for (guint i = 0; i < G_N_ELEMENTS (icc_regs); i++)
-        if (!add_from (plan, state, GRP_SYSREG, SYSREG (shape, cpu, icc_regs[i]), error))
+        if (!add_from (plan, state, VGIC_GRP_SYSREG, SYSREG (shape, cpu, icc_regs[i]), error))
           return NULL;
       /* R4: the APR count follows the CTLR just written, as in QEMU. */
       if (!icc_ctlr_of (shape, cpu, state, &ctlr, error) ||

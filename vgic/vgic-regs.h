@@ -18,6 +18,14 @@
 #include "vgicd/kvm-vgic-batch.h"
 #include "vgicd/vgic-entry.h"	/* which groups carry state, their widths */
 
+/* The four device-attr groups that carry vGIC state, by short names (the
+ * UAPI's are long enough to push every access of the planner, the
+ * validation and the dump onto two lines). */
+#define VGIC_GRP_DIST		KVM_DEV_ARM_VGIC_GRP_DIST_REGS
+#define VGIC_GRP_REDIST		KVM_DEV_ARM_VGIC_GRP_REDIST_REGS
+#define VGIC_GRP_SYSREG		KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS
+#define VGIC_GRP_LEVEL		KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO
+
 /* Distributor */
 #define GICD_CTLR		0x0000
 #define GICD_TYPER		0x0004

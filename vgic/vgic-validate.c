@@ -61,9 +61,6 @@
 #include "vgic-regs.h"
 #include "vgicd/vgic-entry.h"
 
-#define GRP_DIST KVM_DEV_ARM_VGIC_GRP_DIST_REGS
-#define GRP_REDIST KVM_DEV_ARM_VGIC_GRP_REDIST_REGS
-#define GRP_SYSREG KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS
 
 /* ------------------------------------------------------------------ */
 /* The register set                                                   */
@@ -180,7 +177,7 @@ check_kernel_values (const VgicShape *shape, const VgicValues *state, const char
     {
       uint64_t sre;
 
-      if (vgic_values_lookup (state, GRP_SYSREG, vgic_attr (shape->mpidrs[cpu], ICC_SRE_EL1),
+      if (vgic_values_lookup (state, VGIC_GRP_SYSREG, vgic_attr (shape->mpidrs[cpu], ICC_SRE_EL1),
                               &sre) &&
           !(sre & ICC_SRE_EL1_SRE))
         {
@@ -303,16 +300,16 @@ vgic_validate_guards (const VgicShape *shape, const VgicValues *state)
   uint64_t typer = 0;
   gboolean plpis;
 
-  vgic_values_lookup (state, GRP_REDIST, gicr_typer, &typer);
+  vgic_values_lookup (state, VGIC_GRP_REDIST, gicr_typer, &typer);
   plpis = (typer & GICR_TYPER_PLPIS) != 0;
   for (guint i = 0; i < n_qemu; i++)
     {
       const VgicEntry *e = &reads->entries[i];
 
-      if (e->group == GRP_DIST && e->attr == vgic_attr (0, GICD_TYPER))
+      if (e->group == VGIC_GRP_DIST && e->attr == vgic_attr (0, GICD_TYPER))
         /* ITLinesNumber: room for every IRQ */
         guards[i] = (VgicGuard) { 0x1f, shape->nr_irqs / 32 - 1, 0x1f };
-      else if (e->group == GRP_REDIST && e->attr == gicr_typer)
+      else if (e->group == VGIC_GRP_REDIST && e->attr == gicr_typer)
         /* LPIs on both sides or on neither */
         guards[i] = (VgicGuard) { GICR_TYPER_PLPIS, plpis ? GICR_TYPER_PLPIS : 0,
                                   plpis ? GICR_TYPER_PLPIS : 0 };
@@ -324,8 +321,8 @@ vgic_validate_guards (const VgicShape *shape, const VgicValues *state)
       const uint64_t attr = vgic_attr (shape->mpidrs[cpu], ICC_CTLR_EL1);
       uint64_t rec = 0;
 
-      vgic_values_lookup (state, GRP_SYSREG, attr, &rec);
-      vgic_list_add (reads, GRP_SYSREG, attr, 0);
+      vgic_values_lookup (state, VGIC_GRP_SYSREG, attr, &rec);
+      vgic_list_add (reads, VGIC_GRP_SYSREG, attr, 0);
       guards[n_qemu + cpu] = ctlr_guard (rec);
     }
   vgic_list_set_guards (reads, guards, reads->len);
@@ -374,7 +371,7 @@ vgic_validate_destination (const VgicShape *shape, const VgicValues *state,
 
   /* What the source had decides the LPI guard: a state without it is not
    * a save, whatever the destination says. */
-  if (!vgic_values_get (state, GRP_REDIST, vgic_attr (shape->mpidrs[0], GICR_TYPER),
+  if (!vgic_values_get (state, VGIC_GRP_REDIST, vgic_attr (shape->mpidrs[0], GICR_TYPER),
                         &saved_typer, error))
     return FALSE;
   for (guint i = 0; i < guards->n_guards; i++)
@@ -390,15 +387,15 @@ vgic_validate_destination (const VgicShape *shape, const VgicValues *state,
       v = value & g->mask;
       if (g->min <= v && v <= g->max)
         continue;
-      if (e->group == GRP_SYSREG)
+      if (e->group == VGIC_GRP_SYSREG)
         {
           uint64_t rec = 0;
 
-          vgic_values_lookup (state, GRP_SYSREG, e->attr, &rec);
+          vgic_values_lookup (state, VGIC_GRP_SYSREG, e->attr, &rec);
           /* The last nr_vcpus guards are the vCPUs' ICC_CTLR_EL1, in order. */
           ctlr_refused (i - (guards->n_guards - shape->nr_vcpus), rec, value, error);
         }
-      else if (e->group == GRP_DIST)
+      else if (e->group == VGIC_GRP_DIST)
         /* QEMU aborts here. */
         g_set_error (error, VGICD_ERROR, VGICD_ERROR_KERNEL,
                      "the destination vGIC supports %u IRQs but the VM has %u",
@@ -505,12 +502,12 @@ vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
           g_hash_table_add (seen, g_memdup2 (&k, sizeof k));
           vgic_list_append (kept, e, 1);
         }
-      lpis |= e->group == GRP_REDIST && e->attr == propbaser;
+      lpis |= e->group == VGIC_GRP_REDIST && e->attr == propbaser;
     }
   /* QEMU's put writes the LPI bases exactly when the destination has LPIs;
    * the state says so the way a save's would, for the planner and the
    * guards. */
-  typer = (VgicEntry) { .group = GRP_REDIST, .attr = vgic_attr (shape->mpidrs[0], GICR_TYPER),
+  typer = (VgicEntry) { .group = VGIC_GRP_REDIST, .attr = vgic_attr (shape->mpidrs[0], GICR_TYPER),
                         .value = lpis ? GICR_TYPER_PLPIS : 0 };
   vgic_list_append (kept, &typer, 1);
   state = vgic_values_new (kept->entries, kept->len, error);

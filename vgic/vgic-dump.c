@@ -32,12 +32,6 @@
 /* KVM keeps Aff2.Aff1.Aff0 of a route and drops the rest (vgic-mmio-v3.c). */
 #define IROUTER_AFF_MASK 0x00ffffffu
 
-/* GICD_TYPER fields (GICv3 spec 12.9.38). */
-#define GICD_TYPER_ITLINES_MASK	0x1fu
-#define GICD_TYPER_LPIS		(1u << 17)
-#define GICD_TYPER_IDBITS_SHIFT	19
-#define GICD_TYPER_IDBITS_MASK	0x1fu
-
 #define ICC_SRE_EL1_DFB		(1ULL << 1)
 #define ICC_SRE_EL1_DIB		(1ULL << 2)
 

@@ -50,6 +50,11 @@
 #define GICD_CTLR_ARE_NS	(1U << 4)
 #define GICD_CTLR_DS		(1U << 6)
 #define GICD_CTLR_NASSGIREQ	(1U << 8)
+/* GICD_TYPER (GICv3 spec 12.9.38); ITLinesNumber is nr_irqs / 32 - 1. */
+#define GICD_TYPER_ITLINES_MASK	0x1fu
+#define GICD_TYPER_LPIS		(1u << 17)
+#define GICD_TYPER_IDBITS_SHIFT	19
+#define GICD_TYPER_IDBITS_MASK	0x1fu
 
 /* Redistributor, RD frame */
 #define GICR_CTLR		0x0000

@@ -308,7 +308,8 @@ vgic_validate_guards (const VgicShape *shape, const VgicValues *state)
 
       if (e->group == VGIC_GRP_DIST && e->attr == vgic_attr (0, GICD_TYPER))
         /* ITLinesNumber: room for every IRQ */
-        guards[i] = (VgicGuard) { 0x1f, shape->nr_irqs / 32 - 1, 0x1f };
+        guards[i] = (VgicGuard) { GICD_TYPER_ITLINES_MASK, shape->nr_irqs / 32 - 1,
+                                  GICD_TYPER_ITLINES_MASK };
       else if (e->group == VGIC_GRP_REDIST && e->attr == gicr_typer)
         /* LPIs on both sides or on neither */
         guards[i] = (VgicGuard) { GICR_TYPER_PLPIS, plpis ? GICR_TYPER_PLPIS : 0,
@@ -399,7 +400,7 @@ vgic_validate_destination (const VgicShape *shape, const VgicValues *state,
         /* QEMU aborts here. */
         g_set_error (error, VGICD_ERROR, VGICD_ERROR_KERNEL,
                      "the destination vGIC supports %u IRQs but the VM has %u",
-                     (guint) ((value & 0x1f) + 1) * 32, shape->nr_irqs);
+                     (guint) ((value & GICD_TYPER_ITLINES_MASK) + 1) * 32, shape->nr_irqs);
       else
         /* QEMU writes the bases when the destination has LPIs, whatever the
          * source had; vgicd refuses a record that cannot fill them, or one

@@ -7,7 +7,8 @@
  *                         registration with the daemon, ListSessions' view
  *   vgicd-steps.c         the state machine: Save, Load, LoadWindow, Next
  *   vgicd-session-dbus.c  org.vgicd.Session1 on the peer's connection
- *   vgicd-channel.c       the step channel (the same calls, one packet each)
+ *   vgicd-session-channel.c  the step channel: the same calls, one packet
+ *                         each (the packets themselves: vgicd-channel.c)
  *   vgicd-log.c           the journal records of a session
  *
  * Both transports call the state machine through the four vgicd_steps_*()
@@ -136,6 +137,19 @@ VgicdMode vgicd_session_mode (VgicdSession *s);
 /* vgicd_session_dbus_export() - serve Session1 at s->path on s->connection */
 gboolean vgicd_session_dbus_export (VgicdSession *s, GError **error);
 void vgicd_session_dbus_unexport (VgicdSession *s);
+
+/* ------------------------------------------------------------------ */
+/* vgicd-session-channel.c: the step channel                          */
+/* ------------------------------------------------------------------ */
+
+/* vgicd_session_channel_open() - make the step channel the peer asked
+ * for, served on vgicd's main context; its end waits in
+ * s->peer_channel_fd for Attach to pass it on */
+gboolean vgicd_session_channel_open (VgicdSession *s, GError **error);
+
+/* vgicd_session_channel_close() - close vgicd's end, and the peer's if
+ * Attach never took it */
+void vgicd_session_channel_close (VgicdSession *s);
 
 /* ------------------------------------------------------------------ */
 /* vgicd-log.c: the journal                                           */

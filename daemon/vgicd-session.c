@@ -9,7 +9,6 @@
  * What the session does with Save, Load and Next is vgicd-steps.c's.
  */
 #include <string.h>
-#include <unistd.h>
 
 #include "vgicd-session-private.h"
 #include "vgicd-vms.h"
@@ -47,52 +46,6 @@ vgicd_session_refresh_policy (VgicdSession *s)
   s->vm_mode = p.mode;
   s->vm_mode_source = g_strdup (p.source);
   s->vm_record = p.record;
-}
-
-/* The step channel's calls, into the state machine. */
-static GVariant *
-channel_call (gpointer data, VgicdChannelMethod method, GVariant *args)
-{
-  VgicdSession *s = data;
-
-  switch (method)
-    {
-    case VGICD_CHANNEL_SAVE:
-      return vgicd_steps_save (s);
-    case VGICD_CHANNEL_SAVE_FIELDS:
-      return vgicd_steps_save_fields (s);
-    case VGICD_CHANNEL_LOAD_LIST:
-      {
-        guint32 count;
-
-        g_variant_get (args, "(u)", &count);
-        return vgicd_steps_load_list (s, count);
-      }
-    case VGICD_CHANNEL_LOAD_WINDOW:
-      {
-        guint32 size;
-
-        g_variant_get (args, "(u)", &size);
-        return vgicd_steps_load_window (s, size);
-      }
-    case VGICD_CHANNEL_NEXT:
-    default:
-      {
-        g_autoptr (GVariant) report = g_variant_get_child_value (args, 0);
-
-        g_assert (method == VGICD_CHANNEL_NEXT);
-        return vgicd_steps_next (s, report);
-      }
-    }
-}
-
-int
-vgicd_session_take_peer_channel (VgicdSession *s)
-{
-  int fd = s->peer_channel_fd;
-
-  s->peer_channel_fd = -1;
-  return fd;
 }
 
 /* ------------------------------------------------------------------ */
@@ -309,14 +262,10 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
       vgicd_session_free (s);
       return NULL;
     }
-  if (s->peer_channel)
+  if (s->peer_channel && !vgicd_session_channel_open (s, error))
     {
-      s->channel = vgicd_channel_new (channel_call, s, s->name, &s->peer_channel_fd, error);
-      if (!s->channel)
-        {
-          vgicd_session_free (s);
-          return NULL;
-        }
+      vgicd_session_free (s);
+      return NULL;
     }
   s->attached_usec = g_get_real_time ();
   vgicd_session_refresh_policy (s);
@@ -372,9 +321,7 @@ vgicd_session_free (VgicdSession *s)
     }
   vgicd_session_dbus_unexport (s);
   vgicd_steps_reset (s);
-  vgicd_channel_free (s->channel);
-  if (s->peer_channel_fd >= 0)
-    close (s->peer_channel_fd);
+  vgicd_session_channel_close (s);
   g_clear_pointer (&s->last_second, vgic_list_unref);
   g_clear_pointer (&s->first_plan, vgic_list_unref);
   g_clear_pointer (&s->routes_plan, vgic_list_unref);

@@ -16,12 +16,6 @@
 
 static guint next_session_id;
 
-VgicdMode
-vgicd_session_mode (VgicdSession *s)
-{
-  return vgicd_mode_stricter (s->daemon->mode, s->vm_mode);
-}
-
 /* The VM's own restriction: its domain's choice, the host's per-VM policy.
  * A policy that cannot be read is logged and ignored: it must not stop a
  * VM from starting or migrating. */

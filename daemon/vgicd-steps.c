@@ -93,6 +93,12 @@ vgicd_steps_reset (VgicdSession *s)
   s->state = NULL;
 }
 
+VgicdMode
+vgicd_session_mode (VgicdSession *s)
+{
+  return vgicd_mode_stricter (s->daemon->mode, s->vm_mode);
+}
+
 static const char *
 op_name (Op op)
 {

@@ -26,9 +26,6 @@
 #include "vgicd/protocol.h"
 #include "vgicd/vgic-entry.h"
 
-
-G_DEFINE_QUARK (vgicd-client-error-quark, vgicd_client_error)
-
 /* Turn a D-Bus call failure into the caller's terms. */
 static void
 set_call_error (GError **error, GError *call_error, const char *what)

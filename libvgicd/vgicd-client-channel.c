@@ -41,6 +41,29 @@ vgicd_client_channel_lost (VgicdClientChannel *ch)
   return ch->fd < 0;
 }
 
+/* The packet's method of each call (include/vgicd/protocol.h), or 0 for
+ * one the channel does not carry. */
+static VgicdChannelMethod
+packet_method (VgicdCall method)
+{
+  switch (method)
+    {
+    case VGICD_CALL_SAVE: return VGICD_CHANNEL_SAVE;
+    case VGICD_CALL_LOAD_WINDOW: return VGICD_CHANNEL_LOAD_WINDOW;
+    case VGICD_CALL_NEXT: return VGICD_CHANNEL_NEXT;
+    case VGICD_CALL_SAVE_FIELDS: return VGICD_CHANNEL_SAVE_FIELDS;
+    case VGICD_CALL_LOAD_LIST: return VGICD_CHANNEL_LOAD_LIST;
+    case VGICD_CALL_LOAD:
+    default: return 0;
+    }
+}
+
+gboolean
+vgicd_client_channel_carries (VgicdCall method)
+{
+  return packet_method (method) != 0;
+}
+
 /* The channel failed part-way through a call: an answer could still arrive
  * and be taken for the next call's, so it is closed for good. */
 static gboolean
@@ -63,13 +86,14 @@ lose (VgicdClientChannel *ch, GError **error, const char *format, ...)
 }
 
 static gboolean
-send_call (VgicdClientChannel *ch, VgicdChannelMethod method, GVariant *args, GError **error)
+send_call (VgicdClientChannel *ch, VgicdCall method, GVariant *args, GError **error)
 {
   g_autoptr (GVariant) sunk = g_variant_ref_sink (args ? args : g_variant_new ("()"));
-  VgicdChannelHeader h = { .method = method };
+  VgicdChannelHeader h = { .method = packet_method (method) };
   gsize size = g_variant_get_size (sunk);
   g_autofree guint8 *buf = NULL;
 
+  g_return_val_if_fail (h.method != 0, FALSE);
   if (ch->fd < 0)
     return lose (ch, error, "went away (the step channel was lost)");
   if (sizeof h + size > VGICD_CHANNEL_MAX)
@@ -171,7 +195,7 @@ vgicd_client_channel_settle (VgicdClientChannel *ch, gint64 *budget_us, GError *
 /* Send a call, once an answer still due has been taken (@args is
  * consumed either way). */
 static gboolean
-settle_and_send (VgicdClientChannel *ch, VgicdChannelMethod method, GVariant *args,
+settle_and_send (VgicdClientChannel *ch, VgicdCall method, GVariant *args,
                  gint64 *budget_us, GError **error)
 {
   if (!vgicd_client_channel_settle (ch, budget_us, error))
@@ -184,8 +208,8 @@ settle_and_send (VgicdClientChannel *ch, VgicdChannelMethod method, GVariant *ar
 }
 
 GVariant *
-vgicd_client_channel_call (VgicdClientChannel *ch, VgicdChannelMethod method,
-                           GVariant *args, gint64 *budget_us, GError **error)
+vgicd_client_channel_call (VgicdClientChannel *ch, VgicdCall method, GVariant *args,
+                           gint64 *budget_us, GError **error)
 {
   if (!settle_and_send (ch, method, args, budget_us, error))
     return NULL;
@@ -193,7 +217,7 @@ vgicd_client_channel_call (VgicdClientChannel *ch, VgicdChannelMethod method,
 }
 
 gboolean
-vgicd_client_channel_call_deferred (VgicdClientChannel *ch, VgicdChannelMethod method,
+vgicd_client_channel_call_deferred (VgicdClientChannel *ch, VgicdCall method,
                                     GVariant *args, gint64 *budget_us, GError **error)
 {
   if (!settle_and_send (ch, method, args, budget_us, error))

@@ -21,6 +21,7 @@
 
 #include <glib.h>
 
+#include "vgicd-client-call.h"
 #include "vgicd/protocol.h"
 
 typedef struct _VgicdClientChannel VgicdClientChannel;
@@ -34,15 +35,19 @@ void vgicd_client_channel_free (VgicdClientChannel *ch);
 /* vgicd_client_channel_lost() - did a call fail part-way? */
 gboolean vgicd_client_channel_lost (VgicdClientChannel *ch);
 
+/* vgicd_client_channel_carries() - has @method a packet?  All but Load do:
+ * a record does not fit one, so it goes by the window (LoadWindow). */
+gboolean vgicd_client_channel_carries (VgicdCall method);
+
 /**
- * vgicd_client_channel_call() - call @method with @args (floating, or NULL
- * for "()") and wait for its step
+ * vgicd_client_channel_call() - call @method (one the channel carries) with
+ * @args (floating, or NULL for "()") and wait for its step
  * @error: VGICD_CLIENT_ERROR_UNREACHABLE when the channel is lost,
  *	VGICD_CLIENT_ERROR_INVALID for arguments too large for a packet
  * Return: the step (a{sv}), or NULL with @error set.
  */
-GVariant *vgicd_client_channel_call (VgicdClientChannel *ch, VgicdChannelMethod method,
-                                     GVariant *args, gint64 *budget_us, GError **error);
+GVariant *vgicd_client_channel_call (VgicdClientChannel *ch, VgicdCall method, GVariant *args,
+                                     gint64 *budget_us, GError **error);
 
 /**
  * vgicd_client_channel_call_deferred() - send a call whose answer the
@@ -50,7 +55,7 @@ GVariant *vgicd_client_channel_call (VgicdClientChannel *ch, VgicdChannelMethod 
  * succeeded: it can only be done); the answer is taken before the next
  * call, or at free (which waits at most the channel's timeout)
  */
-gboolean vgicd_client_channel_call_deferred (VgicdClientChannel *ch, VgicdChannelMethod method,
+gboolean vgicd_client_channel_call_deferred (VgicdClientChannel *ch, VgicdCall method,
                                              GVariant *args, gint64 *budget_us,
                                              GError **error);
 

@@ -15,6 +15,7 @@
 
 #include "libvgicd.h"
 #include "vgic-exec.h"
+#include "vgicd-client-call.h"
 #include "vgicd-client-channel.h"
 
 struct _VgicdClient {
@@ -44,16 +45,6 @@ struct _VgicdClient {
   VgicdClientStats stats;
 };
 
-
-/**
- * vgicd_client_call() - one Session1 call (Save, Load, LoadWindow, Next),
- * through the step channel when there is one, else by D-Bus; its wait for
- * vgicd comes out of c->wait_budget_us, which save and load set
- * @args: floating, or NULL
- * Return: the step, or NULL with @error set.
- */
-GVariant *vgicd_client_call (VgicdClient *c, const char *method, GVariant *args,
-                             GError **error);
 
 /* What an operation's "done" carries. */
 typedef enum {

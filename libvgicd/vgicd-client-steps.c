@@ -195,7 +195,7 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
     last = FALSE;
   if (last && c->channel)
     {
-      if (!vgicd_client_channel_call_deferred (c->channel, VGICD_CHANNEL_NEXT,
+      if (!vgicd_client_channel_call_deferred (c->channel, VGICD_CALL_NEXT,
                                                g_variant_new ("(@a{sv})",
                                                               g_variant_builder_end (&b)),
                                                &c->wait_budget_us, &local))
@@ -203,7 +203,7 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
       return step_done ();
     }
   {
-    GVariant *next = vgicd_client_call (c, "Next",
+    GVariant *next = vgicd_client_call (c, VGICD_CALL_NEXT,
                                         g_variant_new ("(@a{sv})", g_variant_builder_end (&b)),
                                         &local);
 

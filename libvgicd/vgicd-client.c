@@ -306,40 +306,27 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
   return TRUE;
 }
 
-GVariant *
-vgicd_client_call (VgicdClient *c, const char *method, GVariant *args, GError **error)
+/* Session1's method names, by VgicdCall. */
+static const char *const dbus_method[] = {
+  [VGICD_CALL_SAVE] = "Save",
+  [VGICD_CALL_LOAD] = "Load",
+  [VGICD_CALL_LOAD_WINDOW] = "LoadWindow",
+  [VGICD_CALL_SAVE_FIELDS] = "SaveFields",
+  [VGICD_CALL_LOAD_LIST] = "LoadList",
+  [VGICD_CALL_NEXT] = "Next",
+};
+G_STATIC_ASSERT (G_N_ELEMENTS (dbus_method) == VGICD_CALL_NEXT + 1);
+
+/* One Session1 call by D-Bus, bounded by what is left of the wait budget
+ * (@args is consumed either way). */
+static GVariant *
+dbus_call (VgicdClient *c, VgicdCall method, GVariant *args, GError **error)
 {
   g_autoptr (GError) local = NULL;
   GVariant *reply, *step;
   gint64 start;
 
-  if (c->channel && vgicd_client_channel_lost (c->channel))
-    {
-      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
-                   "vgicd: the session was lost when an earlier call failed; attach again");
-      if (args)
-        g_variant_unref (g_variant_ref_sink (args));
-      return NULL;
-    }
-  if (c->channel)
-    {
-      VgicdChannelMethod m = strcmp (method, "Save") == 0 ? VGICD_CHANNEL_SAVE
-                             : strcmp (method, "LoadWindow") == 0 ? VGICD_CHANNEL_LOAD_WINDOW
-                             : strcmp (method, "Next") == 0 ? VGICD_CHANNEL_NEXT
-                             : strcmp (method, "SaveFields") == 0 ? VGICD_CHANNEL_SAVE_FIELDS
-                             : strcmp (method, "LoadList") == 0 ? VGICD_CHANNEL_LOAD_LIST
-                             : 0;
-      if (m)
-        return vgicd_client_channel_call (c->channel, m, args, &c->wait_budget_us, error);
-      /* A D-Bus call (Load): the answer still due on the channel first. */
-      if (!vgicd_client_channel_settle (c->channel, &c->wait_budget_us, error))
-        {
-          if (args)
-            g_variant_unref (g_variant_ref_sink (args));
-          return NULL;
-        }
-    }
-  /* Over D-Bus (no step channel), the same budget bounds the call. */
+  g_return_val_if_fail ((guint) method < G_N_ELEMENTS (dbus_method), NULL);
   if (c->wait_budget_us <= 0)
     {
       g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
@@ -351,7 +338,7 @@ vgicd_client_call (VgicdClient *c, const char *method, GVariant *args, GError **
     }
   start = g_get_monotonic_time ();
   reply = g_dbus_connection_call_sync (c->connection, NULL, c->session_path,
-                                       VGICD_SESSION_IFACE, method, args,
+                                       VGICD_SESSION_IFACE, dbus_method[method], args,
                                        G_VARIANT_TYPE ("(a{sv})"),
                                        G_DBUS_CALL_FLAGS_NONE,
                                        (int) MAX (1, (c->wait_budget_us + 999) / 1000),
@@ -374,6 +361,33 @@ vgicd_client_call (VgicdClient *c, const char *method, GVariant *args, GError **
   return step;
 }
 
+GVariant *
+vgicd_client_call (VgicdClient *c, VgicdCall method, GVariant *args, GError **error)
+{
+  if (c->channel && vgicd_client_channel_lost (c->channel))
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
+                   "vgicd: the session was lost when an earlier call failed; attach again");
+      if (args)
+        g_variant_unref (g_variant_ref_sink (args));
+      return NULL;
+    }
+  if (c->channel)
+    {
+      if (vgicd_client_channel_carries (method))
+        return vgicd_client_channel_call (c->channel, method, args, &c->wait_budget_us, error);
+      /* A D-Bus call (Load): the answer still due on the channel first. */
+      if (!vgicd_client_channel_settle (c->channel, &c->wait_budget_us, error))
+        {
+          if (args)
+            g_variant_unref (g_variant_ref_sink (args));
+          return NULL;
+        }
+    }
+  /* Over D-Bus (no step channel, or Load), the same budget bounds the call. */
+  return dbus_call (c, method, args, error);
+}
+
 static gboolean
 check_attached (VgicdClient *c, GError **error)
 {
@@ -393,7 +407,7 @@ vgicd_client_save (VgicdClient *c, GBytes **record, GError **error)
     return FALSE;
   memset (&c->stats, 0, sizeof (c->stats));
   c->wait_budget_us = (gint64) c->timeout_ms * 1000;
-  step = vgicd_client_call (c, "Save", NULL, error);
+  step = vgicd_client_call (c, VGICD_CALL_SAVE, NULL, error);
   return step && vgicd_client_run (c, step, VGICD_RUN_SAVE, record, error);
 }
 
@@ -410,10 +424,10 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
     {
       /* The record through the window: one copy instead of a message's. */
       memcpy (c->window, data, len);
-      step = vgicd_client_call (c, "LoadWindow", g_variant_new ("(u)", (guint32) len), error);
+      step = vgicd_client_call (c, VGICD_CALL_LOAD_WINDOW, g_variant_new ("(u)", (guint32) len), error);
     }
   else
-    step = vgicd_client_call (c, "Load",
+    step = vgicd_client_call (c, VGICD_CALL_LOAD,
                          g_variant_new ("(@ay)", g_variant_new_fixed_array (G_VARIANT_TYPE_BYTE,
                                                                             data, len, 1)),
                          error);
@@ -535,7 +549,7 @@ vgicd_client_save_fields (VgicdClient *c, VgicdRegs **regs, GError **error)
   memset (&c->stats, 0, sizeof (c->stats));
   c->wait_budget_us = (gint64) c->timeout_ms * 1000;
   c->collect = reads = g_array_new (FALSE, FALSE, sizeof (struct kvm_vgic_batch_entry));
-  step = vgicd_client_call (c, "SaveFields", NULL, error);
+  step = vgicd_client_call (c, VGICD_CALL_SAVE_FIELDS, NULL, error);
   ok = step && vgicd_client_run (c, step, VGICD_RUN_SAVE_FIELDS, NULL, error);
   c->collect = NULL;
   if (ok)
@@ -566,7 +580,7 @@ vgicd_client_load_list (VgicdClient *c, const VgicdAccess *writes, size_t n, GEr
     c->window[i] = (struct kvm_vgic_batch_entry) { .group = writes[i].group,
                                                    .attr = writes[i].attr,
                                                    .value = writes[i].value };
-  step = vgicd_client_call (c, "LoadList", g_variant_new ("(u)", (guint32) n), error);
+  step = vgicd_client_call (c, VGICD_CALL_LOAD_LIST, g_variant_new ("(u)", (guint32) n), error);
   return step && vgicd_client_run (c, step, VGICD_RUN_LOAD, NULL, error);
 }
 

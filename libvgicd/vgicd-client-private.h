@@ -2,12 +2,17 @@
 /*
  * vgicd-client-private.h - what the parts of libvgicd share:
  *
- *   vgicd-client.c          the API: connect, attach, save, load; the calls
- *                           to vgicd, by D-Bus or through the step channel
+ *   vgicd-client.c          the API: connect, attach, save, load
  *   vgicd-client-steps.c    following vgicd's steps: copy, check, execute,
  *                           report
- *   vgicd-client-channel.c  the step channel's packets
+ *   vgicd-client-call.c     which transport carries a call to vgicd
+ *   vgicd-client-dbus.c     a call by D-Bus
+ *   vgicd-client-channel.c  a call through the step channel: its packets
+ *   vgicd-client-error.c    the error domain
  *   vgic-exec.c             the kernel calls
+ *
+ * Each calls only those below it in this list (the step loop and the API
+ * make their calls through vgicd_client_call()).
  */
 #pragma once
 
@@ -45,6 +50,27 @@ struct _VgicdClient {
   VgicdClientStats stats;
 };
 
+
+/* ------------------------------------------------------------------ */
+/* vgicd-client-dbus.c: Session1 by D-Bus                             */
+/* ------------------------------------------------------------------ */
+
+/**
+ * vgicd_client_dbus_call() - one Session1 call by D-Bus, bounded by what is
+ * left of c->wait_budget_us (and taking off what it waited)
+ * @args: floating, or NULL; consumed either way
+ * Return: the step, or NULL with @error set.
+ */
+GVariant *vgicd_client_dbus_call (VgicdClient *c, VgicdCall method, GVariant *args,
+                                  GError **error);
+
+/* vgicd_client_dbus_error() - @call_error, a failed D-Bus call to vgicd,
+ * in the caller's terms: DENIED, INVALID or UNREACHABLE, "vgicd @what: ..." */
+void vgicd_client_dbus_error (GError **error, GError *call_error, const char *what);
+
+/* ------------------------------------------------------------------ */
+/* vgicd-client-steps.c: following vgicd's steps                      */
+/* ------------------------------------------------------------------ */
 
 /* What an operation's "done" carries. */
 typedef enum {

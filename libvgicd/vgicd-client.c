@@ -2,14 +2,12 @@
 /*
  * vgicd-client.c - libvgicd's API: connect to vgicd, attach a VM (its
  * shape out, the shared window and maybe a step channel back), save and
- * load; and how a call reaches vgicd.  Following vgicd's steps is
- * vgicd-client-steps.c's.
+ * load, by QEMU's fields or by a record.  Following vgicd's steps is
+ * vgicd-client-steps.c's; which transport carries a call,
+ * vgicd-client-call.c's.
  *
- * Each D-Bus call to vgicd is a round trip through both processes' D-Bus
- * threads, which under emulation costs more than the kernel's work.  So
- * Save, LoadWindow and Next go through the step channel when vgicd gives
- * one (include/vgicd/protocol.h): one packet each way, on this thread.  And
- * the record, the largest thing either side sends, goes through the window.
+ * The record, the largest thing either side sends, goes through the
+ * window when vgicd takes it from there (LoadWindow), not in a message.
  */
 #define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
 #include <errno.h>
@@ -25,22 +23,6 @@
 #include "vgicd-client-private.h"
 #include "vgicd/protocol.h"
 #include "vgicd/vgic-entry.h"
-
-/* Turn a D-Bus call failure into the caller's terms. */
-static void
-set_call_error (GError **error, GError *call_error, const char *what)
-{
-  g_autofree char *remote = g_dbus_error_get_remote_error (call_error);
-  int code = VGICD_CLIENT_ERROR_UNREACHABLE;
-
-  if (remote && (strcmp (remote, "org.freedesktop.DBus.Error.AccessDenied") == 0 ||
-                 strcmp (remote, VGICD_DBUS_ERROR_LIMIT) == 0))
-    code = VGICD_CLIENT_ERROR_DENIED;
-  else if (remote && strcmp (remote, "org.freedesktop.DBus.Error.InvalidArgs") == 0)
-    code = VGICD_CLIENT_ERROR_INVALID;
-  g_dbus_error_strip_remote_error (call_error);
-  g_set_error (error, VGICD_CLIENT_ERROR, code, "vgicd %s: %s", what, call_error->message);
-}
 
 typedef struct {
   GMainLoop *loop;
@@ -248,7 +230,7 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
     &fds, NULL, &local);
   if (!reply)
     {
-      set_call_error (error, local, "refused to attach");
+      vgicd_client_dbus_error (error, local, "refused to attach");
       return FALSE;
     }
   g_variant_get (reply, "(&oh@a{sv})", &path, &handle, &info);
@@ -304,88 +286,6 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
   c->session_path = g_strdup (path);
   c->mode = g_strdup (mode ? mode : "");
   return TRUE;
-}
-
-/* Session1's method names, by VgicdCall. */
-static const char *const dbus_method[] = {
-  [VGICD_CALL_SAVE] = "Save",
-  [VGICD_CALL_LOAD] = "Load",
-  [VGICD_CALL_LOAD_WINDOW] = "LoadWindow",
-  [VGICD_CALL_SAVE_FIELDS] = "SaveFields",
-  [VGICD_CALL_LOAD_LIST] = "LoadList",
-  [VGICD_CALL_NEXT] = "Next",
-};
-G_STATIC_ASSERT (G_N_ELEMENTS (dbus_method) == VGICD_CALL_NEXT + 1);
-
-/* One Session1 call by D-Bus, bounded by what is left of the wait budget
- * (@args is consumed either way). */
-static GVariant *
-dbus_call (VgicdClient *c, VgicdCall method, GVariant *args, GError **error)
-{
-  g_autoptr (GError) local = NULL;
-  GVariant *reply, *step;
-  gint64 start;
-
-  g_return_val_if_fail ((guint) method < G_N_ELEMENTS (dbus_method), NULL);
-  if (c->wait_budget_us <= 0)
-    {
-      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
-                   "vgicd did not answer within %d ms (the bound on a whole save or load)",
-                   c->timeout_ms);
-      if (args)
-        g_variant_unref (g_variant_ref_sink (args));
-      return NULL;
-    }
-  start = g_get_monotonic_time ();
-  reply = g_dbus_connection_call_sync (c->connection, NULL, c->session_path,
-                                       VGICD_SESSION_IFACE, dbus_method[method], args,
-                                       G_VARIANT_TYPE ("(a{sv})"),
-                                       G_DBUS_CALL_FLAGS_NONE,
-                                       (int) MAX (1, (c->wait_budget_us + 999) / 1000),
-                                       NULL, &local);
-  c->wait_budget_us = MAX (0, c->wait_budget_us - (g_get_monotonic_time () - start));
-  if (!reply && g_error_matches (local, G_IO_ERROR, G_IO_ERROR_TIMED_OUT))
-    {
-      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
-                   "vgicd did not answer within %d ms (the bound on a whole save or load)",
-                   c->timeout_ms);
-      return NULL;
-    }
-  if (!reply)
-    {
-      set_call_error (error, local, "did not answer");
-      return NULL;
-    }
-  g_variant_get (reply, "(@a{sv})", &step);
-  g_variant_unref (reply);
-  return step;
-}
-
-GVariant *
-vgicd_client_call (VgicdClient *c, VgicdCall method, GVariant *args, GError **error)
-{
-  if (c->channel && vgicd_client_channel_lost (c->channel))
-    {
-      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE,
-                   "vgicd: the session was lost when an earlier call failed; attach again");
-      if (args)
-        g_variant_unref (g_variant_ref_sink (args));
-      return NULL;
-    }
-  if (c->channel)
-    {
-      if (vgicd_client_channel_carries (method))
-        return vgicd_client_channel_call (c->channel, method, args, &c->wait_budget_us, error);
-      /* A D-Bus call (Load): the answer still due on the channel first. */
-      if (!vgicd_client_channel_settle (c->channel, &c->wait_budget_us, error))
-        {
-          if (args)
-            g_variant_unref (g_variant_ref_sink (args));
-          return NULL;
-        }
-    }
-  /* Over D-Bus (no step channel, or Load), the same budget bounds the call. */
-  return dbus_call (c, method, args, error);
 }
 
 static gboolean

@@ -27,7 +27,7 @@ typedef struct {
   const char *outcome;		/* VGICD_OUTCOME_* */
   guint64 duration_ns;		/* the call to done, as vgicd saw it */
   guint64 kernel_ns;		/* the executor's kernel calls */
-  guint64 busy_ns;		/* vgicd's own planning and checking */
+  guint64 busy_ns;		/* vgicd's own time on it: planning, checking, the record */
   guint ioctls;
   guint calls;		/* the peer's calls vgicd answered: round trips */
   guint registers;		/* registers read (save) or written (load) */

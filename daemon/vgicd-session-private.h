@@ -94,8 +94,9 @@ struct _VgicdSession {
   guint op_calls;	/* the peer's calls vgicd answered for the operation */
   guint64 op_ns;
   gboolean op_fallback;
-  gint64 op_busy;	/* µs vgicd spent on the operation, handlers before this one */
-  gint64 handler_start;	/* when the handler running now started */
+  gint64 op_busy;	/* µs vgicd spent on the operation, up to busy_stop() */
+  gint64 handler_start;	/* when the handler running now started; 0: its time
+                           is in op_busy, or no handler runs */
 
   OpStats save, load;
 };

@@ -62,11 +62,24 @@
 /* Answers                                                            */
 /* ------------------------------------------------------------------ */
 
-/* Milliseconds vgicd has spent on the operation so far. */
-static double
-busy_ms (VgicdSession *s)
+/*
+ * Stop the clock of vgicd's own time on the operation, s->op_busy (µs):
+ * the handler running now (handler_begin()) counts up to here, what it
+ * does after (the log, the history) does not.  The outcome reads it after
+ * this (op_outcome()), and so does a successful operation's message first:
+ * the "ms in vgicd" of the log line, VGICD_BUSY_NS and the history's
+ * vgicd-ns are one figure, the last handler (a save's record encoding, a
+ * load's writes judged) included.  Called again, it changes nothing.
+ */
+static gint64
+busy_stop (VgicdSession *s)
 {
-  return (s->op_busy + g_get_monotonic_time () - s->handler_start) / 1e3;
+  if (s->handler_start)
+    {
+      s->op_busy += g_get_monotonic_time () - s->handler_start;
+      s->handler_start = 0;
+    }
+  return s->op_busy;
 }
 
 static GVariant *
@@ -149,7 +162,7 @@ op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
     .outcome = outcome,
     .duration_ns = s->op_start ? (guint64) (g_get_monotonic_time () - s->op_start) * 1000 : 0,
     .kernel_ns = s->op_ns,
-    .busy_ns = (guint64) MAX (s->op_busy, 0) * 1000,
+    .busy_ns = (guint64) MAX (busy_stop (s), 0) * 1000,
     .ioctls = s->op_ioctls,
     .calls = s->op_calls,
     .registers = registers,
@@ -325,7 +338,7 @@ save_fields_done (VgicdSession *s)
   msg = g_strdup_printf ("saved %u registers in %u ioctls (%s), %.3f ms in the kernel, "
                          "%.3f ms in vgicd, into QEMU's own fields (no record)",
                          s->reads->len, s->op_ioctls, s->step_via, s->op_ns / 1e6,
-                         busy_ms (s));
+                         busy_stop (s) / 1e3);
   op_outcome (s, G_LOG_LEVEL_MESSAGE, "save", VGICD_OUTCOME_OK, s->reads->len, 0, msg);
   {
     guint32 n = s->reads->len;
@@ -373,7 +386,7 @@ save_done (VgicdSession *s)
   msg = g_strdup_printf ("saved %u registers in %u ioctls (%s), %.3f ms in the kernel, "
                          "%.3f ms in vgicd, record %" G_GSIZE_FORMAT " bytes",
                          s->reads->len, s->op_ioctls, s->step_via, s->op_ns / 1e6,
-                         busy_ms (s), size);
+                         busy_stop (s) / 1e3, size);
   op_outcome (s, G_LOG_LEVEL_MESSAGE, "save", VGICD_OUTCOME_OK, s->reads->len, size, msg);
   op_end (s);
   return step_simple (VGICD_ACTION_DONE, key, value);
@@ -527,7 +540,7 @@ load_done (VgicdSession *s)
   s->daemon->totals.bytes_loaded += s->record_len;
   msg = g_strdup_printf ("restored %u writes in %u ioctls (%s), %.3f ms in the kernel, "
                          "%.3f ms in vgicd%s", s->step->len - s->step->n_guards, s->op_ioctls,
-                         s->step_via, s->op_ns / 1e6, busy_ms (s),
+                         s->step_via, s->op_ns / 1e6, busy_stop (s) / 1e3,
                          s->op_fields ? ", from QEMU's own fields (no record)" : "");
   op_outcome (s, G_LOG_LEVEL_MESSAGE, "load", VGICD_OUTCOME_OK,
               s->step->len - s->step->n_guards, s->record_len, msg);
@@ -790,7 +803,7 @@ next_step (VgicdSession *s, GVariant *report)
 /* Entry points                                                       */
 /* ------------------------------------------------------------------ */
 
-/* Each call is timed, for the "ms in vgicd" of the operation's log line. */
+/* Each call is timed, for vgicd's own time on the operation (busy_stop()). */
 static void
 handler_begin (VgicdSession *s)
 {
@@ -800,7 +813,7 @@ handler_begin (VgicdSession *s)
 static GVariant *
 handler_end (VgicdSession *s, GVariant *step)
 {
-  s->op_busy += g_get_monotonic_time () - s->handler_start;
+  busy_stop (s);
   return step;
 }
 

@@ -7,9 +7,10 @@
  * thread, which writes it; vgicd's worker reads it and hands it to vgicd's
  * main thread; the reply goes back the same way.  Under emulation that is
  * several milliseconds per call, more than the kernel spends on a whole
- * batch.  A peer that asks for it gets a SOCK_SEQPACKET socket for Save,
- * LoadWindow and Next: one packet each way, read and answered on vgicd's
- * main thread.  The packets carry the same GVariants as the D-Bus methods.
+ * batch.  A peer that asks for it gets a SOCK_SEQPACKET socket for every
+ * call but Load (a record does not fit a packet: it goes by the window,
+ * LoadWindow): one packet each way, read and answered on vgicd's main
+ * thread.  The packets carry the same GVariants as the D-Bus methods.
  *
  * A packet the channel cannot take (a size no method has, an unknown
  * method) closes the channel with a log line; the peer then sees its call

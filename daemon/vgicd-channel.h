@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * vgicd-channel.h - vgicd's end of a step channel: a SOCK_SEQPACKET pair
- * that carries a session's Save, LoadWindow and Next without D-Bus
- * (include/vgicd/protocol.h).  It knows packets, not sessions: each call is
- * handed to a function, and what it returns is sent back.
+ * that carries a session's Save, SaveFields, LoadWindow, LoadList and Next
+ * without D-Bus (include/vgicd/protocol.h).  It knows packets, not
+ * sessions: each call is handed to a function (vgicd-session-channel.c's),
+ * and what it returns is sent back.
  */
 #pragma once
 

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * vgicd-daemon.h - the state vgicd shares between its parts: the mode, what
- * is known of the kernel, the attached sessions and the host totals.  The
- * sessions (vgicd-session.c) update it; the operator API (vgicd-manager.c)
- * reads it; vgicd-main.c owns it.
+ * is known of the kernel, the attached sessions, the host totals and the
+ * history.  The sessions (vgicd-session.c, and their operations in
+ * vgicd-steps.c) and the socket's door (vgicd-server.c: peers refused or
+ * closed) update it; the operator API (vgicd-manager.c) and the metrics
+ * textfile (vgicd-metrics.c) read it, told by its changed hook; vgicd-main.c
+ * owns it.
  */
 #pragma once
 

@@ -5,14 +5,16 @@
  *
  *   vgicd-session.c       life cycle: Attach's arguments, the window, the
  *                         registration with the daemon, ListSessions' view
- *   vgicd-steps.c         the state machine: Save, Load, LoadWindow, Next
+ *   vgicd-steps.c         the state machine: Save, SaveFields, Load,
+ *                         LoadWindow, LoadList, Next
  *   vgicd-session-dbus.c  org.vgicd.Session1 on the peer's connection
  *   vgicd-session-channel.c  the step channel: the same calls, one packet
  *                         each (the packets themselves: vgicd-channel.c)
  *   vgicd-log.c           the journal records of a session
  *
- * Both transports call the state machine through the four vgicd_steps_*()
- * entry points below; it never sees a D-Bus message or a packet.
+ * Both transports call the state machine through the six vgicd_steps_*()
+ * entry points below, one per Session1 method; it never sees a D-Bus
+ * message or a packet.
  */
 #pragma once
 

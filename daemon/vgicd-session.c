@@ -6,7 +6,8 @@
  * registers with the daemon, serves Session1 on the peer's connection and,
  * when asked, a step channel; it goes when the connection does.
  *
- * What the session does with Save, Load and Next is vgicd-steps.c's.
+ * What the session does with Session1's six methods is vgicd-steps.c's;
+ * how they reach it, vgicd-session-dbus.c's and vgicd-session-channel.c's.
  */
 #include <string.h>
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * vgicd-steps.c - the session's state machine: what Save, Load, LoadWindow
- * and Next do, whichever transport they came by (D-Bus or the step channel).
+ * vgicd-steps.c - the session's state machine: what Save, SaveFields,
+ * Load, LoadWindow, LoadList and Next do, whichever transport they came by
+ * (D-Bus or the step channel); and the mode an operation runs in.
  *
  * Theory of operation
  *

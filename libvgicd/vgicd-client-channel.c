@@ -5,9 +5,9 @@
  *
  * Why it exists: each D-Bus call to vgicd is a round trip through both
  * processes' D-Bus threads, which under emulation costs more than the
- * kernel's work on a whole batch.  The channel carries Save, LoadWindow and
- * Next with the same GVariants, one SOCK_SEQPACKET packet each way, on the
- * calling thread.
+ * kernel's work on a whole batch.  The channel carries every Session1 call
+ * but Load with the same GVariants, one SOCK_SEQPACKET packet each way, on
+ * the calling thread.
  */
 #define _GNU_SOURCE /* ppoll */
 #include <errno.h>

@@ -4,7 +4,8 @@
  *
  * Theory of operation
  *
- * vgicd answers Save, Load and Next with steps.  A "read" or "write" step
+ * vgicd answers every Session1 call (Save, SaveFields, Load, LoadWindow,
+ * LoadList, Next) with a step.  A "read" or "write" step
  * names a count of entries in the shared window.  The window is shared
  * memory that vgicd can change at any time, so the loop copies the entries
  * into private memory first, checks the copy (groups, widths, count), runs

@@ -10,13 +10,14 @@
  *
  * libvgicd calls Helper1.Attach once, with the VM's shape (VGICD_VM_*), and
  * gets a session object, the shared window and an info dictionary
- * (VGICD_INFO_*).  Each Session1 method (Save, Load, LoadWindow, Next)
- * answers with a step (VGICD_STEP_*): run this many window entries
- * (VGICD_ACTION_READ/WRITE), or stop (DONE, DECLINED, FAIL).  After running
- * a step, libvgicd calls Next with a report (VGICD_REPORT_*).  A peer that
- * asks for it (VGICD_FEATURE_CHANNEL) makes Save, LoadWindow and Next
- * through the step channel instead of D-Bus: one packet each way, carrying
- * the same GVariants.
+ * (VGICD_INFO_*).  Each Session1 method (Save, SaveFields, Load,
+ * LoadWindow, LoadList, Next) answers with a step (VGICD_STEP_*): run this
+ * many window entries (VGICD_ACTION_READ/WRITE), or stop (DONE, DECLINED,
+ * FAIL).  After running a step, libvgicd calls Next with a report
+ * (VGICD_REPORT_*).  A peer that asks for it (VGICD_FEATURE_CHANNEL) makes
+ * every call but Load (a record does not fit a packet) through the step
+ * channel instead of D-Bus: one packet each way, carrying the same
+ * GVariants.
  *
  * Both ends treat a key they do not know as absent, and a feature they do
  * not know as not offered: that is how the protocol grows.  A change that

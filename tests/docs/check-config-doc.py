@@ -109,9 +109,9 @@ def check_ops(text, keys, message, fail):
     lines = text.splitlines()
     if OPS_HEADER not in lines:
         fail(OPS, None, f"has no table '{OPS_HEADER}'")
-        return
+    start = lines.index(OPS_HEADER) + 2 if OPS_HEADER in lines else len(lines)
     rows = {}
-    for line in lines[lines.index(OPS_HEADER) + 2:]:
+    for line in lines[start:]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in line.strip("|").split("|")]

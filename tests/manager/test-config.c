@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-config.c - vgicd's configuration file (load, defaults, errors a
- * person can act on, saving the mode without losing the rest), the mode
- * names and the start-up probe's answers where no vGIC can exist.
+ * person can act on, the key table's ranges, saving the mode without
+ * losing the rest), the mode names and the start-up probe's answers where
+ * no vGIC can exist.
  */
 #include <sys/stat.h>
 

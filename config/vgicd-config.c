@@ -29,6 +29,10 @@ static const char *const mode_names[] = {
 };
 
 #define FIELD(f) G_STRUCT_OFFSET (VgicdConfig, f)
+#define KEY(name, type, default_value, field, help) \
+  { name, GROUP, VGICD_CONFIG_##type, default_value, 0, 0, NULL, FIELD (field), help }
+#define NUMBER(name, default_value, min, max, unit, field, help) \
+  { name, GROUP, VGICD_CONFIG_UINT, default_value, min, max, unit, FIELD (field), help }
 
 /*
  * The keys of [vgicd], one row each: the parser reads them, the defaults
@@ -37,53 +41,53 @@ static const char *const mode_names[] = {
  * them.  A default is written as in the file, and parsed as the file is.
  */
 static const VgicdConfigKey config_keys[] = {
-  { "Mode", GROUP, VGICD_CONFIG_MODE, "auto", 0, 0, NULL, FIELD (mode),
-    "how this host's side of a migration runs: auto, single or off" },
-  { "Socket", GROUP, VGICD_CONFIG_PATH, VGICD_DEFAULT_SOCKET, 0, 0, NULL, FIELD (socket_path),
-    "where vgicd listens when it is not socket-activated" },
+  KEY ("Mode", MODE, "auto", mode,
+       "how this host's side of a migration runs: auto, single or off"),
+  KEY ("Socket", PATH, VGICD_DEFAULT_SOCKET, socket_path,
+       "where vgicd listens when it is not socket-activated"),
   /* Debian's libvirt runs QEMU as libvirt-qemu, primary group kvm. */
-  { "SocketGroup", GROUP, VGICD_CONFIG_GROUP, "kvm", 0, 0, NULL, FIELD (socket_group),
-    "the group of that socket (mode 0660)" },
-  { "AllowUsers", GROUP, VGICD_CONFIG_USERS, "root;libvirt-qemu", 0, 0, NULL,
-    FIELD (allow_users), "the users whose QEMUs may attach, ;-separated" },
-  { "Probe", GROUP, VGICD_CONFIG_BOOL, "true", 0, 0, NULL, FIELD (probe),
-    "at start, ask /dev/kvm for the batch group and time the one-by-one path" },
+  KEY ("SocketGroup", GROUP, "kvm", socket_group,
+       "the group of that socket (mode 0660)"),
+  KEY ("AllowUsers", USERS, "root;libvirt-qemu", allow_users,
+       "the users whose QEMUs may attach, ;-separated"),
+  KEY ("Probe", BOOL, "true", probe,
+       "at start, ask /dev/kvm for the batch group and time the one-by-one path"),
   /* The bound on every libvgicd call, told to QEMU at attach: what a stuck
    * vgicd may cost a paused guest. */
-  { "ClientTimeout", GROUP, VGICD_CONFIG_UINT, "250", 10, 5000, "number of milliseconds",
-    FIELD (client_timeout), "what a save or a load may spend waiting for vgicd, in ms" },
-  { "Record", GROUP, VGICD_CONFIG_BOOL, "false", 0, 0, NULL, FIELD (record),
-    "saves on this host send the vGIC as vgicd's state record" },
+  NUMBER ("ClientTimeout", "250", 10, 5000, "number of milliseconds", client_timeout,
+          "what a save or a load may spend waiting for vgicd, in ms"),
+  KEY ("Record", BOOL, "false", record,
+       "saves on this host send the vGIC as vgicd's state record"),
   /* Sessions (attached VMs) on the host, and per QEMU user: each holds its
    * plan, its window and its state (up to about 6 MiB at 4,096 vCPUs). */
-  { "MaxSessions", GROUP, VGICD_CONFIG_UINT, "1024", 1, 65536, "number",
-    FIELD (max_sessions), "VMs attached at once on the host" },
-  { "MaxSessionsPerUser", GROUP, VGICD_CONFIG_UINT, "1024", 1, 65536, "number",
-    FIELD (max_sessions_per_user), "VMs attached at once per user QEMU runs as" },
+  NUMBER ("MaxSessions", "1024", 1, 65536, "number", max_sessions,
+          "VMs attached at once on the host"),
+  NUMBER ("MaxSessionsPerUser", "1024", 1, 65536, "number", max_sessions_per_user,
+          "VMs attached at once per user QEMU runs as"),
   /* KVM's own limit on arm64 (KVM_MAX_VCPUS, 512 in Linux 6.1 and 6.12)
    * by default; the shape code takes up to 4,096. */
-  { "MaxVcpus", GROUP, VGICD_CONFIG_UINT, "512", 1, VGICD_MAX_MAX_VCPUS, "number",
-    FIELD (max_vcpus), "vCPUs in one attached VM" },
+  NUMBER ("MaxVcpus", "512", 1, VGICD_MAX_MAX_VCPUS, "number", max_vcpus,
+          "vCPUs in one attached VM"),
   /* What the attached VMs' windows, plans and states may take together
    * (vgicd_session_footprint()).  The unit's MemoryMax= is above it. */
-  { "MaxSessionMemory", GROUP, VGICD_CONFIG_UINT, "512", 16, 65536, "number of MiB",
-    FIELD (max_session_memory), "MiB held by all attached VMs' sessions together" },
+  NUMBER ("MaxSessionMemory", "512", 16, 65536, "number of MiB", max_session_memory,
+          "MiB held by all attached VMs' sessions together"),
   /* The door (vgicd-server.c): connections in their D-Bus handshake, on
    * the host and per process, and how long each may take. */
-  { "MaxHandshakes", GROUP, VGICD_CONFIG_UINT, "128", 1, 1024, "number",
-    FIELD (max_handshakes), "connections in their D-Bus handshake, on the host" },
-  { "MaxHandshakesPerProcess", GROUP, VGICD_CONFIG_UINT, "32", 1, 1024, "number",
-    FIELD (max_handshakes_per_process), "connections in their D-Bus handshake, per process" },
-  { "HandshakeTimeout", GROUP, VGICD_CONFIG_UINT, "5000", 100, 60000, "number of milliseconds",
-    FIELD (handshake_timeout), "what a connection may take to finish its handshake, in ms" },
+  NUMBER ("MaxHandshakes", "128", 1, 1024, "number", max_handshakes,
+          "connections in their D-Bus handshake, on the host"),
+  NUMBER ("MaxHandshakesPerProcess", "32", 1, 1024, "number", max_handshakes_per_process,
+          "connections in their D-Bus handshake, per process"),
+  NUMBER ("HandshakeTimeout", "5000", 100, 60000, "number of milliseconds", handshake_timeout,
+          "what a connection may take to finish its handshake, in ms"),
   /* Operation history (vgicd-history.h): about 300 bytes an operation
    * with its message, so 32 x 256 is under 3 MiB. */
-  { "History", GROUP, VGICD_CONFIG_UINT, "32", 0, 1024, "number of operations",
-    FIELD (history), "operations kept per VM for vgicctl history (0: none)" },
-  { "HistoryVMs", GROUP, VGICD_CONFIG_UINT, "256", 1, 65536, "number of VMs",
-    FIELD (history_vms), "VMs whose history is kept, the least recently active dropped first" },
-  { "MetricsTextfile", GROUP, VGICD_CONFIG_PROM_PATH, NULL, 0, 0, NULL,
-    FIELD (metrics_textfile), "a .prom file for node_exporter's textfile collector" },
+  NUMBER ("History", "32", 0, 1024, "number of operations", history,
+          "operations kept per VM for vgicctl history (0: none)"),
+  NUMBER ("HistoryVMs", "256", 1, 65536, "number of VMs", history_vms,
+          "VMs whose history is kept, the least recently active dropped first"),
+  KEY ("MetricsTextfile", PROM_PATH, NULL, metrics_textfile,
+       "a .prom file for node_exporter's textfile collector"),
 };
 
 /* vgicd_config_keys() - see vgicd-config.h */

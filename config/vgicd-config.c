@@ -28,13 +28,99 @@ static const char *const mode_names[] = {
   [VGICD_MODE_OFF] = "off",
 };
 
-/* The keys vgicd reads; anything else in [vgicd] is most likely a typo. */
-static const char *const known_keys[] = {
-  "Mode", "Socket", "SocketGroup", "AllowUsers", "Probe", "ClientTimeout", "Record",
-  "MaxSessions", "MaxSessionsPerUser", "MaxVcpus", "MaxSessionMemory", "MaxHandshakes",
-  "MaxHandshakesPerProcess", "HandshakeTimeout", "History", "HistoryVMs",
-  "MetricsTextfile", NULL,
+#define FIELD(f) G_STRUCT_OFFSET (VgicdConfig, f)
+#define KEY(name, type, default_value, field, help) \
+  { name, GROUP, VGICD_CONFIG_##type, default_value, 0, 0, NULL, FIELD (field), help }
+#define NUMBER(name, default_value, min, max, unit, field, help) \
+  { name, GROUP, VGICD_CONFIG_UINT, default_value, min, max, unit, FIELD (field), help }
+
+/*
+ * The keys of [vgicd], one row each: the parser reads them, the defaults
+ * come from them, the "unknown key" message lists them, and tests/docs
+ * checks the man page, the operations guide and the shipped file against
+ * them.  A default is written as in the file, and parsed as the file is.
+ */
+static const VgicdConfigKey config_keys[] = {
+  KEY ("Mode", MODE, "auto", mode,
+       "how this host's side of a migration runs: auto, single or off"),
+  KEY ("Socket", PATH, VGICD_DEFAULT_SOCKET, socket_path,
+       "where vgicd listens when it is not socket-activated"),
+  /* Debian's libvirt runs QEMU as libvirt-qemu, primary group kvm. */
+  KEY ("SocketGroup", GROUP, "kvm", socket_group,
+       "the group of that socket (mode 0660)"),
+  KEY ("AllowUsers", USERS, "root;libvirt-qemu", allow_users,
+       "the users whose QEMUs may attach, ;-separated"),
+  KEY ("Probe", BOOL, "true", probe,
+       "at start, ask /dev/kvm for the batch group and time the one-by-one path"),
+  /* The bound on every libvgicd call, told to QEMU at attach: what a stuck
+   * vgicd may cost a paused guest. */
+  NUMBER ("ClientTimeout", "250", 10, 5000, "number of milliseconds", client_timeout,
+          "what a save or a load may spend waiting for vgicd, in ms"),
+  KEY ("Record", BOOL, "false", record,
+       "saves on this host send the vGIC as vgicd's state record"),
+  /* Sessions (attached VMs) on the host, and per QEMU user: each holds its
+   * plan, its window and its state (up to about 6 MiB at 4,096 vCPUs). */
+  NUMBER ("MaxSessions", "1024", 1, 65536, "number", max_sessions,
+          "VMs attached at once on the host"),
+  NUMBER ("MaxSessionsPerUser", "1024", 1, 65536, "number", max_sessions_per_user,
+          "VMs attached at once per user QEMU runs as"),
+  /* KVM's own limit on arm64 (KVM_MAX_VCPUS, 512 in Linux 6.1 and 6.12)
+   * by default; the shape code takes up to 4,096. */
+  NUMBER ("MaxVcpus", "512", 1, VGICD_MAX_MAX_VCPUS, "number", max_vcpus,
+          "vCPUs in one attached VM"),
+  /* What the attached VMs' windows, plans and states may take together
+   * (vgicd_session_footprint()).  The unit's MemoryMax= is above it. */
+  NUMBER ("MaxSessionMemory", "512", 16, 65536, "number of MiB", max_session_memory,
+          "MiB held by all attached VMs' sessions together"),
+  /* The door (vgicd-server.c): connections in their D-Bus handshake, on
+   * the host and per process, and how long each may take. */
+  NUMBER ("MaxHandshakes", "128", 1, 1024, "number", max_handshakes,
+          "connections in their D-Bus handshake, on the host"),
+  NUMBER ("MaxHandshakesPerProcess", "32", 1, 1024, "number", max_handshakes_per_process,
+          "connections in their D-Bus handshake, per process"),
+  NUMBER ("HandshakeTimeout", "5000", 100, 60000, "number of milliseconds", handshake_timeout,
+          "what a connection may take to finish its handshake, in ms"),
+  /* Operation history (vgicd-history.h): about 300 bytes an operation
+   * with its message, so 32 x 256 is under 3 MiB. */
+  NUMBER ("History", "32", 0, 1024, "number of operations", history,
+          "operations kept per VM for vgicctl history (0: none)"),
+  NUMBER ("HistoryVMs", "256", 1, 65536, "number of VMs", history_vms,
+          "VMs whose history is kept, the least recently active dropped first"),
+  KEY ("MetricsTextfile", PROM_PATH, NULL, metrics_textfile,
+       "a .prom file for node_exporter's textfile collector"),
 };
+
+/* vgicd_config_keys() - see vgicd-config.h */
+const VgicdConfigKey *
+vgicd_config_keys (gsize *n_keys)
+{
+  *n_keys = G_N_ELEMENTS (config_keys);
+  return config_keys;
+}
+
+/* vgicd_config_type_to_string() - see vgicd-config.h */
+const char *
+vgicd_config_type_to_string (VgicdConfigType type)
+{
+  switch (type)
+    {
+    case VGICD_CONFIG_MODE:
+      return "mode";
+    case VGICD_CONFIG_BOOL:
+      return "boolean";
+    case VGICD_CONFIG_UINT:
+      return "number";
+    case VGICD_CONFIG_PATH:
+      return "path";
+    case VGICD_CONFIG_PROM_PATH:
+      return "prom-path";
+    case VGICD_CONFIG_GROUP:
+      return "group";
+    case VGICD_CONFIG_USERS:
+      return "users";
+    }
+  return "invalid";
+}
 
 /* vgicd_mode_to_string() - "auto", "single" or "off" */
 const char *
@@ -72,30 +158,6 @@ vgicd_mode_from_string (const char *str, VgicdMode *mode, GError **error)
                "unknown mode \"%s\"; accepted values: " ACCEPTED_MODES,
                str ? str : "");
   return FALSE;
-}
-
-static VgicdConfig *
-config_defaults (const char *path)
-{
-  VgicdConfig *config = g_new0 (VgicdConfig, 1);
-
-  config->path = g_strdup (path);
-  config->mode = VGICD_MODE_AUTO;
-  config->socket_path = g_strdup (VGICD_DEFAULT_SOCKET);
-  config->socket_group = g_strdup (VGICD_DEFAULT_SOCKET_GROUP);
-  config->allow_users = g_strsplit ("root;libvirt-qemu", ";", -1);
-  config->probe = TRUE;
-  config->client_timeout = VGICD_DEFAULT_CLIENT_TIMEOUT;
-  config->max_sessions = VGICD_DEFAULT_MAX_SESSIONS;
-  config->max_sessions_per_user = VGICD_DEFAULT_MAX_SESSIONS;
-  config->max_vcpus = VGICD_DEFAULT_MAX_VCPUS;
-  config->max_session_memory = VGICD_DEFAULT_MAX_SESSION_MEMORY;
-  config->max_handshakes = VGICD_DEFAULT_MAX_HANDSHAKES;
-  config->max_handshakes_per_process = VGICD_DEFAULT_MAX_HANDSHAKES_PER_PROCESS;
-  config->handshake_timeout = VGICD_DEFAULT_HANDSHAKE_TIMEOUT;
-  config->history = VGICD_DEFAULT_HISTORY;
-  config->history_vms = VGICD_DEFAULT_HISTORY_VMS;
-  return config;
 }
 
 /* Prefix an error from the key file with where it came from, since the
@@ -169,159 +231,209 @@ config_error (GError **error, GError *cause, const char *path, const char *key)
   return FALSE;
 }
 
-/* An unsigned key in @min..@max, when the file has it; @what names its
- * unit in the error ("number", "number of milliseconds"). */
+/* An unsigned key in @key's min..max; its unit names it in the error
+ * ("number", "number of milliseconds"). */
 static gboolean
-read_uint (GKeyFile *file, const char *path, const char *key, guint min, guint max,
-           const char *what, guint *out, GError **error)
+read_uint (GKeyFile *file, const char *path, const VgicdConfigKey *key, guint *out,
+           GError **error)
 {
-  g_autofree char *value = g_key_file_get_value (file, GROUP, key, NULL);
+  g_autofree char *value = g_key_file_get_value (file, key->group, key->name, NULL);
   guint64 n = 0;
 
-  if (!value)
-    return TRUE;
   g_strstrip (value);
-  if (!g_ascii_string_to_unsigned (value, 10, min, max, &n, NULL))
+  if (!g_ascii_string_to_unsigned (value, 10, key->min, key->max, &n, NULL))
     {
       g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                   "%s: [" GROUP "] %s=%s is not a %s in %u..%u", path, key, value, what,
-                   min, max);
+                   "%s: [%s] %s=%s is not a %s in %u..%u", path, key->group, key->name, value,
+                   key->unit, key->min, key->max);
       return FALSE;
     }
   *out = (guint) n;
   return TRUE;
 }
 
+/* A string key, stripped, and checked as its type says. */
+static char *
+read_string (GKeyFile *file, const char *path, const VgicdConfigKey *key, GError **error)
+{
+  GError *local = NULL;
+  g_autofree char *value = g_key_file_get_string (file, key->group, key->name, &local);
+
+  if (!value)
+    {
+      config_error (error, local, path, key->name);
+      return NULL;
+    }
+  g_strstrip (value);
+  switch (key->type)
+    {
+    case VGICD_CONFIG_PATH:
+      if (!g_path_is_absolute (value))
+        {
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                       "%s: [%s] %s=%s is not an absolute path", path, key->group, key->name,
+                       value);
+          return NULL;
+        }
+      break;
+    case VGICD_CONFIG_PROM_PATH:
+      if (*value && (!g_path_is_absolute (value) || !g_str_has_suffix (value, ".prom")))
+        {
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                       "%s: [%s] %s=%s is not an absolute path ending "
+                       "in .prom (node_exporter's textfile collector reads only those)",
+                       path, key->group, key->name, value);
+          return NULL;
+        }
+      break;
+    case VGICD_CONFIG_GROUP:
+      if (!*value)
+        {
+          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
+                       "%s: [%s] %s= is empty; give a group name", path, key->group,
+                       key->name);
+          return NULL;
+        }
+      break;
+    default:
+      g_assert_not_reached ();
+    }
+  return g_steal_pointer (&value);
+}
+
+static char **
+read_users (GKeyFile *file, const char *path, const VgicdConfigKey *key, GError **error)
+{
+  GError *local = NULL;
+  char **users = g_key_file_get_string_list (file, key->group, key->name, NULL, &local);
+
+  if (!users)
+    {
+      /* An empty value is a list of nobody, not a syntax error. */
+      if (!g_error_matches (local, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE))
+        {
+          config_error (error, local, path, key->name);
+          return NULL;
+        }
+      g_clear_error (&local);
+      users = g_new0 (char *, 1);
+    }
+  for (guint i = 0; users[i]; i++)
+    g_strstrip (users[i]);
+  return users;
+}
+
+/* Set @key's field of @config from @file, which has the key. */
+static gboolean
+read_key (VgicdConfig *config, GKeyFile *file, const char *path, const VgicdConfigKey *key,
+          GError **error)
+{
+  gpointer field = G_STRUCT_MEMBER_P (config, key->offset);
+  gboolean found;
+
+  switch (key->type)
+    {
+    case VGICD_CONFIG_MODE:
+      return vgicd_config_read_mode (file, path, key->group, field, &found, error);
+    case VGICD_CONFIG_BOOL:
+      return vgicd_config_read_bool (file, path, key->group, key->name, field, &found, error);
+    case VGICD_CONFIG_UINT:
+      return read_uint (file, path, key, field, error);
+    case VGICD_CONFIG_PATH:
+    case VGICD_CONFIG_PROM_PATH:
+    case VGICD_CONFIG_GROUP:
+      {
+        char *value = read_string (file, path, key, error);
+
+        if (!value)
+          return FALSE;
+        g_free (*(char **) field);
+        /* An empty MetricsTextfile= is none, as if it were not there. */
+        if (!*value)
+          g_clear_pointer (&value, g_free);
+        *(char **) field = value;
+        return TRUE;
+      }
+    case VGICD_CONFIG_USERS:
+      {
+        char **users = read_users (file, path, key, error);
+
+        if (!users)
+          return FALSE;
+        g_strfreev (*(char ***) field);
+        *(char ***) field = users;
+        return TRUE;
+      }
+    }
+  g_return_val_if_reached (FALSE);
+}
+
+/* Every key of the table that @file has; an unknown key is logged, since
+ * it is most likely a typo, and the message lists the known ones. */
 static gboolean
 config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
 {
   const char *path = config->path;
   g_auto (GStrv) keys = NULL;
-  GError *local = NULL;
-  gboolean found;
 
   if (!g_key_file_has_group (file, GROUP))
     return TRUE;
 
   keys = g_key_file_get_keys (file, GROUP, NULL, NULL);
   for (guint i = 0; keys && keys[i]; i++)
-    if (!g_strv_contains (known_keys, keys[i]))
-      {
-        g_autofree char *known = g_strjoinv (", ", (char **) known_keys);
-
-        g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
-                          "MESSAGE", "%s: unknown key [" GROUP "] %s ignored (known: %s)",
-                          path, keys[i], known);
-      }
-
-  if (!vgicd_config_read_mode (file, path, GROUP, &config->mode, &found, error))
-    return FALSE;
-
-  if (g_key_file_has_key (file, GROUP, "Socket", NULL))
     {
-      g_autofree char *socket = g_key_file_get_string (file, GROUP, "Socket", &local);
+      gboolean known = FALSE;
 
-      if (!socket)
-        return config_error (error, local, path, "Socket");
-      g_strstrip (socket);
-      if (!g_path_is_absolute (socket))
+      for (guint k = 0; k < G_N_ELEMENTS (config_keys) && !known; k++)
+        known = g_str_equal (keys[i], config_keys[k].name);
+      if (!known)
         {
-          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                       "%s: [" GROUP "] Socket=%s is not an absolute path",
-                       path, socket);
-          return FALSE;
+          g_autoptr (GString) names = g_string_new (NULL);
+
+          for (guint k = 0; k < G_N_ELEMENTS (config_keys); k++)
+            g_string_append_printf (names, "%s%s", k ? ", " : "", config_keys[k].name);
+          g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                            "MESSAGE", "%s: unknown key [" GROUP "] %s ignored (known: %s)",
+                            path, keys[i], names->str);
         }
-      g_free (config->socket_path);
-      config->socket_path = g_steal_pointer (&socket);
     }
 
-  if (g_key_file_has_key (file, GROUP, "MetricsTextfile", NULL))
+  for (guint k = 0; k < G_N_ELEMENTS (config_keys); k++)
     {
-      g_autofree char *textfile = g_key_file_get_string (file, GROUP, "MetricsTextfile",
-                                                         &local);
+      const VgicdConfigKey *key = &config_keys[k];
 
-      if (!textfile)
-        return config_error (error, local, path, "MetricsTextfile");
-      g_strstrip (textfile);
-      if (*textfile && (!g_path_is_absolute (textfile) ||
-                        !g_str_has_suffix (textfile, ".prom")))
-        {
-          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                       "%s: [" GROUP "] MetricsTextfile=%s is not an absolute path ending "
-                       "in .prom (node_exporter's textfile collector reads only those)",
-                       path, textfile);
-          return FALSE;
-        }
-      g_free (config->metrics_textfile);
-      config->metrics_textfile = *textfile ? g_steal_pointer (&textfile) : NULL;
+      if (!g_key_file_has_key (file, key->group, key->name, NULL))
+        continue;
+      if (!read_key (config, file, path, key, error))
+        return FALSE;
+      if (key->offset == FIELD (socket_group))
+        config->socket_group_set = TRUE;
     }
-
-  if (g_key_file_has_key (file, GROUP, "SocketGroup", NULL))
-    {
-      g_autofree char *group = g_key_file_get_string (file, GROUP, "SocketGroup", &local);
-
-      if (!group)
-        return config_error (error, local, path, "SocketGroup");
-      g_strstrip (group);
-      if (!*group)
-        {
-          g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                       "%s: [" GROUP "] SocketGroup= is empty; give a group name",
-                       path);
-          return FALSE;
-        }
-      g_free (config->socket_group);
-      config->socket_group = g_steal_pointer (&group);
-      config->socket_group_set = TRUE;
-    }
-
-  if (g_key_file_has_key (file, GROUP, "AllowUsers", NULL))
-    {
-      char **users = g_key_file_get_string_list (file, GROUP, "AllowUsers",
-                                                 NULL, &local);
-      if (!users)
-        {
-          /* An empty value is a list of nobody, not a syntax error. */
-          if (!g_error_matches (local, G_KEY_FILE_ERROR,
-                                G_KEY_FILE_ERROR_INVALID_VALUE))
-            return config_error (error, local, path, "AllowUsers");
-          g_clear_error (&local);
-          users = g_new0 (char *, 1);
-        }
-      for (guint i = 0; users[i]; i++)
-        g_strstrip (users[i]);
-      g_strfreev (config->allow_users);
-      config->allow_users = users;
-    }
-
-  if (!read_uint (file, path, "ClientTimeout", VGICD_MIN_CLIENT_TIMEOUT,
-                  VGICD_MAX_CLIENT_TIMEOUT, "number of milliseconds", &config->client_timeout,
-                  error))
-    return FALSE;
-  if (!read_uint (file, path, "MaxSessions", 1, VGICD_MAX_MAX_SESSIONS, "number",
-                  &config->max_sessions, error) ||
-      !read_uint (file, path, "MaxSessionsPerUser", 1, VGICD_MAX_MAX_SESSIONS, "number",
-                  &config->max_sessions_per_user, error) ||
-      !read_uint (file, path, "MaxVcpus", 1, VGICD_MAX_MAX_VCPUS, "number", &config->max_vcpus,
-                  error) ||
-      !read_uint (file, path, "MaxSessionMemory", 16, VGICD_MAX_MAX_SESSION_MEMORY,
-                  "number of MiB", &config->max_session_memory, error) ||
-      !read_uint (file, path, "MaxHandshakes", 1, VGICD_MAX_MAX_HANDSHAKES, "number",
-                  &config->max_handshakes, error) ||
-      !read_uint (file, path, "MaxHandshakesPerProcess", 1, VGICD_MAX_MAX_HANDSHAKES, "number",
-                  &config->max_handshakes_per_process, error) ||
-      !read_uint (file, path, "HandshakeTimeout", VGICD_MIN_HANDSHAKE_TIMEOUT,
-                  VGICD_MAX_HANDSHAKE_TIMEOUT, "number of milliseconds",
-                  &config->handshake_timeout, error) ||
-      !read_uint (file, path, "History", 0, VGICD_MAX_HISTORY, "number of operations",
-                  &config->history, error) ||
-      !read_uint (file, path, "HistoryVMs", 1, VGICD_MAX_HISTORY_VMS, "number of VMs",
-                  &config->history_vms, error))
-    return FALSE;
-  if (!vgicd_config_read_bool (file, path, GROUP, "Probe", &config->probe, &found, error) ||
-      !vgicd_config_read_bool (file, path, GROUP, "Record", &config->record, &found, error))
-    return FALSE;
   return TRUE;
+}
+
+/* The table's defaults, written as a key file and read as the operator's
+ * would be: a default that its own key would refuse is a bug caught at
+ * once (the tests load the defaults). */
+static VgicdConfig *
+config_defaults (const char *path)
+{
+  g_autoptr (VgicdConfig) config = g_new0 (VgicdConfig, 1);
+  g_autoptr (GKeyFile) file = g_key_file_new ();
+  g_autoptr (GError) error = NULL;
+
+  for (guint k = 0; k < G_N_ELEMENTS (config_keys); k++)
+    if (config_keys[k].default_value)
+      g_key_file_set_value (file, config_keys[k].group, config_keys[k].name,
+                            config_keys[k].default_value);
+  config->path = g_strdup ("(the defaults)");
+  if (!config_parse (config, file, &error))
+    g_error ("%s", error->message);
+  g_free (config->path);
+  config->path = g_strdup (path);
+  /* What the defaults set is not what the operator's file says. */
+  config->socket_group_set = FALSE;
+  return g_steal_pointer (&config);
 }
 
 /* vgicd_config_load() - see vgicd-config.h */

@@ -12,38 +12,9 @@
  * packaged configuration file, which dpkg and configuration management own. */
 #define VGICD_DEFAULT_STATE "/var/lib/vgicd/state.conf"
 #define VGICD_DEFAULT_SOCKET "/run/vgicd/vgicd.sock"
-#define VGICD_DEFAULT_SOCKET_GROUP "kvm"
-/* The bound on every libvgicd call, told to QEMU at attach (ms). */
-#define VGICD_DEFAULT_CLIENT_TIMEOUT 250
-#define VGICD_MIN_CLIENT_TIMEOUT 10
-#define VGICD_MAX_CLIENT_TIMEOUT 5000
-/* Sessions (attached VMs) on the host, and per QEMU user: each holds its
- * plan, its window and its state (up to about 6 MiB at 4,096 vCPUs). */
-#define VGICD_DEFAULT_MAX_SESSIONS 1024
-#define VGICD_MAX_MAX_SESSIONS 65536
-/* vCPUs per attached VM: KVM's own limit on arm64 (KVM_MAX_VCPUS, 512 in
- * Linux 6.1 and 6.12) by default; the shape code takes up to 4,096. */
-#define VGICD_DEFAULT_MAX_VCPUS 512
-#define VGICD_MAX_MAX_VCPUS 4096	/* VGIC_MAX_VCPUS (asserted in vgicd) */
-/* What the attached VMs' windows, plans and states may take together, in
- * MiB (vgicd_session_footprint()).  The unit's MemoryMax= is above it. */
-#define VGICD_DEFAULT_MAX_SESSION_MEMORY 512
-/* The door (vgicd-server.c): connections in their D-Bus handshake, on the
- * host and per process, and how long each may take. */
-#define VGICD_DEFAULT_MAX_HANDSHAKES 128
-#define VGICD_DEFAULT_MAX_HANDSHAKES_PER_PROCESS 32
-#define VGICD_MAX_MAX_HANDSHAKES 1024
-#define VGICD_DEFAULT_HANDSHAKE_TIMEOUT 5000
-#define VGICD_MIN_HANDSHAKE_TIMEOUT 100
-#define VGICD_MAX_HANDSHAKE_TIMEOUT 60000
-#define VGICD_MAX_MAX_SESSION_MEMORY 65536
-/* Operation history (vgicd-history.h): operations kept per VM (0: none),
- * and VMs kept, the least recently active dropped first.  About 300 bytes
- * an operation with its message: 32 x 256 is under 3 MiB. */
-#define VGICD_DEFAULT_HISTORY 32
-#define VGICD_MAX_HISTORY 1024
-#define VGICD_DEFAULT_HISTORY_VMS 256
-#define VGICD_MAX_HISTORY_VMS 65536
+/* vCPUs per attached VM that MaxVcpus= may allow: the shape code's limit
+ * (VGIC_MAX_VCPUS, asserted in vgicd). */
+#define VGICD_MAX_MAX_VCPUS 4096
 
 typedef enum {
   VGICD_MODE_AUTO,	/* batch when the kernel has it, else one by one */
@@ -69,6 +40,47 @@ gboolean vgicd_config_read_mode (GKeyFile *file, const char *path, const char *g
 gboolean vgicd_config_read_bool (GKeyFile *file, const char *path, const char *group,
                                  const char *key, gboolean *value, gboolean *found,
                                  GError **error);
+
+/* What a key of vgicd.conf takes: each has its own check (vgicd-config.c). */
+typedef enum {
+  VGICD_CONFIG_MODE,	/* auto, single, off */
+  VGICD_CONFIG_BOOL,	/* true, false */
+  VGICD_CONFIG_UINT,	/* a decimal number in min..max */
+  VGICD_CONFIG_PATH,	/* an absolute path */
+  VGICD_CONFIG_PROM_PATH,	/* an absolute path ending in .prom, or empty: none */
+  VGICD_CONFIG_GROUP,	/* a group name, not empty */
+  VGICD_CONFIG_USERS,	/* user names, ;-separated, empty: nobody */
+} VgicdConfigType;
+
+/**
+ * VgicdConfigKey - one key of vgicd.conf: the parser, its defaults, its
+ * "unknown key" message and the documents' check (tests/docs) all read
+ * this, so that a key is defined once.
+ * @name: the key, as written in the file
+ * @group: the key file group it belongs to
+ * @type: what it takes
+ * @default_value: its default as it would be written in the file, or
+ *   NULL when it has none
+ * @min, @max: the accepted range (VGICD_CONFIG_UINT only)
+ * @unit: what a number counts, as errors name it ("number of milliseconds")
+ * @help: one line for the documents' tables
+ */
+typedef struct {
+  const char *name;
+  const char *group;
+  VgicdConfigType type;
+  const char *default_value;
+  guint min, max;
+  const char *unit;
+  gsize offset;	/* its field in VgicdConfig */
+  const char *help;
+} VgicdConfigKey;
+
+/* vgicd_config_keys() - the keys of vgicd.conf, in the order the docs list
+ * them; @n_keys: (out): how many */
+const VgicdConfigKey *vgicd_config_keys (gsize *n_keys);
+/* vgicd_config_type_to_string() - "mode", "boolean", "number", ... */
+const char *vgicd_config_type_to_string (VgicdConfigType type);
 
 typedef struct {
   char *path;		/* the file it was read from (it may not exist) */
@@ -96,14 +108,9 @@ typedef struct {
 
 /**
  * vgicd_config_load() - read @path; a missing file gives the defaults
- * (Mode=auto, Socket=/run/vgicd/vgicd.sock, SocketGroup=kvm,
- * AllowUsers=root;libvirt-qemu, Probe=true, ClientTimeout=250,
- * MaxSessions=1024, MaxSessionsPerUser=1024, MaxVcpus=512,
- * MaxSessionMemory=512, MaxHandshakes=128, MaxHandshakesPerProcess=32,
- * HandshakeTimeout=5000, History=32, HistoryVMs=256, no
- * MetricsTextfile=).  A file
- * that exists but does not parse, or holds an unknown mode, is an error
- * that names the file, the key and the accepted values.
+ * (vgicd_config_keys()).  A file that exists but does not parse, or holds
+ * a value a key does not accept, is an error that names the file, the key
+ * and the accepted values.
  */
 VgicdConfig *vgicd_config_load (const char *path, GError **error);
 

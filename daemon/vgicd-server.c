@@ -628,8 +628,9 @@ on_allow_mechanism (GDBusAuthObserver *observer, const char *mechanism, gpointer
  * The socket vgicd binds itself gets what vgicd.socket gives systemd's:
  * mode 0660, group SocketGroup= (kvm), owned by vgicd's user (root).  A group that does not
  * exist is an error when the file names it; when it is the default (a host
- * without a kvm group, where only root can use /dev/kvm anyway), only root
- * may connect, and the log says so.
+ * without a kvm group), only root may connect, and a warning says so: any
+ * QEMU not run as root then cannot attach and uses its own path, and this
+ * line is where the operator learns why (journalctl -p warning shows it).
  */
 static gboolean
 restrict_socket (const char *path, const char *group, gboolean group_set, GError **error)
@@ -647,7 +648,7 @@ restrict_socket (const char *path, const char *group, gboolean group_set, GError
     }
   if (!found)
     {
-      g_message ("group %s does not exist: only root may connect to %s (mode 0600); "
+      g_warning ("group %s does not exist: only root may connect to %s (mode 0600); "
                  "set SocketGroup= in vgicd.conf to let QEMUs of another user in",
                  group, path);
       if (chmod (path, 0600) < 0)

@@ -274,7 +274,14 @@ test_round_trip (gconstpointer data)
     g_assert_null (strstr (log, "D-Bus steps"));
     /* Every report was taken as it was made. */
     g_assert_null (strstr (log, "refusing its results"));
-    g_assert_null (strstr (log, "WARNING"));
+    /* No warning but the socket's, on a host without a kvm group. */
+    {
+      g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
+
+      for (guint i = 0; lines[i]; i++)
+        if (strstr (lines[i], "WARNING"))
+          g_assert_nonnull (strstr (lines[i], "group kvm does not exist"));
+    }
   }
 }
 
@@ -1714,7 +1721,8 @@ test_socket_group (void)
   else
     {
       g_assert_cmpint (st.st_mode & 07777, ==, 0600);
-      g_assert_nonnull (strstr (log, "group kvm does not exist"));
+      /* A warning: it costs every non-root QEMU vgicd. */
+      g_assert_true (g_regex_match_simple ("WARNING.*group kvm does not exist", log, 0, 0));
     }
 
   g_assert_nonnull (nobody);

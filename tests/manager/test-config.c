@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-config.c - vgicd's configuration file (load, defaults, errors a
- * person can act on, saving the mode without losing the rest), the mode
- * names and the start-up probe's answers where no vGIC can exist.
+ * person can act on, the key table's ranges, saving the mode without
+ * losing the rest), the mode names and the start-up probe's answers where
+ * no vGIC can exist.
  */
 #include <sys/stat.h>
 
@@ -119,6 +120,51 @@ test_history_and_metrics_keys (void)
   g_assert_null (c->metrics_textfile);
   g_assert_cmpuint (c->history, ==, 32);
   g_assert_cmpuint (c->history_vms, ==, 256);
+}
+
+/* Every number of the key table is refused one past either end of its
+ * range, with the range in the message, and taken at both ends. */
+static void
+test_table_ranges (void)
+{
+  gsize n;
+  const VgicdConfigKey *keys = vgicd_config_keys (&n);
+
+  for (gsize i = 0; i < n; i++)
+    {
+      const VgicdConfigKey *k = &keys[i];
+      guint64 bad[] = { (guint64) k->min - 1, (guint64) k->max + 1 };
+
+      if (k->type != VGICD_CONFIG_UINT)
+        continue;
+      g_assert_cmpuint (k->min, <=, k->max);
+      for (guint b = 0; b < G_N_ELEMENTS (bad); b++)
+        {
+          g_autofree char *text = NULL, *path = NULL, *want = NULL;
+          g_autoptr (GError) error = NULL;
+
+          if (k->min == 0 && b == 0)
+            continue;
+          text = g_strdup_printf ("[%s]\n%s=%" G_GUINT64_FORMAT "\n", k->group, k->name,
+                                  bad[b]);
+          path = write_config ("range.conf", text);
+          want = g_strdup_printf ("%s=%" G_GUINT64_FORMAT " is not a %s in %u..%u", k->name,
+                                  bad[b], k->unit, k->min, k->max);
+          g_assert_null (vgicd_config_load (path, &error));
+          g_assert_nonnull (strstr (error->message, want));
+        }
+      for (guint b = 0; b < 2; b++)
+        {
+          g_autofree char *text = g_strdup_printf ("[%s]\n%s=%u\n", k->group, k->name,
+                                                   b ? k->max : k->min);
+          g_autofree char *path = write_config ("range.conf", text);
+          g_autoptr (GError) error = NULL;
+          g_autoptr (VgicdConfig) c = vgicd_config_load (path, &error);
+
+          g_assert_no_error (error);
+          g_assert_cmpuint (G_STRUCT_MEMBER (guint, c, k->offset), ==, b ? k->max : k->min);
+        }
+    }
 }
 
 /* The distribution's file with everything commented out is all defaults. */
@@ -325,6 +371,7 @@ main (int argc, char **argv)
   g_test_add_func ("/config/mode-names", test_mode_names);
   g_test_add_func ("/config/missing-file-defaults", test_missing_file_gives_defaults);
   g_test_add_func ("/config/all-keys", test_all_keys);
+  g_test_add_func ("/config/table-ranges", test_table_ranges);
   g_test_add_func ("/config/shipped-file", test_shipped_file);
   g_test_add_func ("/config/bad-mode", test_bad_mode_names_file_key_values);
   g_test_add_func ("/config/bad-probe-syntax-socket", test_bad_probe_and_syntax);

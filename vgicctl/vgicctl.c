@@ -23,10 +23,8 @@
 #include "vgicctl-json.h"
 #include "vgicctl.h"
 #include "vgicd-config.h"
+#include "vgicd/manager.h"
 
-#define NAME "org.vgicd.Manager1"
-#define PATH "/org/vgicd/Manager1"
-#define IFACE "org.vgicd.Manager1"
 /* Long enough for a loaded host, short enough that a script does not hang. */
 #define CALL_TIMEOUT_MS 15000
 
@@ -154,8 +152,8 @@ call (const char *what, const char *iface, const char *method, GVariant *params,
     }
   /* NO_AUTO_START: vgicd is started by systemd, never by the bus; asking the
    * bus to start it only turns "not running" into a confusing error. */
-  reply = g_dbus_connection_call_sync (bus, NAME, PATH, iface, method, params,
-                                       G_VARIANT_TYPE (reply_type),
+  reply = g_dbus_connection_call_sync (bus, VGICD_MANAGER_NAME, VGICD_MANAGER_PATH, iface,
+                                       method, params, G_VARIANT_TYPE (reply_type),
                                        G_DBUS_CALL_FLAGS_NO_AUTO_START,
                                        CALL_TIMEOUT_MS, NULL, &error);
   if (!reply)
@@ -172,7 +170,8 @@ call (const char *what, const char *iface, const char *method, GVariant *params,
 static GVariant *
 call_list (const char *what, const char *method, GVariant *params, gboolean json, int *status)
 {
-  g_autoptr (GVariant) reply = call (what, IFACE, method, params, "(aa{sv})", status);
+  g_autoptr (GVariant) reply = call (what, VGICD_MANAGER_INTERFACE, method, params, "(aa{sv})",
+                                     status);
   g_autoptr (GVariant) list = NULL;
   g_autoptr (GString) out = NULL;
 
@@ -196,7 +195,7 @@ get_all (const char *what, int *status)
   g_autoptr (GVariant) props = NULL;
 
   reply = call (what, "org.freedesktop.DBus.Properties", "GetAll",
-                g_variant_new ("(s)", IFACE), "(a{sv})", status);
+                g_variant_new ("(s)", VGICD_MANAGER_INTERFACE), "(a{sv})", status);
   if (!reply)
     return NULL;
   props = g_variant_get_child_value (reply, 0);
@@ -209,7 +208,7 @@ get_stats (const char *what, int *status)
   g_autoptr (GVariant) reply = NULL;
   g_autoptr (GVariant) stats = NULL;
 
-  reply = call (what, IFACE, "GetStats", NULL, "(a{sv})", status);
+  reply = call (what, VGICD_MANAGER_INTERFACE, "GetStats", NULL, "(a{sv})", status);
   if (!reply)
     return NULL;
   stats = g_variant_get_child_value (reply, 0);
@@ -383,7 +382,7 @@ cmd_mode (int argc, char **argv)
   if (!vgicd_mode_from_string (args[0], &mode, &error))
     return usage_error ("mode: %s", error->message);
 
-  reply = call ("mode", IFACE, "SetMode",
+  reply = call ("mode", VGICD_MANAGER_INTERFACE, "SetMode",
                 g_variant_new ("(sb)", vgicd_mode_to_string (mode), !seen[0]),
                 "()", &status);
   if (!reply)
@@ -483,7 +482,7 @@ cmd_stats (int argc, char **argv)
 
   if ((status = parse_flags ("stats", argc, argv, flags, seen, 0, NULL)))
     return status;
-  if (!(reply = call ("stats", IFACE, "GetStats", NULL, "(a{sv})", &status)))
+  if (!(reply = call ("stats", VGICD_MANAGER_INTERFACE, "GetStats", NULL, "(a{sv})", &status)))
     return status;
   stats = g_variant_get_child_value (reply, 0);
 
@@ -581,7 +580,7 @@ cmd_metrics (int argc, char **argv)
 
   if ((status = parse_flags ("metrics", argc, argv, NULL, NULL, 0, NULL)))
     return status;
-  if (!(reply = call ("metrics", IFACE, "GetMetrics", NULL, "(s)", &status)))
+  if (!(reply = call ("metrics", VGICD_MANAGER_INTERFACE, "GetMetrics", NULL, "(s)", &status)))
     return status;
   g_variant_get (reply, "(&s)", &text);
   fputs (text, stdout);

@@ -447,19 +447,41 @@ cmd_sessions (int argc, char **argv)
   return EXIT_OK;
 }
 
+/* print_stat() - one host total of GetStats as `vgicctl stats` shows it;
+ * FALSE for a value that is no number (--json alone shows those) */
+static gboolean
+print_stat (const char *name, GVariant *v)
+{
+  g_autofree char *key = g_strconcat (name, ":", NULL);
+
+  if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT64))
+    printf ("%-16s %" G_GUINT64_FORMAT "\n", key, g_variant_get_uint64 (v));
+  else if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT32))
+    printf ("%-16s %u\n", key, g_variant_get_uint32 (v));
+  else
+    return FALSE;
+  return TRUE;
+}
+
 static int
 cmd_stats (int argc, char **argv)
 {
   static const char *const flags[] = { "--json", NULL };
-  /* The order people read them in; --json prints whatever vgicd sends. */
+  /* The order people read them in; a number vgicd sends that is not here
+   * follows them, so that a new total is never left out.  --json prints
+   * whatever vgicd sends. */
   static const char *const keys[] = {
     "saves", "loads", "record-saves", "record-loads", "declined", "fallbacks",
     "foreign-batch", "second-rounds", "failures", "bytes-saved",
-    "bytes-loaded", "sessions", "sessions-total", "refused", "uptime-usec",
+    "bytes-loaded", "sessions", "sessions-total", "refused", "peers-closed",
+    "uptime-usec", NULL
   };
   gboolean seen[1] = { FALSE };
   g_autoptr (GVariant) reply = NULL;
   g_autoptr (GVariant) stats = NULL;
+  GVariantIter iter;
+  const char *name;
+  GVariant *v;
   int status;
 
   if ((status = parse_flags ("stats", argc, argv, flags, seen, 0, NULL)))
@@ -477,17 +499,19 @@ cmd_stats (int argc, char **argv)
       return EXIT_OK;
     }
 
-  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+  for (gsize i = 0; keys[i]; i++)
     {
-      g_autoptr (GVariant) v = g_variant_lookup_value (stats, keys[i], NULL);
-      g_autofree char *key = g_strconcat (keys[i], ":", NULL);
+      g_autoptr (GVariant) value = g_variant_lookup_value (stats, keys[i], NULL);
 
-      if (!v)
-        continue;
-      if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT64))
-        printf ("%-16s %" G_GUINT64_FORMAT "\n", key, g_variant_get_uint64 (v));
-      else if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT32))
-        printf ("%-16s %u\n", key, g_variant_get_uint32 (v));
+      if (value)
+        print_stat (keys[i], value);
+    }
+  g_variant_iter_init (&iter, stats);
+  while (g_variant_iter_next (&iter, "{&sv}", &name, &v))
+    {
+      if (!g_strv_contains (keys, name))
+        print_stat (name, v);
+      g_variant_unref (v);
     }
   return EXIT_OK;
 }

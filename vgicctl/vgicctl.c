@@ -448,8 +448,8 @@ cmd_sessions (int argc, char **argv)
 }
 
 /* print_stat() - one host total of GetStats as `vgicctl stats` shows it;
- * FALSE for a value that is no number (--json alone shows those) */
-static gboolean
+ * nothing for a value that is no number (--json alone shows those) */
+static void
 print_stat (const char *name, GVariant *v)
 {
   g_autofree char *key = g_strconcat (name, ":", NULL);
@@ -458,9 +458,6 @@ print_stat (const char *name, GVariant *v)
     printf ("%-16s %" G_GUINT64_FORMAT "\n", key, g_variant_get_uint64 (v));
   else if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT32))
     printf ("%-16s %u\n", key, g_variant_get_uint32 (v));
-  else
-    return FALSE;
-  return TRUE;
 }
 
 static int
@@ -683,8 +680,9 @@ static const Command commands[] = {
   { "stats", "stats [--json]",
     "host totals since vgicd started",
     "Print the host totals since vgicd started: saves, loads, declined saves,\n"
-    "fallbacks to one-by-one, failures, bytes, sessions, refused peers and\n"
-    "uptime.  --json prints one JSON object.\n",
+    "fallbacks to one-by-one, failures, bytes, sessions, refused and closed\n"
+    "peers, and uptime, one per line.  --json prints every key vgicd sends\n"
+    "as one JSON object, the duration histograms included.\n",
     cmd_stats },
   { "history", "history [VM] [--json]",
     "the last saves and loads, also of VMs gone",

@@ -8,10 +8,7 @@
 #include <gio/gio.h>
 
 #include "vgicd-daemon.h"
-
-#define VGICD_MANAGER_NAME "org.vgicd.Manager1"
-#define VGICD_MANAGER_PATH "/org/vgicd/Manager1"
-#define VGICD_MANAGER_INTERFACE "org.vgicd.Manager1"
+#include "vgicd/manager.h"	/* its bus name, object path, interface */
 
 typedef struct _VgicdManager VgicdManager;
 

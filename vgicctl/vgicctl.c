@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * vgicctl.c - the operator's command line for vgicd: the command table and
- * main(), status, mode, sessions, stats (org.vgicd.Manager1 on the system
- * bus) and dump (a state record decoded locally).  enable|disable, which
- * edit a libvirt domain, are vgicctl-libvirt.c's.
+ * vgicctl.c - the operator's command line for vgicd: the command table,
+ * from which main() dispatches and the usage is written, and the commands
+ * that ask vgicd over org.vgicd.Manager1 on the system bus (status, mode,
+ * sessions, stats, history, metrics) or need no vgicd at all (dump, a
+ * state record decoded locally).  enable|disable, which edit a libvirt
+ * domain, are vgicctl-libvirt.c's; the JSON printer is vgicctl-json.c's.
  *
  * It is meant for shell scripts as much as for people: one exit code per
  * kind of failure, errors on stderr saying what failed and what to do, and
  * the plain answers (`vgicctl mode`, --json) on stdout with nothing else.
+ * The command table is the one list of commands: the usage, `vgicctl
+ * COMMAND --help` and the docs checks (tests/docs) all read it.
  */
 #include <errno.h>
 #include <locale.h>
@@ -23,48 +27,24 @@
 #include "vgicctl-json.h"
 #include "vgicctl.h"
 #include "vgicd-config.h"
+#include "vgicd/manager.h"
 
-#define NAME "org.vgicd.Manager1"
-#define PATH "/org/vgicd/Manager1"
-#define IFACE "org.vgicd.Manager1"
 /* Long enough for a loaded host, short enough that a script does not hang. */
 #define CALL_TIMEOUT_MS 15000
 
 #define HINT_RUNNING "is vgicd running? systemctl status vgicd"
 
+/* One command: what `vgicctl --help` lists (synopsis, summary), what
+ * `vgicctl COMMAND --help` prints (synopsis, help) and what runs it. */
 typedef struct {
   const char *name;
   const char *synopsis;
+  const char *summary;	/* a line or two for the usage; "\n" breaks a line */
   const char *help;
   int (*run) (int argc, char **argv);
 } Command;
 
-
-static const char usage_text[] =
-  "Usage: vgicctl [--help] [--version] COMMAND [ARGS]\n"
-  "\n"
-  "Commands:\n"
-  "  status [--json]            mode, kernel batch support, sessions, totals\n"
-  "  mode                       print the mode (auto, single or off)\n"
-  "  mode auto|single|off [--runtime]\n"
-  "                             change the mode (root only); it is saved in\n"
-  "                             vgicd's state file unless --runtime\n"
-  "  sessions [--json]          the VMs attached to vgicd\n"
-  "  stats [--json]             host totals since vgicd started\n"
-  "  history [VM] [--json]      the last saves and loads, also of VMs gone\n"
-  "  metrics                    the figures in Prometheus text format\n"
-  "  dump [--all-irqs] FILE|-   decode a vGIC state record into a table\n"
-  "  enable DOMAIN [--required] [--connect URI]\n"
-  "                             a libvirt domain uses vgicd where the host has\n"
-  "                             it (--required: it does not start or migrate\n"
-  "                             where vgicd is down)\n"
-  "  disable DOMAIN [--connect URI]\n"
-  "                             a libvirt domain never uses vgicd\n"
-  "\n"
-  "'vgicctl COMMAND --help' describes a command.\n"
-  "\n"
-  "Exit status: 0 success, 1 usage error, 2 vgicd (or libvirt) not reachable\n"
-  "or D-Bus error, 3 bad input, 4 permission denied.\n";
+static const char *usage (void);
 
 int
 usage_error (const char *fmt, ...)
@@ -75,7 +55,7 @@ usage_error (const char *fmt, ...)
   va_start (ap, fmt);
   msg = g_strdup_vprintf (fmt, ap);
   va_end (ap);
-  fprintf (stderr, "vgicctl: %s\n\n%s", msg, usage_text);
+  fprintf (stderr, "vgicctl: %s\n\n%s", msg, usage ());
   return EXIT_USAGE;
 }
 
@@ -154,8 +134,8 @@ call (const char *what, const char *iface, const char *method, GVariant *params,
     }
   /* NO_AUTO_START: vgicd is started by systemd, never by the bus; asking the
    * bus to start it only turns "not running" into a confusing error. */
-  reply = g_dbus_connection_call_sync (bus, NAME, PATH, iface, method, params,
-                                       G_VARIANT_TYPE (reply_type),
+  reply = g_dbus_connection_call_sync (bus, VGICD_MANAGER_NAME, VGICD_MANAGER_PATH, iface,
+                                       method, params, G_VARIANT_TYPE (reply_type),
                                        G_DBUS_CALL_FLAGS_NO_AUTO_START,
                                        CALL_TIMEOUT_MS, NULL, &error);
   if (!reply)
@@ -172,7 +152,8 @@ call (const char *what, const char *iface, const char *method, GVariant *params,
 static GVariant *
 call_list (const char *what, const char *method, GVariant *params, gboolean json, int *status)
 {
-  g_autoptr (GVariant) reply = call (what, IFACE, method, params, "(aa{sv})", status);
+  g_autoptr (GVariant) reply = call (what, VGICD_MANAGER_INTERFACE, method, params, "(aa{sv})",
+                                     status);
   g_autoptr (GVariant) list = NULL;
   g_autoptr (GString) out = NULL;
 
@@ -196,7 +177,7 @@ get_all (const char *what, int *status)
   g_autoptr (GVariant) props = NULL;
 
   reply = call (what, "org.freedesktop.DBus.Properties", "GetAll",
-                g_variant_new ("(s)", IFACE), "(a{sv})", status);
+                g_variant_new ("(s)", VGICD_MANAGER_INTERFACE), "(a{sv})", status);
   if (!reply)
     return NULL;
   props = g_variant_get_child_value (reply, 0);
@@ -209,7 +190,7 @@ get_stats (const char *what, int *status)
   g_autoptr (GVariant) reply = NULL;
   g_autoptr (GVariant) stats = NULL;
 
-  reply = call (what, IFACE, "GetStats", NULL, "(a{sv})", status);
+  reply = call (what, VGICD_MANAGER_INTERFACE, "GetStats", NULL, "(a{sv})", status);
   if (!reply)
     return NULL;
   stats = g_variant_get_child_value (reply, 0);
@@ -383,7 +364,7 @@ cmd_mode (int argc, char **argv)
   if (!vgicd_mode_from_string (args[0], &mode, &error))
     return usage_error ("mode: %s", error->message);
 
-  reply = call ("mode", IFACE, "SetMode",
+  reply = call ("mode", VGICD_MANAGER_INTERFACE, "SetMode",
                 g_variant_new ("(sb)", vgicd_mode_to_string (mode), !seen[0]),
                 "()", &status);
   if (!reply)
@@ -466,24 +447,43 @@ cmd_sessions (int argc, char **argv)
   return EXIT_OK;
 }
 
+/* print_stat() - one host total of GetStats as `vgicctl stats` shows it;
+ * nothing for a value that is no number (--json alone shows those) */
+static void
+print_stat (const char *name, GVariant *v)
+{
+  g_autofree char *key = g_strconcat (name, ":", NULL);
+
+  if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT64))
+    printf ("%-16s %" G_GUINT64_FORMAT "\n", key, g_variant_get_uint64 (v));
+  else if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT32))
+    printf ("%-16s %u\n", key, g_variant_get_uint32 (v));
+}
+
 static int
 cmd_stats (int argc, char **argv)
 {
   static const char *const flags[] = { "--json", NULL };
-  /* The order people read them in; --json prints whatever vgicd sends. */
+  /* The order people read them in; a number vgicd sends that is not here
+   * follows them, so that a new total is never left out.  --json prints
+   * whatever vgicd sends. */
   static const char *const keys[] = {
     "saves", "loads", "record-saves", "record-loads", "declined", "fallbacks",
     "foreign-batch", "second-rounds", "failures", "bytes-saved",
-    "bytes-loaded", "sessions", "sessions-total", "refused", "uptime-usec",
+    "bytes-loaded", "sessions", "sessions-total", "refused", "peers-closed",
+    "uptime-usec", NULL
   };
   gboolean seen[1] = { FALSE };
   g_autoptr (GVariant) reply = NULL;
   g_autoptr (GVariant) stats = NULL;
+  GVariantIter iter;
+  const char *name;
+  GVariant *v;
   int status;
 
   if ((status = parse_flags ("stats", argc, argv, flags, seen, 0, NULL)))
     return status;
-  if (!(reply = call ("stats", IFACE, "GetStats", NULL, "(a{sv})", &status)))
+  if (!(reply = call ("stats", VGICD_MANAGER_INTERFACE, "GetStats", NULL, "(a{sv})", &status)))
     return status;
   stats = g_variant_get_child_value (reply, 0);
 
@@ -496,17 +496,19 @@ cmd_stats (int argc, char **argv)
       return EXIT_OK;
     }
 
-  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+  for (gsize i = 0; keys[i]; i++)
     {
-      g_autoptr (GVariant) v = g_variant_lookup_value (stats, keys[i], NULL);
-      g_autofree char *key = g_strconcat (keys[i], ":", NULL);
+      g_autoptr (GVariant) value = g_variant_lookup_value (stats, keys[i], NULL);
 
-      if (!v)
-        continue;
-      if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT64))
-        printf ("%-16s %" G_GUINT64_FORMAT "\n", key, g_variant_get_uint64 (v));
-      else if (g_variant_is_of_type (v, G_VARIANT_TYPE_UINT32))
-        printf ("%-16s %u\n", key, g_variant_get_uint32 (v));
+      if (value)
+        print_stat (keys[i], value);
+    }
+  g_variant_iter_init (&iter, stats);
+  while (g_variant_iter_next (&iter, "{&sv}", &name, &v))
+    {
+      if (!g_strv_contains (keys, name))
+        print_stat (name, v);
+      g_variant_unref (v);
     }
   return EXIT_OK;
 }
@@ -581,7 +583,7 @@ cmd_metrics (int argc, char **argv)
 
   if ((status = parse_flags ("metrics", argc, argv, NULL, NULL, 0, NULL)))
     return status;
-  if (!(reply = call ("metrics", IFACE, "GetMetrics", NULL, "(s)", &status)))
+  if (!(reply = call ("metrics", VGICD_MANAGER_INTERFACE, "GetMetrics", NULL, "(s)", &status)))
     return status;
   g_variant_get (reply, "(&s)", &text);
   fputs (text, stdout);
@@ -652,12 +654,16 @@ cmd_dump (int argc, char **argv)
 
 static const Command commands[] = {
   { "status", "status [--json]",
+    "mode, kernel batch support, sessions, totals",
     "Show vgicd's mode, whether the kernel has the vGIC batch group (and how\n"
     "that is known), its version, socket and configuration file, the number\n"
     "of attached VMs and short host totals.  --json prints one JSON object:\n"
     "\"properties\" (Manager1's) and \"stats\" (as stats --json).\n",
     cmd_status },
   { "mode", "mode [auto|single|off [--runtime]]",
+    "print the mode (auto, single or off), or change it\n"
+    "(root only): saved in vgicd's state file unless\n"
+    "--runtime",
     "Without an argument, print the mode.  With one, change it (root only):\n"
     "  auto    batch when the kernel has it, else one register per ioctl\n"
     "  single  never batch\n"
@@ -667,15 +673,19 @@ static const Command commands[] = {
     "which case it lasts until vgicd restarts or reloads.\n",
     cmd_mode },
   { "sessions", "sessions [--json]",
+    "the VMs attached to vgicd",
     "List the attached VMs: name, uuid, vCPUs, saves/loads, and the last save\n"
     "and load (milliseconds, ioctls, batch or single).\n",
     cmd_sessions },
   { "stats", "stats [--json]",
+    "host totals since vgicd started",
     "Print the host totals since vgicd started: saves, loads, declined saves,\n"
-    "fallbacks to one-by-one, failures, bytes, sessions, refused peers and\n"
-    "uptime.  --json prints one JSON object.\n",
+    "fallbacks to one-by-one, failures, bytes, sessions, refused and closed\n"
+    "peers, and uptime, one per line.  --json prints every key vgicd sends\n"
+    "as one JSON object, the duration histograms included.\n",
     cmd_stats },
   { "history", "history [VM] [--json]",
+    "the last saves and loads, also of VMs gone",
     "The last saves and loads vgicd ran, oldest first, also of VMs whose QEMU\n"
     "has gone (a migration source's, once its migration completed): when,\n"
     "VM, direction, path, stream, outcome, milliseconds, ioctls, registers,\n"
@@ -685,16 +695,21 @@ static const Command commands[] = {
     "memory (vgicd.conf(5)).  --json prints a JSON array.\n",
     cmd_history },
   { "metrics", "metrics",
+    "the figures in Prometheus text format",
     "Print vgicd's counters and duration histograms in the Prometheus text\n"
     "format: what MetricsTextfile= writes for node_exporter.\n",
     cmd_metrics },
   { "dump", "dump [--all-irqs] FILE|-",
+    "decode a vGIC state record into a table",
     "Decode a vGIC state record (from FILE, or standard input for -) into a\n"
     "table of every IRQ and vCPU.  Quiet SPIs are summarised unless\n"
     "--all-irqs is given.  Does not need vgicd.  Exit status 3 if the record\n"
     "is not valid.\n",
     cmd_dump },
   { "enable", "enable DOMAIN [--required] [--allow-tcg] [--connect URI]",
+    "a libvirt domain uses vgicd where the host has it\n"
+    "(--required: it does not start or migrate where\n"
+    "vgicd is down)",
     "A patched QEMU uses the host's vgicd with no argument: every domain does\n"
     "by default.  enable records that this domain wants it, in vgicd's metadata\n"
     "of its persistent definition (through the libvirt API; from its next\n"
@@ -709,6 +724,7 @@ static const Command commands[] = {
     "(default: libvirt's default, qemu:///system for root).\n",
     vgicctl_enable },
   { "disable", "disable DOMAIN [--connect URI]",
+    "a libvirt domain never uses vgicd",
     "Record in a libvirt domain's metadata (persistent, and live when it runs)\n"
     "that it never uses vgicd: its saves take QEMU's own path.  The argument\n"
     "earlier versions added is removed.\n",
@@ -724,6 +740,40 @@ find_command (const char *name)
   return NULL;
 }
 
+/* usage() - vgicctl's usage, written from the command table once */
+static const char *
+usage (void)
+{
+  /* Where a summary starts: a synopsis longer than this gets a line of its
+   * own. */
+  enum { COLUMN = 29 };
+  static char *text;
+  GString *out;
+
+  if (text)
+    return text;
+  out = g_string_new ("Usage: vgicctl [--help] [--version] COMMAND [ARGS]\n\nCommands:\n");
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    {
+      g_auto (GStrv) lines = g_strsplit (commands[i].summary, "\n", -1);
+
+      if (strlen (commands[i].synopsis) + 3 <= COLUMN)
+        g_string_append_printf (out, "  %-*s", COLUMN - 2, commands[i].synopsis);
+      else
+        g_string_append_printf (out, "  %s\n%*s", commands[i].synopsis, COLUMN, "");
+      for (guint k = 0; lines[k]; k++)
+        g_string_append_printf (out, "%*s%s\n", k ? COLUMN : 0, "", lines[k]);
+    }
+  g_string_append (out,
+                   "\n"
+                   "'vgicctl COMMAND --help' describes a command.\n"
+                   "\n"
+                   "Exit status: 0 success, 1 usage error, 2 vgicd (or libvirt) not reachable\n"
+                   "or D-Bus error, 3 bad input, 4 permission denied.\n");
+  text = g_string_free (out, FALSE);
+  return text;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -736,7 +786,7 @@ main (int argc, char **argv)
   if (g_str_equal (argv[1], "--help") || g_str_equal (argv[1], "-h") ||
       g_str_equal (argv[1], "help"))
     {
-      fputs (usage_text, stdout);
+      fputs (usage (), stdout);
       return EXIT_OK;
     }
   if (g_str_equal (argv[1], "--version"))

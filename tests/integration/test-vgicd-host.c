@@ -189,7 +189,7 @@ hnum (GPtrArray *a, guint i, const char *key)
 static void
 wait_sessions (VgicdHarness *h, guint64 n)
 {
-  for (int i = 0; i < 500 && vgicd_harness_stat (h, "sessions") != n; i++)
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 10 && vgicd_harness_stat (h, "sessions") != n; i++)
     g_usleep (10 * 1000);
   g_assert_cmpuint (vgicd_harness_stat (h, "sessions"), ==, n);
 }
@@ -372,7 +372,7 @@ test_history (void)
   g_assert_nonnull (strstr (text, "\nvgicd_failures_total 1\n"));
   g_assert_nonnull (strstr (text, "vgicd_info{version=\"" PACKAGE_VERSION "\",mode=\"auto\""));
   want = metric_line (text, "vgicd_saves_total ");
-  for (int i = 0; i < 300; i++)
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 10; i++)
     {
       g_clear_pointer (&file, g_free);
       g_clear_pointer (&line, g_free);

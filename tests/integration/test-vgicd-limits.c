@@ -184,7 +184,7 @@ test_session_limits (void)
     g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, 1);
     g_clear_pointer (&c[1], vgicd_client_free);
     /* The session goes with its connection, which vgicd sees close. */
-    for (int i = 0; i < 100 && !c[2]; i++)
+    for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 20 && !c[2]; i++)
       {
         g_autoptr (GError) e2 = NULL;
         g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, s->vcpus);

@@ -79,7 +79,7 @@ test_per_vm_policy (void)
   /* The domain changes its mind; a reload applies it to the attached VM. */
   g_assert_cmpint (unlink (choice), ==, 0);
   kill (h->vgicd_pid, SIGHUP);
-  for (int i = 0; i < 100; i++)
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 20; i++)
     {
       g_clear_error (&error);
       g_clear_pointer (&record, g_bytes_unref);

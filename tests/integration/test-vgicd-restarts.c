@@ -64,7 +64,7 @@ test_bus_gone (void)
   g_assert_cmpint (waitpid (h->dbus_pid, NULL, 0), ==, h->dbus_pid);
   g_spawn_close_pid (h->dbus_pid);
   h->dbus_pid = 0;
-  for (int i = 0; i < 100; i++)
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 50; i++)
     {
       g_clear_pointer (&log, g_free);
       g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
@@ -107,7 +107,7 @@ test_vgicd_restarted (void)
   g_assert_no_error (error);
   /* GDBus's worker thread reads the end of file on its own; give it the
    * time the scheduler takes (a migration's setup comes much later). */
-  while (vgicd_client_is_connected (c) && waited_ms < 5000)
+  while (vgicd_client_is_connected (c) && waited_ms < VGICD_TEST_PATIENCE_MS)
     {
       g_usleep (10 * 1000);
       waited_ms += 10;
@@ -370,7 +370,7 @@ test_sighup_reload (void)
   g_clear_pointer (&record, g_bytes_unref);
   g_assert_true (g_file_set_contents (h->config_path, conf, -1, &error));
   kill (h->vgicd_pid, SIGHUP);
-  for (int i = 0; i < 100; i++)
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 20; i++)
     {
       g_clear_error (&error);
       g_clear_pointer (&record, g_bytes_unref);

@@ -34,7 +34,7 @@ vgicd_test_init (int *argc, char ***argv)
 VgicdClient *
 vgicd_test_connect (VgicdHarness *h, GError **error)
 {
-  return vgicd_client_connect (h->address, 0, error);
+  return vgicd_client_connect (h->address, VGICD_TEST_BUDGET_MS, error);
 }
 
 VgicSim *

@@ -26,7 +26,10 @@
  * Every fallback's state is checked against the source's.  Figures are
  * medians; nothing here asserts a time (the closing figures are read, not
  * tested), but a save that does not fall back, or a load that writes, is
- * an error (exit 1).
+ * an error (exit 1).  A healthy vgicd's save that falls back is load (at
+ * ClientTimeout=10, a busy machine misses the bound): that run is made
+ * again, and said; only one that falls back HEALTHY_TRIES times in a row
+ * is an error.
  */
 #include <errno.h>
 #include <signal.h>
@@ -51,6 +54,9 @@ static guint opt_vcpus = 64;
 static guint opt_irqs = 512;
 static guint opt_runs = 5;
 static gboolean failed;
+/* Healthy saves that fell back and were run again (see bench_timeout()). */
+static guint healthy_retries;
+#define HEALTHY_TRIES 5
 
 static G_NORETURN void
 die (const char *what, const GError *error)
@@ -270,7 +276,7 @@ bench_timeout (Vm *vm, guint timeout_ms)
   Row mid_single = { "SIGSTOP mid-save, one by one" };
   Row load = { "load, vgicd stopped (destination)" };
   double healthy_ms;
-  guint full = 0;
+  guint full = 0, retried = 0;
   gboolean fell;
 
   if (!h)
@@ -281,23 +287,47 @@ bench_timeout (Vm *vm, guint timeout_ms)
       VgicdClient *none = NULL;
       own.pause[i] = pre_save (vm, &none, &fell, NULL, NULL);
     }
-  for (guint i = 0; i < opt_runs; i++, healthy.runs++)
+  /* The control.  At a small ClientTimeout= a healthy vgicd that is not
+   * scheduled in time (a busy machine: a CI run beside this) misses the
+   * bound and the save falls back, as it should: that is load, not a
+   * fault, so the run is made again (and counted); only a vgicd that
+   * never saves within HEALTHY_TRIES attempts is an error. */
+  for (guint i = 0, tries = 0; i < opt_runs; i++, healthy.runs++)
     {
-      gint64 t0 = g_get_monotonic_time ();
-      g_autoptr (VgicdClient) c = attach (h->address, vm->src, vm->shape, &error);
       VgicdClientStats st;
 
-      if (!c)
-        die ("attach", error);
-      healthy.other[i] = figures_ms_since (t0);
-      healthy.pause[i] = pre_save (vm, &c, &fell, NULL, NULL);
-      if (fell)
-        die ("a healthy vgicd's save fell back", NULL);
-      vgicd_client_get_stats (c, &st);
+      for (;;)
+        {
+          gint64 t0 = g_get_monotonic_time ();
+          g_autoptr (VgicdClient) c = attach (h->address, vm->src, vm->shape, &error);
+
+          if (!c)
+            die ("attach", error);
+          healthy.other[i] = figures_ms_since (t0);
+          healthy.pause[i] = pre_save (vm, &c, &fell, NULL, NULL);
+          if (!fell)
+            {
+              vgicd_client_get_stats (c, &st);
+              break;
+            }
+          healthy_retries++;
+          retried++;
+          fprintf (stderr, "bench-stuck-vgicd: ClientTimeout=%u ms: a healthy vgicd's save "
+                   "fell back after %.1f ms (a busy machine); run %u again\n", timeout_ms,
+                   healthy.pause[i], i + 1);
+          if (++tries >= HEALTHY_TRIES)
+            die ("a healthy vgicd's save fell back on every try", NULL);
+        }
+      tries = 0;
       full = st.entries;
     }
-  g_snprintf (healthy.note, sizeof healthy.note, "through vgicd (%u entries); other: attach",
-              full);
+  if (retried)
+    g_snprintf (healthy.note, sizeof healthy.note,
+                "through vgicd (%u entries); other: attach; %u fell back, run again", full,
+                retried);
+  else
+    g_snprintf (healthy.note, sizeof healthy.note, "through vgicd (%u entries); other: attach",
+                full);
   healthy_ms = figures_median (healthy.pause, healthy.runs);
 
   /* The mute listener: the attach (VM running) fails; the save is own. */
@@ -500,6 +530,9 @@ main (int argc, char **argv)
   for (guint i = 0; list[i]; i++)
     bench_timeout (&vm, (guint) g_ascii_strtoull (list[i], NULL, 10));
 
+  if (healthy_retries)
+    printf ("\n%u healthy save(s) fell back on a busy machine and were run again (see the "
+            "healthy rows).\n", healthy_retries);
   vgic_sim_free (vm.src);
   g_bytes_unref (vm.reference);
   g_bytes_unref (vm.qemu_reference);

@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 
 #include "sim-util.h"
+#include "sim-vm.h"
 #include "vgic-exec.h"
 #include "vgic-plan.h"
 
@@ -16,19 +17,6 @@ typedef VgicEntry Entry;
 
 #define ENTRIES(a) ((a)->entries)
 
-static VgicShape *
-shape_of (VgicSim *sim, guint vcpus, guint irqs)
-{
-  g_autofree guint32 *mpidrs = g_new (guint32, vcpus);
-  g_autoptr (GError) error = NULL;
-  VgicShape *shape;
-
-  for (guint i = 0; i < vcpus; i++)
-    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
-  shape = vgic_shape_new (irqs, vcpus, mpidrs, &error);
-  g_assert_no_error (error);
-  return shape;
-}
 
 static void
 test_probe (void)
@@ -70,7 +58,7 @@ static void
 test_foreign_group_runs_single (void)
 {
   g_autoptr (VgicSim) sim = sim_new (2, 64, TRUE, 5);
-  g_autoptr (VgicShape) shape = shape_of (sim, 2, 64);
+  g_autoptr (VgicShape) shape = sim_vm_shape (sim, 2, 64);
   g_autoptr (VgicList) plan = vgic_plan_save_first (shape);
   VgicExecReport r;
   VgicSimCounters c;
@@ -93,7 +81,7 @@ static void
 test_refuses_before_any_ioctl (void)
 {
   g_autoptr (VgicSim) sim = sim_new (2, 64, TRUE, 5);
-  g_autoptr (VgicShape) shape = shape_of (sim, 2, 64);
+  g_autoptr (VgicShape) shape = sim_vm_shape (sim, 2, 64);
   g_autoptr (VgicList) plan = vgic_plan_save_first (shape);
   g_autoptr (GError) error = NULL;
   VgicSimCounters c;
@@ -120,7 +108,7 @@ static void
 test_batch_chunks_equal_single (void)
 {
   g_autoptr (VgicSim) sim = sim_new (160, 288, TRUE, 5);
-  g_autoptr (VgicShape) shape = shape_of (sim, 160, 288);
+  g_autoptr (VgicShape) shape = sim_vm_shape (sim, 160, 288);
   g_autoptr (VgicList) batch = vgic_plan_save_first (shape);
   g_autoptr (VgicList) single = vgic_list_new_from (batch->entries, batch->len);
   VgicExecReport r;
@@ -158,7 +146,7 @@ test_failure_at_k (gconstpointer data)
 {
   VgicExecVia via = GPOINTER_TO_INT (data);
   g_autoptr (VgicSim) sim = sim_new (4, 128, TRUE, 6);
-  g_autoptr (VgicShape) shape = shape_of (sim, 4, 128);
+  g_autoptr (VgicShape) shape = sim_vm_shape (sim, 4, 128);
   g_autoptr (VgicList) plan = vgic_plan_save_first (shape);
   const guint k = 37;
   VgicExecReport r;
@@ -185,7 +173,7 @@ test_running_vcpu_is_busy (gconstpointer data)
 {
   VgicExecVia via = GPOINTER_TO_INT (data);
   g_autoptr (VgicSim) sim = sim_new (4, 64, FALSE, 5);
-  g_autoptr (VgicShape) shape = shape_of (sim, 4, 64);
+  g_autoptr (VgicShape) shape = sim_vm_shape (sim, 4, 64);
   g_autoptr (VgicList) plan = vgic_plan_save_first (shape);
   VgicExecReport r;
 
@@ -200,7 +188,7 @@ static void
 test_bad_pointer (void)
 {
   g_autoptr (VgicSim) sim = sim_new (1, 64, FALSE, 5);
-  g_autoptr (VgicShape) shape = shape_of (sim, 1, 64);
+  g_autoptr (VgicShape) shape = sim_vm_shape (sim, 1, 64);
   g_autoptr (VgicList) plan = vgic_plan_save_first (shape);
   VgicExecReport r;
 

@@ -19,6 +19,8 @@
 
 #include <gio/gio.h>
 
+#include "test-files.h"
+
 #define TEST_USER "vgicd-test"
 
 static const char config_text[] =
@@ -852,25 +854,6 @@ ensure_test_user (void)
   return getpwnam (TEST_USER) != NULL;
 }
 
-static void
-remove_tree (const char *path)
-{
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir && (name = g_dir_read_name (dir)))
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) &&
-          !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        unlink (child);
-    }
-  rmdir (path);
-}
-
 #define ADD(name, fn, data) \
   g_test_add ("/vgicctl/" name, Fixture, data, fixture_setup, fn, fixture_teardown)
 
@@ -926,7 +909,7 @@ main (int argc, char **argv)
   stop (bus_proc);
   g_object_unref (bus_proc);
   g_free (bus_address);
-  remove_tree (tmpdir);
+  test_remove_tree (tmpdir);
   g_free (tmpdir);
   return ret;
 }

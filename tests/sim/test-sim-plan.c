@@ -7,6 +7,7 @@
  * everything a save can see.
  */
 #include "sim-util.h"
+#include "sim-vm.h"
 #include "vgic-plan.h"
 #include "vgic-validate.h"
 
@@ -22,20 +23,6 @@ static const Shape shapes[] = {
   { 7, 288, TRUE, 6 },
   { 16, 96, FALSE, 7 },
 };
-
-static VgicShape *
-shape_of (VgicSim *sim, const Shape *s)
-{
-  g_autofree guint32 *mpidrs = g_new (guint32, s->vcpus);
-  g_autoptr (GError) error = NULL;
-  VgicShape *shape;
-
-  for (guint i = 0; i < s->vcpus; i++)
-    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
-  shape = vgic_shape_new (s->irqs, s->vcpus, mpidrs, &error);
-  g_assert_no_error (error);
-  return shape;
-}
 
 static void
 assert_same_values (VgicList *a, VgicList *b)
@@ -84,7 +71,7 @@ test_batch_equals_single (gconstpointer data)
 {
   const Shape *s = data;
   g_autoptr (VgicSim) sim = sim_new (s->vcpus, s->irqs, s->its, s->pri_bits);
-  g_autoptr (VgicShape) shape = shape_of (sim, s);
+  g_autoptr (VgicShape) shape = sim_vm_shape (sim, s->vcpus, s->irqs);
   g_autoptr (VgicList) one = NULL, many = NULL;
   VgicSimCounters c;
 
@@ -108,7 +95,7 @@ restore_and_compare (const Shape *s, gboolean batch)
 {
   g_autoptr (VgicSim) src = sim_new (s->vcpus, s->irqs, s->its, s->pri_bits);
   g_autoptr (VgicSim) dst = sim_new (s->vcpus, s->irqs, s->its, s->pri_bits);
-  g_autoptr (VgicShape) shape = shape_of (src, s);
+  g_autoptr (VgicShape) shape = sim_vm_shape (src, s->vcpus, s->irqs);
   g_autoptr (VgicList) saved = NULL, check = NULL, writes = NULL, resaved = NULL;
   g_autoptr (VgicValues) state = NULL, check_values = NULL;
   g_autoptr (GError) error = NULL;

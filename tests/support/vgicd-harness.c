@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "test-files.h"
 #include "vgicd-harness.h"
 
 /* The system bus configuration: tests/support/system-bus.conf.in, which mirrors
@@ -371,23 +372,6 @@ vgicd_harness_restart_vgicd (VgicdHarness *h, GError **error)
   return spawn_vgicd (h, FALSE, O_APPEND, error) && wait_for_manager (h, error);
 }
 
-static void
-remove_tree (const char *dir)
-{
-  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
-  const char *name;
-
-  while (d && (name = g_dir_read_name (d)))
-    {
-      g_autofree char *path = g_build_filename (dir, name, NULL);
-      if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (path);
-      else
-        unlink (path);
-    }
-  rmdir (dir);
-}
-
 void
 vgicd_harness_stop (VgicdHarness *h)
 {
@@ -408,7 +392,7 @@ vgicd_harness_stop (VgicdHarness *h)
     }
   /* VGICD_HARNESS_KEEP=1 keeps the logs and configuration for a look. */
   if (h->dir && !g_getenv ("VGICD_HARNESS_KEEP"))
-    remove_tree (h->dir);
+    test_remove_tree (h->dir);
   else if (h->dir)
     g_printerr ("vgicd harness: kept %s\n", h->dir);
   g_free (h->dir);

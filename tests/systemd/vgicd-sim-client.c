@@ -19,6 +19,7 @@
 #include "vgic-plan.h"
 #include "vgic-record.h"
 #include "vgic-sim.h"
+#include "sim-vm.h"
 
 typedef VgicEntry Entry;
 
@@ -54,13 +55,11 @@ make_sim (GError **error)
 static VgicdClient *
 attach (const char *address, VgicSim *sim, GError **error)
 {
-  g_autofree guint32 *mpidrs = g_new (guint32, opt_vcpus);
+  g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, opt_vcpus);
   g_autoptr (VgicdClient) c = vgicd_client_connect (address, 0, error);
 
   if (!c)
     return NULL;
-  for (int i = 0; i < opt_vcpus; i++)
-    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
   if (!vgicd_client_attach (c, vgic_sim_get_fd (sim), opt_name, opt_uuid,
                             opt_irqs, opt_vcpus, mpidrs, error))
     return NULL;

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-vgicd-peers.c - what a peer may say to vgicd and what it gets: a
+ * protocol 1 peer served as before, names vgicd refuses, reports that are
+ * not errnos, a step channel sent garbage or never read, a flood and
+ * stray descriptors on the bus connection, another peer's session.
+ */
+#include <errno.h>
+#include <gio/gunixfdlist.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "vgicd-test.h"
+#include "vgicd/protocol.h"
+
+static void
+test_protocol1_peer (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[2];
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (VgicSim) dst = make_sim (s, FALSE);
+  g_autoptr (GVariant) done = NULL, loaded = NULL, bytes = NULL;
+  g_autoptr (GBytes) record = NULL, want = NULL, got = NULL;
+  OldPeer ps = { 0 }, pd = { 0 };
+  const char *action = NULL;
+  guint steps;
+
+  vgic_sim_randomize (src, 31);
+  old_peer_attach (&ps, h, src, s, "old-src");
+  old_peer_attach (&pd, h, dst, s, "old-dst");
+
+  done = old_peer_run (&ps, src, "Save", NULL, &steps);
+  g_assert_true (g_variant_lookup (done, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "done");
+  bytes = g_variant_lookup_value (done, "record", G_VARIANT_TYPE_BYTESTRING);
+  g_assert_nonnull (bytes);
+  record = g_variant_get_data_as_bytes (bytes);
+  want = visible_state (src, s);
+  g_assert_true (g_bytes_equal (want, record));
+
+  loaded = old_peer_run (&pd, dst, "Load",
+                         g_variant_new ("(@ay)", g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING,
+                                                                          record, TRUE)),
+                         &steps);
+  g_assert_true (g_variant_lookup (loaded, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "done");
+  g_assert_cmpuint (steps, ==, 2);	/* the TYPER reads, then the writes */
+  got = visible_state (dst, s);
+  g_assert_true (g_bytes_equal (want, got));
+  old_peer_clear (&ps);
+  old_peer_clear (&pd);
+}
+
+/* A name with control characters (a forged log line, a terminal escape),
+ * one over 256 bytes, and a uuid that is not one are refused at Attach,
+ * with the reason; a 256-byte name of printable characters, spaces and
+ * non-ASCII ones included, is not. */
+static void
+test_attach_names (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) sim = make_sim (s, FALSE);
+  g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, s->vcpus);
+  g_autofree char *long_name = g_strnfill (257, 'n');
+  const struct { const char *name, *uuid, *why; } bad[] = {
+    { "web-1\nvgicd[1]: VM db: load failed", NULL, "printable" },
+    { "web-\033[2J", NULL, "printable" },
+    { long_name, NULL, "at most 256 bytes" },
+    { "web-1", "../../etc/passwd", "is not a UUID" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (VgicdClient) c = vgicd_test_connect (h, &error);
+
+      g_assert_no_error (error);
+      g_assert_false (vgicd_client_attach (c, vgic_sim_get_fd (sim), bad[i].name, bad[i].uuid,
+                                           s->irqs, s->vcpus, mpidrs, &error));
+      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_INVALID);
+      g_assert_nonnull (strstr (error->message, bad[i].why));
+    }
+  {
+    /* 256 bytes: UTF-8 and spaces, then ASCII up to the limit. */
+    g_autofree char *ok_name = g_strdup_printf ("h\u00f4te web 1 %s", long_name);
+    g_autoptr (VgicdClient) c = NULL;
+
+    ok_name[256] = '\0';
+    c = attach (h, sim, s, ok_name);	/* asserts that it attached */
+  }
+}
+
+/* A step report's error is the peer's word: any int32, INT32_MIN too
+ * (whose negation is undefined, which UBSan would catch).  The save fails
+ * with the number told as it is, and the session serves the next one. */
+static void
+test_report_error_not_errno (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (GVariant) failed = NULL, done = NULL;
+  const char *action = NULL, *message = NULL;
+  OldPeer p = { 0 };
+  guint steps;
+
+  vgic_sim_randomize (src, 7);
+  old_peer_attach (&p, h, src, s, "liar");
+  p.report_error = G_MININT32;
+  failed = old_peer_run (&p, src, "Save", NULL, &steps);
+  g_assert_true (g_variant_lookup (failed, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "fail");
+  g_assert_true (g_variant_lookup (failed, "message", "&s", &message));
+  g_assert_nonnull (strstr (message, "error -2147483648, which is not a kernel errno"));
+  done = old_peer_run (&p, src, "Save", NULL, &steps);
+  g_assert_true (g_variant_lookup (done, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "done");
+  old_peer_clear (&p);
+}
+
+/* A peer that sends the step channel what no method is: vgicd closes the
+ * channel and says why, and nothing else changes (vgicd serves the next
+ * peer, and this one's D-Bus session still works). */
+static void
+test_channel_refuses_garbage (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  static const char *const features[] = { "channel", "record-window", NULL };
+  static const char *const channel_only[] = { "channel", NULL };
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (VgicSim) other = make_sim (s, FALSE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GVariant) done = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log = NULL;
+  static const guint32 bad[4] = { 99, 0, 0, 0 };
+  const char *action = NULL;
+  OldPeer p = { 0 };
+  guint8 byte;
+  guint steps;
+
+  /* No channel without records in the window (peer_attach checks). */
+  peer_attach (&p, h, src, s, "no-channel", channel_only);
+  old_peer_clear (&p);
+
+  peer_attach (&p, h, src, s, "garbage", features);
+  g_assert_cmpint (send (p.channel, bad, sizeof bad, MSG_NOSIGNAL), ==, sizeof bad);
+  /* vgicd closed its end: no answer, end of file. */
+  g_assert_cmpint (recv (p.channel, &byte, 1, 0), ==, 0);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_assert_nonnull (strstr (log, "VM garbage: closing the step channel: an unknown method"));
+
+  done = old_peer_run (&p, src, "Save", NULL, &steps);
+  g_assert_true (g_variant_lookup (done, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "done");
+  old_peer_clear (&p);
+
+  c = attach (h, other, s, "next");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+}
+
+/* A peer that sends step-channel requests and never reads an answer (a
+ * compromised QEMU): vgicd must not wait on it.  It closes that channel
+ * once the answers fill the socket, says why, and serves the next VM. */
+static void
+test_channel_peer_does_not_read (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  static const char *const features[] = { "channel", "record-window", NULL };
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (VgicSim) other = make_sim (s, FALSE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log = NULL;
+  /* Save: the header, then "()" (one byte). */
+  const guint8 save[9] = { VGICD_CHANNEL_SAVE };
+  OldPeer p = { 0 };
+  guint sent = 0, i;
+
+  peer_attach (&p, h, src, s, "deaf", features);
+  for (i = 0; i < 20000; i++)
+    {
+      if (send (p.channel, save, sizeof save, MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof save)
+        sent++;
+      else if (errno == EAGAIN)
+        g_usleep (1000);	/* vgicd is reading: let it */
+      else
+        break;	/* EPIPE or ECONNRESET: vgicd closed its end */
+    }
+  g_test_message ("%u requests sent before vgicd closed the channel", sent);
+  g_assert_cmpuint (i, <, 20000);
+  g_assert_true (errno == EPIPE || errno == ECONNRESET);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_assert_nonnull (strstr (log, "VM deaf: closing the step channel: the peer sends requests "
+                                 "and does not read the answers"));
+  c = attach (h, other, s, "next");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+  old_peer_clear (&p);
+}
+
+/* A D-Bus client on a raw socket, past the handshake (as root, who is on
+ * the harness's AllowUsers): it can send without reading, and send file
+ * descriptors with any message. */
+static int
+raw_peer_connect (VgicdHarness *h)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  g_autofree char *uid = g_strdup_printf ("%u", (guint) getuid ());
+  g_autoptr (GString) auth = g_string_new ("AUTH EXTERNAL ");
+  char buf[256];
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const char *lines[] = { NULL, "NEGOTIATE_UNIX_FD\r\n", "BEGIN\r\n" };
+
+  g_assert_cmpint (fd, >=, 0);
+  g_strlcpy (a.sun_path, h->socket_path, sizeof a.sun_path);
+  g_assert_cmpint (connect (fd, (struct sockaddr *) &a, sizeof a), ==, 0);
+  g_assert_cmpint (send (fd, "", 1, MSG_NOSIGNAL), ==, 1);
+  for (const char *c = uid; *c; c++)
+    g_string_append_printf (auth, "%02x", (guint) (guchar) *c);
+  g_string_append (auth, "\r\n");
+  lines[0] = auth->str;
+  for (guint i = 0; i < G_N_ELEMENTS (lines); i++)
+    {
+      ssize_t n;
+
+      g_assert_cmpint (send (fd, lines[i], strlen (lines[i]), MSG_NOSIGNAL), ==,
+                       (gssize) strlen (lines[i]));
+      if (i == 2)
+        break;
+      n = recv (fd, buf, sizeof buf - 1, 0);
+      g_assert_cmpint (n, >, 0);
+      buf[n] = 0;
+      g_assert_true (g_str_has_prefix (buf, i == 0 ? "OK " : "AGREE_UNIX_FD"));
+    }
+  return fd;
+}
+
+/* A call of Introspect on the helper, serial @serial, as bytes. */
+static guint8 *
+raw_call (guint32 serial, GUnixFDList *fds, gsize *len)
+{
+  g_autoptr (GDBusMessage) m =
+    g_dbus_message_new_method_call (NULL, "/org/vgicd/Helper1",
+                                    "org.freedesktop.DBus.Introspectable", "Introspect");
+  g_autoptr (GError) error = NULL;
+  guint8 *blob;
+
+  g_dbus_message_set_serial (m, serial);
+  if (fds)
+    g_dbus_message_set_unix_fd_list (m, fds);
+  blob = g_dbus_message_to_blob (m, len, G_DBUS_CAPABILITY_FLAGS_UNIX_FD_PASSING, &error);
+  g_assert_no_error (error);
+  return blob;
+}
+
+/* Did vgicd close @fd's connection?  Reads (and drops) what is there
+ * until EOF, for at most @ms. */
+static gboolean
+raw_peer_closed (int fd, int ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) ms * 1000;
+  char buf[65536];
+
+  while (g_get_monotonic_time () < end)
+    {
+      struct pollfd p = { fd, POLLIN, 0 };
+      ssize_t n;
+
+      if (poll (&p, 1, 100) <= 0)
+        continue;
+      n = recv (fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno == ECONNRESET))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* Rows 3 and 4, for a peer on AllowUsers (the door keeps out the others):
+ * 200,000 calls sent without reading an answer, then a call carrying file
+ * descriptors.  Each peer is closed, vgicd's memory and descriptors stay
+ * where they were, and an honest QEMU attaches and saves meanwhile.  With
+ * the old code the first peer was never closed and vgicd grew by hundreds
+ * of MiB; the second left vgicd holding its descriptors until it closed. */
+static void
+test_admitted_peer_bounds (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) sim = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log = NULL;
+  guint64 rss0, rss1;
+  guint fds0, fds1, sent = 0;
+  gsize len;
+  int fd;
+
+  c = attach (h, sim, s, "honest");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  /* 0 is what the harness reads when /proc has nothing for vgicd. */
+  rss0 = vgicd_harness_status_kib (h, "VmRSS:");
+  fds0 = vgicd_harness_open_fds (h);
+  g_assert_cmpuint (rss0, >, 0);
+  g_assert_cmpuint (fds0, >, 0);
+
+  /* A flood, never read. */
+  fd = raw_peer_connect (h);
+  for (sent = 0; sent < 200000; sent++)
+    {
+      g_autofree guint8 *blob = raw_call (sent + 1, NULL, &len);
+
+      if (send (fd, blob, len, MSG_NOSIGNAL) < 0)
+        break;	/* EPIPE: vgicd closed it */
+    }
+  g_assert_true (raw_peer_closed (fd, 10000));
+  close (fd);
+  rss1 = vgicd_harness_status_kib (h, "VmRSS:");
+  g_assert_cmpuint (rss1, >, 0);
+  g_test_message ("flood: %u calls sent before vgicd closed the peer; RSS %" G_GUINT64_FORMAT
+                  " -> %" G_GUINT64_FORMAT " KiB", sent, rss0, rss1);
+  g_assert_cmpuint (rss1, <, rss0 + 32 * 1024);
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+
+  /* File descriptors with a call: 200 of them. */
+  {
+    g_autoptr (GUnixFDList) list = g_unix_fd_list_new ();
+    g_autofree guint8 *blob = NULL;
+    char cbuf[CMSG_SPACE (200 * sizeof (int))];
+    struct iovec iov;
+    struct msghdr mh = { 0 };
+    struct cmsghdr *cm;
+
+    for (guint i = 0; i < 200; i++)
+      g_unix_fd_list_append (list, 0, NULL);	/* dups of stdin, the list's */
+    blob = raw_call (1, list, &len);
+    fd = raw_peer_connect (h);
+    iov = (struct iovec) { blob, len };
+    mh.msg_iov = &iov, mh.msg_iovlen = 1;
+    mh.msg_control = cbuf, mh.msg_controllen = sizeof cbuf;
+    cm = CMSG_FIRSTHDR (&mh);
+    cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN (200 * sizeof (int));
+    memcpy (CMSG_DATA (cm), g_unix_fd_list_peek_fds (list, NULL), 200 * sizeof (int));
+    g_assert_cmpint (sendmsg (fd, &mh, MSG_NOSIGNAL), ==, (gssize) len);
+    g_assert_true (raw_peer_closed (fd, 10000));
+    close (fd);
+  }
+  fds1 = vgicd_harness_open_fds (h);
+  g_assert_cmpuint (fds1, >, 0);
+  g_test_message ("fds: vgicd holds %u descriptors before, %u after", fds0, fds1);
+  g_assert_cmpuint (fds1, <=, fds0);
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+
+  g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, 2);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  {
+    g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
+
+    for (guint i = 0; lines[i]; i++)
+      if (strstr (lines[i], "closed the connection of a peer"))
+        g_test_message ("vgicd: %s", lines[i]);
+  }
+  /* Which of the two bounds a flood meets first depends on how far the
+   * main loop lags behind GDBus's reader. */
+  g_assert_true (strstr (log, "does not read the answers") || strstr (log, "unanswered"));
+  g_assert_nonnull (strstr (log, "it sent file descriptors"));
+}
+
+/* A peer reaches only the session it attached: another connection does not
+ * even see it. */
+static void
+test_sessions_are_private (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[0];
+  g_autoptr (VgicSim) sim = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) c = attach (h, sim, s, "owner");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDBusConnection) other = NULL;
+  g_autoptr (GVariant) reply = NULL;
+
+  g_assert_cmpstr (vgicd_client_get_mode (c), ==, "auto");
+
+  other = g_dbus_connection_new_for_address_sync (h->address,
+                                                  G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
+                                                  NULL, NULL, &error);
+  g_assert_no_error (error);
+  reply = g_dbus_connection_call_sync (other, NULL, "/org/vgicd/Session1/1",
+                                       "org.vgicd.Session1", "Save", NULL, NULL,
+                                       G_DBUS_CALL_FLAGS_NONE, 2000, NULL, &error);
+  g_assert_null (reply);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD);
+}
+
+int
+main (int argc, char **argv)
+{
+  vgicd_test_init (&argc, &argv);
+  g_test_add_func ("/vgicd/protocol-1-peer", test_protocol1_peer);
+  g_test_add_func ("/vgicd/channel-refuses-garbage", test_channel_refuses_garbage);
+  g_test_add_func ("/vgicd/channel-peer-does-not-read", test_channel_peer_does_not_read);
+  g_test_add_func ("/vgicd/report-error-not-errno", test_report_error_not_errno);
+  g_test_add_func ("/vgicd/attach-names", test_attach_names);
+  g_test_add_func ("/vgicd/admitted-peer-bounds", test_admitted_peer_bounds);
+  g_test_add_func ("/vgicd/sessions-are-private", test_sessions_are_private);
+  return g_test_run ();
+}

@@ -17,7 +17,7 @@
  *     (Record=true).
  *
  * The rows are named as README's figures table names them, and
- * tests/docs/check-demo-figures.py holds that table to what this prints.
+ * tests/docs/check-demo.py holds that table to what this prints.
  *
  * The demo plays QEMU: it links libvgicd and hands it vgic-sim device fds,
  * which answer real ioctl(2) calls.  After every transfer the destination
@@ -365,9 +365,10 @@ main (int argc, char **argv)
             100 * (1 - figures_median (paths[p].get_ms, opt_runs) / figures_median (paths[0].get_ms, opt_runs)),
             100 * (1 - figures_median (paths[p].put_ms, opt_runs) / figures_median (paths[0].put_ms, opt_runs)));
   /* The row a reader asks about: through vgicd, yet no faster than QEMU. */
-  printf ("Mode=single: what vgicd costs without the batch group, with %u / %u more ioctls "
+  printf ("Mode=single: what vgicd costs without the batch group, with %d / %d more ioctls "
           "than QEMU's own path (the registers its record adds)\n",
-          paths[1].get_ioctls - paths[0].get_ioctls, paths[1].put_ioctls - paths[0].put_ioctls);
+          (int) paths[1].get_ioctls - (int) paths[0].get_ioctls,
+          (int) paths[1].put_ioctls - (int) paths[0].put_ioctls);
   printf ("\n(medians of %u runs; seed figures at 160 vCPUs: 120 ms get / 158 ms put one "
           "by one, 19 / 40 ms batched)\n", opt_runs);
   printf ("Destination equals source after every transfer: %s\n"

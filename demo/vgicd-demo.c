@@ -366,7 +366,7 @@ main (int argc, char **argv)
             100 * (1 - figures_median (paths[p].put_ms, opt_runs) / figures_median (paths[0].put_ms, opt_runs)));
   /* The row a reader asks about: through vgicd, yet no faster than QEMU. */
   printf ("Mode=single: what vgicd costs without the batch group, with %d / %d more ioctls "
-          "than QEMU's own path (the registers its record adds)\n",
+          "than QEMU's own path (the routes its record adds; the guard reads of a restore)\n",
           (int) paths[1].get_ioctls - (int) paths[0].get_ioctls,
           (int) paths[1].put_ioctls - (int) paths[0].put_ioctls);
   printf ("\n(medians of %u runs; seed figures at 160 vCPUs: 120 ms get / 158 ms put one "

@@ -99,7 +99,8 @@ need_packages() {
 	fi
 	case " ${missing[*]}" in *:arm64*) enable_arm64 ;; esac
 	if [ -z "${APT_UPDATED:-}" ]; then
-		host_apt_get update -qq
+		# No install on stale lists: stop here, with or without set -e.
+		host_apt_get update -qq || return 1
 		export APT_UPDATED=1
 	fi
 	echo "installing: ${missing[*]}"

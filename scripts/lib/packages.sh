@@ -99,12 +99,69 @@ need_packages() {
 	fi
 	case " ${missing[*]}" in *:arm64*) enable_arm64 ;; esac
 	if [ -z "${APT_UPDATED:-}" ]; then
-		apt-get update -qq
+		# No install on stale lists: stop here, with or without set -e.
+		host_apt_get update -qq || return 1
 		export APT_UPDATED=1
 	fi
 	echo "installing: ${missing[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		"${missing[@]}" >/dev/null
+	host_apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The locks of this host's apt and dpkg.  On a fresh cloud machine
+# unattended-upgrades or cloud-init hold them for minutes after boot, so
+# host_apt_get waits for them, up to VGICD_APT_LOCK_TIMEOUT seconds, rather
+# than fail at once.
+VGICD_APT_LOCK_TIMEOUT=${VGICD_APT_LOCK_TIMEOUT:-300}
+APT_LOCKS=(/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock
+	/var/cache/apt/archives/lock)
+
+# apt_lock_holders - "  FILE: PID (COMMAND)" for each of APT_LOCKS that a
+# process holds, one a line; nothing when they are all free.  apt and dpkg
+# lock with fcntl(2), which /proc/locks lists by inode.
+apt_lock_holders() {
+	local f maj min ino id pid
+	for f in "${APT_LOCKS[@]}"; do
+		# The lock's MAJOR:MINOR:INODE, as /proc/locks writes it.
+		read -r maj min ino < <(stat -c '%Hd %Ld %i' "$f" 2>/dev/null) || continue
+		id=$(printf '%02x:%02x:%s' "$maj" "$min" "$ino")
+		pid=$(awk -v id="$id" '$2 != "->" && $6 == id { print $5; exit }' /proc/locks)
+		[ -n "$pid" ] || continue
+		echo "  $f: $pid ($(cat "/proc/$pid/comm" 2>/dev/null || echo "?"))"
+	done
+}
+
+# host_apt_get ARGS... - apt-get ARGS on this host's own apt state, waiting
+# up to VGICD_APT_LOCK_TIMEOUT seconds for its locks: it says that it waits
+# and for whom, and when the time is up it fails naming the holder.  apt
+# waits for the dpkg lock itself (DPkg::Lock::Timeout) but apt-get update
+# does not wait for the lists lock, so the wait is here, before apt-get
+# runs, and again if apt-get failed while a lock is held (taken in
+# between).  Not for the private apt states of debian-apt.sh, which
+# nothing else locks.
+host_apt_get() {
+	local t0=$SECONDS deadline=$((SECONDS + VGICD_APT_LOCK_TIMEOUT)) holders waiting=
+	while :; do
+		holders=$(apt_lock_holders)
+		if [ -n "$holders" ]; then
+			if [ $SECONDS -ge $deadline ]; then
+				printf '%s\n' "apt-get $1: apt's lock is still held after $VGICD_APT_LOCK_TIMEOUT s, by:" \
+					"$holders" "(let it finish, or wait longer: VGICD_APT_LOCK_TIMEOUT=SECONDS)" >&2
+				return 1
+			fi
+			[ -n "$waiting" ] || printf '%s\n' "apt-get $1: waiting for apt's lock, up to $VGICD_APT_LOCK_TIMEOUT s (VGICD_APT_LOCK_TIMEOUT); held by:" \
+				"$holders" >&2
+			waiting=1
+			sleep 1
+			continue
+		fi
+		[ -z "$waiting" ] || echo "apt-get $1: apt's lock is free after $((SECONDS - t0)) s" >&2
+		waiting=
+		DEBIAN_FRONTEND=noninteractive \
+			apt-get -o DPkg::Lock::Timeout=$((deadline > SECONDS ? deadline - SECONDS : 0)) "$@" &&
+			return 0
+		# Failed: unless someone took the lock in between, that is the answer.
+		[ -n "$(apt_lock_holders)" ] || return 1
+	done
 }
 
 # enable_arm64 - add the arm64 foreign architecture (for the cross builds'

@@ -14,17 +14,17 @@
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib/common.sh"
 
-heavy_script "$@"
-
 HEAD=
 NOCHECK=
 for a in "$@"; do
 	case $a in
 	--head) HEAD=1 ;;
 	--nocheck) NOCHECK=1 ;;
-	*) echo "usage: $0 [--head] [--nocheck]" >&2; exit 1 ;;
+	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "usage: $0 [--head] [--nocheck] (see --help)" >&2; exit 2 ;;
 	esac
 done
+heavy_script "$@"
 
 T_START=$(date +%s.%N)
 

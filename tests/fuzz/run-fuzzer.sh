@@ -17,6 +17,9 @@
 # into the target's corpus folder: the fuzz meson tests replay it in every
 # build.  Prints each target's executions; exits 1 on any finding.
 set -eu
+case ${1:-} in
+-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+esac
 
 secs=${1:?usage: $0 SECONDS [BUILD_DIR [TARGET...]]}
 src=$(cd "$(dirname "$0")/../.." && pwd)

@@ -30,6 +30,9 @@
 #      the one case where the hook writes, so libvirt taints hook-script);
 #   6. the hook calls libvirtd made, in order (every call is logged).
 set -euo pipefail
+case ${1:-} in
+-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+esac
 
 . "$(dirname "$0")/../../scripts/lib/common.sh"
 

@@ -44,6 +44,9 @@
 #
 # Exit status: 0 when all of it holds, 1 otherwise (each failure printed).
 set -euo pipefail
+case ${1:-} in
+-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+esac
 . "$(dirname "$0")/../../scripts/lib/common.sh"
 
 BUILD=${1:-$VGICD_BUILD/gcc}

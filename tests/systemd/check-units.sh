@@ -15,6 +15,9 @@
 # The service names /usr/sbin/vgicd, which verify wants to exist: the copy
 # checked here runs the VGICD given instead (nothing else differs).
 set -euo pipefail
+case ${1:-} in
+-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+esac
 
 service=$(realpath "$1") socket=$(realpath "$2") vgicd=$(realpath "$3") max=$4
 sysusers=${5:+$(realpath "$5")} tmpfiles=${6:+$(realpath "$6")}

@@ -9,6 +9,9 @@
 #
 #   test-header.sh INCLUDE_DIR CC [CC ARGS...]
 set -u
+case ${1:-} in
+-h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+esac
 inc=$1
 shift
 tmp=$(mktemp -d)

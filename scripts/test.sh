@@ -96,25 +96,28 @@ setup() {
 }
 
 step_begin "packages"
-# What the builds below need; each tier script installs its own
-# (scripts/lib/packages.sh lists them all).
+# What the builds below need, and what the background builds need (they
+# must not run apt-get beside the steps); each tier script installs its
+# own as well (scripts/lib/packages.sh lists them all).
 need_packages "${PKGS_BUILD[@]}" "${PKGS_BENCH[@]}" "${PKGS_FUZZ[@]}" "${PKGS_CROSS[@]}" "${PKGS_VIRSH_ROOT[@]}"
+# Apart, as the tiers install them: in one transaction with the native
+# -dev packages, apt could take pkgconf:arm64 for pkg-config's dependency.
+need_packages "${PKGS_KERNEL[@]}" "${PKGS_QEMU[@]}"
 step_end
 
-# The virsh tier's L1 root (tests/nested/virsh/rootfs.sh: Debian 13 arm64 by
-# mmdebstrap, every maintainer script emulated by qemu-user) keeps one core
-# busy for about 9 minutes on a fresh machine and is needed only by the last
-# step.  It is built from here on, in the background, at nice 10 and outside
-# the heavy-work lock, so that it takes the CPU the steps below leave idle
-# (tests waiting on sockets and timers, downloads, single-threaded dpkg)
-# without slowing them much; the virsh step waits for it.
-VIRSH_ROOT_LOG=$VGICD_BUILD/virsh-rootfs.log
-mkdir -p "$VGICD_BUILD"
-VIRSH_ROOT_T0=$(date +%s)
-VGICD_HEAVY_HELD=1 nice -n 10 bash tests/nested/virsh/rootfs.sh >"$VIRSH_ROOT_LOG" 2>&1 &
-VIRSH_ROOT_PID=$!
-# Not left behind if this script ends before its step.
-trap 'kill "$VIRSH_ROOT_PID" 2>/dev/null || true' EXIT
+# Builds that only the last steps need run in the background from here on,
+# at nice 10, taking the CPU the steps below leave idle (scripts/lib/
+# background.sh says why that never makes the run slower); each step that
+# needs one waits for it.  Cold, they are the run's longest builds: the
+# virsh tier's L1 root (tests/nested/virsh/rootfs.sh: Debian 13 arm64 by
+# mmdebstrap, every maintainer script under qemu-user, one core for about
+# 9 minutes) and the nested tiers' patched 6.12 kernel
+# (kernel-patch/build-kernel.sh, both cores for about 11 minutes).  The
+# patched QEMU starts after the aarch64 build, whose libvgicd it links.
+trap bg_stop_all EXIT
+bg_start "L1 root" "$VGICD_BUILD/virsh-rootfs.log" bash tests/nested/virsh/rootfs.sh
+bg_start "patched kernel" "$VGICD_BUILD/kernel-background.log" \
+	bash kernel-patch/build-kernel.sh --no-install
 
 step_begin "native build and tests (gcc, -Werror)"
 # Optional features are forced on: a missing package fails the build
@@ -169,6 +172,10 @@ ninja -C "$VGICD_BUILD/aarch64"
 echo "(under qemu-user: the planner, record, fuzz-corpus and dump suites)"
 run_suites "$VGICD_BUILD/aarch64" --suite planner --suite record --suite fuzz --suite dump
 step_end
+# The patched QEMU (qemu-patch/build-qemu.sh: the Debian source, the series,
+# both configurations and the link; about 4 minutes of both cores cold)
+# for the build check and the nested QEMU tiers.
+bg_start "patched QEMU" "$VGICD_BUILD/qemu-background.log" bash qemu-patch/build-qemu.sh
 
 step_begin "bounded pause: a stuck or dying vgicd (bench/bench-stuck-vgicd)"
 # Prints the figures (docs/operations.md quotes them); fails only when a
@@ -231,6 +238,7 @@ run_tier "libvirtd migrations" bash tests/libvirt/run-libvirtd.sh "$VGICD_BUILD/
 step_end
 
 step_begin "QEMU series: apply to QEMU 10.0.13, cross-compile (-Werror)"
+bg_wait "patched QEMU" || true	# the check below says what failed
 run_tier "QEMU build check" bash qemu-patch/build-check.sh
 step_end
 
@@ -246,6 +254,7 @@ run_tier "kernel series 6.1 check" bash kernel-patch/build-kernel.sh --base 6.1 
 step_end
 
 step_begin "nested arm64 KVM tier (patched and stock 6.12 kernels)"
+bg_wait "patched kernel" || true	# the tier builds it again and says why it fails
 # The patched kernel must not be skipped quietly in CI.
 run_tier "nested tier" env VGICD_NESTED_REQUIRE_PATCHED=1 bash tests/nested/run-nested.sh
 step_end
@@ -270,13 +279,7 @@ step_begin "virsh migrate, nested: libvirt, the arm64 .debs, AppArmor (a to f)"
 # whole .ci/run with a and f took 40m08s (tests/nested/README.md has the
 # tier's own figures).
 # The packages are the trixie/arm64 chroot build's, from the step above.
-VIRSH_ROOT_WAIT=$(date +%s)
-if wait "$VIRSH_ROOT_PID"; then
-	echo "L1 root (background, started $(( VIRSH_ROOT_WAIT - VIRSH_ROOT_T0 )) s ago): waited $(( $(date +%s) - VIRSH_ROOT_WAIT )) s for it; $(tail -n 2 "$VIRSH_ROOT_LOG" | head -n 1)"
-else
-	echo "!! the L1 root (tests/nested/virsh/rootfs.sh) failed:" >&2
-	tail -n 30 "$VIRSH_ROOT_LOG" >&2
-fi
+bg_wait "L1 root" || true	# the tier builds it again and says why it fails
 run_tier "virsh migrate (a to f)" env VGICD_VIRSH_DEBS="$VGICD_CACHE/deb-chroot/trixie-arm64" \
 	bash tests/nested/run-virsh-e2e.sh
 step_end

@@ -10,6 +10,8 @@
 #   steps.sh    step timing: step_begin NAME, step_end, print_step_times
 #   packages.sh need_packages PKG..., enable_arm64, and every tier's package
 #               list (PKGS_*), declared in one place
+#   background.sh  builds a late step needs, run early beside the others:
+#               bg_start NAME LOG CMD..., bg_wait NAME, bg_stop_all
 #   debian-apt.sh  a private apt state for other Debian suites and
 #               architectures (deb_apt_init, deb_download, ...)
 #   vgicd_export_tree DEST [head]
@@ -26,6 +28,8 @@ VGICD_CACHE=${VGICD_CACHE:-/var/cache/vgicd}
 . "$VGICD_LIB/steps.sh"
 # shellcheck source=packages.sh
 . "$VGICD_LIB/packages.sh"
+# shellcheck source=background.sh
+. "$VGICD_LIB/background.sh"
 # shellcheck source=debian-apt.sh
 . "$VGICD_LIB/debian-apt.sh"
 

@@ -4,6 +4,8 @@
 # the way Debian's build daemons do: a source package made from the tree,
 # built in a clean chroot of that suite that holds only the buildd set and
 # the package's Build-Depends, then checked by that suite's own lintian.
+# A native build's packages are then installed in the same chroot, vgicd
+# run until it has saved its state, and vgicd purged: nothing of it may stay.
 #
 #   bash tests/debian/build-chroot.sh SUITE ARCH [--head] [--check|--nocheck] [--keep]
 #
@@ -32,8 +34,9 @@
 #
 # Runs under the heavy-work lock, as a whole (every step is a download, an
 # unpack or a compile).  Exit status: non-zero when the chroot cannot be
-# made, the build fails, or lintian reports an error or a warning that
-# debian/*.lintian-overrides does not override with its reason.
+# made, the build fails, the purge leaves vgicd's files behind, or lintian
+# reports an error or a warning that debian/*.lintian-overrides does not
+# override with its reason.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib/common.sh"
 
@@ -276,6 +279,83 @@ for sev in E W I P; do
 	printf '  %s: %s\n' "$sev" "$(grep -c "^$sev: " "$OUT/lintian.log" || true)"
 done
 grep -E '^[EWI]: ' "$OUT/lintian.log" | sed 's/^/  /' || true
+
+# ------------------------------------------------- install, run, purge
+
+# What `apt-get purge vgicd` leaves, on a host where vgicd ran: the .debs
+# installed in the clean chroot (their maintainer scripts run as on a host
+# without a running systemd: sysusers and tmpfiles run, units are enabled,
+# nothing started), vgicd started as vgicd.service starts it (its user, its
+# default paths, its supplementary group kvm, the socket's group; the
+# system bus that dbus.service would start; its own --socket for want of
+# vgicd.socket), `vgicctl mode` saving the mode in
+# /var/lib/vgicd through the running vgicd, and an operator's files in
+# /etc/vgicd (vms.conf edited, a copy dpkg does not know).  Then the purge,
+# and nothing of vgicd may be left: not /var/lib/vgicd, /etc/vgicd or
+# /run/vgicd, no file named after vgicd that no installed package owns
+# (the rest of /run, volatile, is not searched).  The vgicd user stays
+# (Debian does not remove system users: files elsewhere may still carry
+# their ids).
+# Native builds only: cross-built binaries cannot run here.
+PURGE_SCRIPT=$(cat <<'EOF'
+set -eu
+fail() { echo "build-chroot.sh: $*" >&2; exit 1; }
+debs=$(ls /build/vgicd_*.deb /build/libvgicd0_*.deb)
+apt-get -q -y install $debs
+mkdir -p /run/dbus
+dbus-daemon --system --fork
+runuser -u vgicd -g vgicd -G kvm -- vgicd --socket /tmp/vgicd.sock > /tmp/vgicd.log 2>&1 &
+vgicd_pid=$!
+i=0
+until vgicctl status > /dev/null 2>&1; do
+	i=$((i + 1))
+	[ $i -lt 100 ] || { cat /tmp/vgicd.log; fail "vgicd did not come up on the system bus in 20 s"; }
+	sleep 0.2
+done
+vgicctl mode single
+[ -f /var/lib/vgicd/state.conf ] ||
+	fail "vgicctl mode single saved no /var/lib/vgicd/state.conf; the test sets up nothing for purge to remove"
+echo "saved by vgicd: $(ls -l /var/lib/vgicd/state.conf)"
+printf '\n[name purge-test]\nMode=off\n' >> /etc/vgicd/vms.conf
+cp /etc/vgicd/vms.conf /etc/vgicd/vms.conf.before-fleet
+kill "$vgicd_pid"
+wait "$vgicd_pid" || true
+apt-get -q -y purge vgicd
+left=
+for d in /var/lib/vgicd /etc/vgicd /run/vgicd; do
+	if [ -e "$d" ]; then
+		echo "build-chroot.sh: apt-get purge vgicd left $d:" >&2
+		find "$d" -ls >&2
+		left=1
+	fi
+done
+stray=$(find / -xdev \( -path /proc -o -path /dev -o -path /run -o -path /tmp -o -path /build \
+	-o -path /var/cache/apt -o -path /var/lib/dpkg -o -path /var/log \) -prune \
+	-o -name '*vgicd*' -print | while read -r f; do
+		dpkg-query -S "$f" > /dev/null 2>&1 || echo "$f"
+	done)
+if [ -n "$stray" ]; then
+	echo "build-chroot.sh: apt-get purge vgicd left files of vgicd's that no package owns:" >&2
+	echo "$stray" >&2
+	left=1
+fi
+[ -z "$left" ] || fail "apt-get purge vgicd does not remove what vgicd made (debian/vgicd.postrm; docs/operations.md §9 says what purge removes)"
+getent passwd vgicd > /dev/null || fail "apt-get purge vgicd removed the vgicd user; docs/operations.md §9 says it stays"
+echo "purged: /var/lib/vgicd, /etc/vgicd and /run/vgicd gone, no stray vgicd files; the vgicd user stays"
+EOF
+)
+if [ -z "$CROSS" ]; then
+	step_begin "install, run vgicd, purge"
+	rc=0
+	in_chroot sh -c "$PURGE_SCRIPT" > "$OUT/purge.log" 2>&1 || rc=$?
+	step_end
+	if [ $rc -ne 0 ]; then
+		tail -40 "$OUT/purge.log" >&2
+		echo "build-chroot.sh: the install, run and purge of the packages failed on $SUITE/$ARCH; the whole log is $OUT/purge.log" >&2
+		exit 1
+	fi
+	grep -E '^(saved by vgicd|purged):' "$OUT/purge.log"
+fi
 
 show_times
 

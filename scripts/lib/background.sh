@@ -6,8 +6,9 @@
 #   bg_start NAME LOG CMD...   run CMD in the background at nice 10, outside
 #                              the heavy-work lock, output to LOG
 #   bg_wait NAME               wait for it; say how long it ran and how long
-#                              the caller waited; non-zero if it failed (the
-#                              end of its log is printed)
+#                              the caller waited (also as a line of the
+#                              step table); its exit status (the end of its
+#                              log is printed when it failed)
 #   bg_stop_all                end every job still running (an EXIT trap)
 #
 # Theory of operation: on two cores the test run is not CPU-bound
@@ -43,6 +44,10 @@ bg_wait() {
 	t=$(date +%s)
 	wait "${BG_PID[$name]}" || rc=$?
 	unset "BG_PID[$name]"
+	local line
+	line=$(printf '%-44s %7d s (in the background; %d s of it waited for)' \
+		"  $name" "$(( $(date +%s) - BG_T0[$name] ))" "$(( $(date +%s) - t ))")
+	STEP_TIMES+=("$line")
 	echo "$name (background, started $(( t - BG_T0[$name] )) s before this step): waited $(( $(date +%s) - t )) s for it, exit $rc"
 	if [ $rc -ne 0 ]; then
 		echo "!! $name failed in the background; the end of ${BG_LOG[$name]}:" >&2

@@ -138,7 +138,19 @@ qp_apply_series() {
 # not see a new libvgicd.h on every run.
 QP_LIBVGICD=$QP_CACHE/libvgicd-aarch64
 QP_PKG_CONFIG_LIBDIR=$QP_CACHE/pkgconfig-aarch64:/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+# One at a time: scripts/test.sh runs the packaging check in the
+# background while the nested tiers build QEMU, and both install here.
 qp_libvgicd_aarch64() {
+	local fd rc=0
+	mkdir -p "$QP_CACHE"
+	exec {fd}>>"$QP_CACHE/libvgicd-aarch64.lock"
+	flock "$fd"
+	qp_libvgicd_aarch64_locked {fd}>&- || rc=$?
+	exec {fd}>&-
+	return $rc
+}
+
+qp_libvgicd_aarch64_locked() {
 	local b=${VGICD_BUILD:-$QP_ROOT/_build}/aarch64 pc
 	if [ ! -f "$b/build.ninja" ]; then
 		(cd "$QP_ROOT" && heavy meson setup "$b" --werror -Dlibvirt=enabled \

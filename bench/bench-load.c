@@ -50,6 +50,7 @@
 #include "vgicd/protocol.h"
 #include "vgic-direct.h"
 #include "vgic-sim.h"
+#include "sim-vm.h"
 #include "vgicd-harness.h"
 #include "figures.h"
 
@@ -91,13 +92,11 @@ static VgicdClient *
 attach (VgicdHarness *h, VgicSim *sim, guint vcpus, guint irqs, const char *name,
         GError **error)
 {
-  g_autofree guint32 *mpidrs = g_new (guint32, vcpus);
+  g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, vcpus);
   VgicdClient *c = vgicd_client_connect (h->address, 0, error);
 
   if (!c)
     return NULL;
-  for (guint i = 0; i < vcpus; i++)
-    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
   if (!vgicd_client_attach (c, vgic_sim_get_fd (sim), name, NULL, irqs, vcpus,
                             mpidrs, error))
     {
@@ -197,11 +196,9 @@ worker (gpointer data)
     /* The record is the source, and so is the destination: read back one
      * register per ioctl, bypassing vgicd. */
     g_autoptr (VgicShape) shape = NULL;
-    g_autofree guint32 *mpidrs = g_new (guint32, opt_vcpus);
+    g_autofree guint32 *mpidrs = sim_vm_mpidrs (src, opt_vcpus);
     g_autoptr (VgicList) a = NULL, b = NULL;
 
-    for (guint i = 0; i < opt_vcpus; i++)
-      mpidrs[i] = vgic_sim_get_mpidr (src, i);
     shape = vgic_shape_new (opt_irqs, opt_vcpus, mpidrs, &error);
     a = shape ? vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_BATCH, TRUE, NULL,
                                   &error)
@@ -615,12 +612,10 @@ attack_records (const char *address, guint *done)
   const guint vcpus = 512, irqs = 64;
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicSim) sim = sim_new (vcpus, irqs);
-  g_autofree guint32 *mpidrs = g_new (guint32, vcpus);
+  g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, vcpus);
   g_autoptr (VgicShape) shape = NULL;
   g_autoptr (GBytes) rec = NULL;
 
-  for (guint i = 0; i < vcpus; i++)
-    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
   shape = vgic_shape_new (irqs, vcpus, mpidrs, &error);
   if (!shape)
     die ("shape", error);

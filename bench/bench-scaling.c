@@ -56,6 +56,7 @@
 #include "vgic-plan.h"
 #include "vgic-record.h"
 #include "vgic-sim.h"
+#include "sim-vm.h"
 #include "vgicd-harness.h"
 
 #define MAX_RUNS 31
@@ -111,11 +112,9 @@ static VgicShape *
 shape_of (VgicSim *sim, guint vcpus)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree guint32 *mpidrs = g_new (guint32, vcpus);
+  g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, vcpus);
   VgicShape *shape;
 
-  for (guint i = 0; i < vcpus; i++)
-    mpidrs[i] = vgic_sim_get_mpidr (sim, i);
   if (!(shape = vgic_shape_new (IRQS, vcpus, mpidrs, &error)))
     die ("shape", error);
   return shape;

@@ -112,7 +112,7 @@ step_end
 
 # Builds that only the last steps need run in the background from here on,
 # at nice 10, taking the CPU the steps below leave idle (scripts/lib/
-# background.sh says why that never makes the run slower); each step that
+# background.sh says what that gains and costs); each step that
 # needs one waits for it.  Cold, they are the run's longest builds: the
 # virsh tier's L1 root (tests/nested/virsh/rootfs.sh: Debian 13 arm64 by
 # mmdebstrap, every maintainer script under qemu-user, one core for about

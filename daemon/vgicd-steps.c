@@ -185,12 +185,23 @@ op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
     vgicd_history_add (s->daemon->history, s->uuid, s->name, &op, ok ? NULL : message);
 }
 
-/* The operation is over: tell the operator API. */
+/*
+ * The operation is over: clear its figures (the outcome has them, and
+ * ListSessions its copy from op_succeeded()), so that the session's next
+ * journal records, its detach or another attach, do not carry this
+ * operation's ioctls and times as their own; tell the operator API.
+ */
 static void
 op_end (VgicdSession *s)
 {
   vgicd_steps_reset (s);
   s->op_start = 0;
+  s->op_ioctls = 0;
+  s->op_calls = 0;
+  s->op_ns = 0;
+  s->op_busy = 0;
+  s->handler_start = 0;
+  s->op_fields = FALSE;
   vgicd_daemon_changed (s->daemon);
 }
 

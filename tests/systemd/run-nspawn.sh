@@ -363,6 +363,29 @@ c_journal() {
 	expect_match "journalctl -x: the catalog's entry" \
 		"$(in_ct journalctl -x -u vgicd.service MESSAGE_ID=b72f7a0c89a94420b3ccee11c29d15ee --no-pager)" \
 		'Subject: vgicd saved the vGIC of VM nspawn-vm'
+	# One figure of vgicd's own time: the "ms in vgicd" of a save's or a
+	# load's line is its VGICD_BUSY_NS; an attach or a detach did no
+	# operation, so it carries none (not the previous operation's).
+	printf '%s\n' "$json" | python3 -c '
+import json, re, sys
+bad = seen = 0
+for line in sys.stdin:
+    e = json.loads(line)
+    if e.get("VGICD_VM") != "nspawn-vm" or not isinstance(e.get("MESSAGE"), str):
+        continue
+    op, busy, m = e.get("VGICD_OPERATION"), e.get("VGICD_BUSY_NS"), re.search(r"([0-9.]+) ms in vgicd", e["MESSAGE"])
+    if m:
+        seen += 1
+        if "%.3f" % (int(busy) / 1e6) != m.group(1):
+            bad += 1
+            print("!! %s: the line says %s ms in vgicd, VGICD_BUSY_NS=%s" % (op, m.group(1), busy))
+    elif op in ("attach", "detach"):
+        seen += 1
+        if (busy, e.get("VGICD_IOCTLS"), e.get("VGICD_EXEC_NS")) != ("0", "0", "0"):
+            bad += 1
+            print("!! %s carries VGICD_BUSY_NS=%s VGICD_IOCTLS=%s VGICD_EXEC_NS=%s" % (op, busy, e.get("VGICD_IOCTLS"), e.get("VGICD_EXEC_NS")))
+print("   VGICD_BUSY_NS against the lines: %d entries, %d wrong" % (seen, bad))
+sys.exit(1 if bad or seen < 4 else 0)'
 }
 
 # The save of a QEMU that has gone, through the system bus as an operator
@@ -460,7 +483,7 @@ check "runs as vgicd, no capabilities, NoNewPrivs, seccomp" c_unprivileged
 check "vgicctl status/stats/sessions as root (system bus)" c_vgicctl_root
 check "as nobody: status allowed, mode change refused (exit 4)" c_vgicctl_nobody
 check "vgicctl mode single persists to /var/lib/vgicd/state.conf" c_mode
-check "journal: VGICD_* fields of a save and a load" c_journal
+check "journal: VGICD_* fields of a save, a load, an attach and a detach" c_journal
 check "vgicctl history: the save of a QEMU that has gone" c_history
 check "systemctl reload (SIGHUP) re-reads the file, same PID" c_reload
 check "mode single: the next save goes one by one" c_single

@@ -145,7 +145,7 @@ make_chroot() {
 	[ ${#lines[@]} -gt 0 ] || { echo "no deb sources in $DEBIAN_SOURCES" >&2; return 1; }
 	# Bump RECIPE when what goes into the chroot changes.
 	local recipe=1 include=crossbuild-essential-arm64,quilt,fakeroot,apt-utils,pkgconf
-	key=$(printf '%s\n' "$recipe" "$SUITE" "$include" "${lines[@]}" | sha256sum | cut -c1-12)
+	key=$(printf '%s\n' "$recipe" "$SUITE" "$include" "${DEB_SCRATCH_ROOT_OPTS[@]}" "${lines[@]}" | sha256sum | cut -c1-12)
 	ROOT=$DQ/chroot-$key
 	if [ -f "$ROOT/.vgicd-chroot-done" ]; then
 		echo "chroot: $ROOT (cached)"
@@ -155,7 +155,7 @@ make_chroot() {
 	tmp=$DQ/.chroot-$key.tmp
 	rm -rf "$tmp"
 	heavy mmdebstrap --quiet --variant=buildd --architectures=amd64,$HOST_ARCH \
-		--include="$include" \
+		--include="$include" "${DEB_SCRATCH_ROOT_OPTS[@]}" \
 		--customize-hook='mkdir -p "$1/build"' \
 		"$SUITE" "$tmp" "${lines[@]}"
 	touch "$tmp/.vgicd-chroot-done"

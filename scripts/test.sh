@@ -39,8 +39,10 @@
 # The longest builds of 8-10 (the patched kernel and QEMU, the virsh tier's
 # L1 root) and the 6.1 check run in the background from the start, and the
 # Debian QEMU packaging check and the policies of 6 beside the nested
-# tiers, in the CPU the other steps leave idle (scripts/lib/background.sh);
-# the closing table says how long each ran and how long its step waited.
+# tiers, in the CPU the other steps leave idle (scripts/lib/background.sh),
+# each at a niceness by when its step needs it; the 6.1 check, the
+# packaging check and the policies are collected at the end.  The closing
+# table says how long each ran and how long its step waited.
 # It ends with one line "N passed, M failed" and exits non-zero on failure.
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
@@ -111,20 +113,24 @@ need_packages "${PKGS_KERNEL[@]}" "${PKGS_QEMU[@]}" "${PKGS_POLICY[@]}"
 step_end
 
 # Builds that only the last steps need run in the background from here on,
-# at nice 10, taking the CPU the steps below leave idle (scripts/lib/
-# background.sh says what that gains and costs); each step that
-# needs one waits for it.  Cold, they are the run's longest builds: the
+# taking the CPU the steps below leave idle (scripts/lib/background.sh says
+# what that gains and costs); each step that needs one waits for it.  Cold,
+# they are the run's longest builds: the nested tiers' patched 6.12 kernel
+# (kernel-patch/build-kernel.sh, both cores for about 11 minutes), the
 # virsh tier's L1 root (tests/nested/virsh/rootfs.sh: Debian 13 arm64 by
 # mmdebstrap, every maintainer script under qemu-user, one core for about
-# 9 minutes) and the nested tiers' patched 6.12 kernel
-# (kernel-patch/build-kernel.sh, both cores for about 11 minutes); and the
-# Debian 12 series check, whose result its own step reports.  The
-# patched QEMU starts after the aarch64 build, whose libvgicd it links.
+# 9 minutes) and the Debian 12 series check, whose result is collected at
+# the end.  Their niceness follows the order in which steps need them:
+# the kernel first (the nested tier), the L1 root last of the three (the
+# virsh tier), the 6.1 check only at the end: in the last cold run, at one
+# niceness for all, the nested tier waited 408 s for the kernel while the
+# other two had the CPU.  The patched QEMU starts after the aarch64 build,
+# whose libvgicd it links.
 trap bg_stop_all EXIT
-bg_start "L1 root" "$VGICD_BUILD/virsh-rootfs.log" bash tests/nested/virsh/rootfs.sh
 bg_start "patched kernel" "$VGICD_BUILD/kernel-background.log" \
 	bash kernel-patch/build-kernel.sh --no-install
-bg_start "6.1 check" "$VGICD_BUILD/kernel-6.1-check.log" \
+BG_NICE=15 bg_start "L1 root" "$VGICD_BUILD/virsh-rootfs.log" bash tests/nested/virsh/rootfs.sh
+BG_NICE=19 bg_start "6.1 check" "$VGICD_BUILD/kernel-6.1-check.log" \
 	bash kernel-patch/build-kernel.sh --base 6.1 --check-only --no-install
 
 step_begin "native build and tests (gcc, -Werror)"
@@ -241,34 +247,30 @@ step_begin "two libvirtd: the hook in live migrations"
 run_tier "libvirtd migrations" bash tests/libvirt/run-libvirtd.sh "$VGICD_BUILD/gcc"
 step_end
 
-step_begin "QEMU series: apply to QEMU 10.0.13, cross-compile (-Werror)"
-bg_wait "patched QEMU" || true	# the check below says what failed
-run_tier "QEMU build check" bash qemu-patch/build-check.sh
-step_end
-
 # Two checks that nothing after them needs run in the background from
 # here on, beside the nested tiers: L1 under TCG leaves a core idle for a
 # third of its time or more, and the two are mostly one core's work (dpkg
 # in a chroot, downloads, configure; apparmor_parser and checkmodule).
-# Their results are collected at the end.  The packaging check comes after
-# the build check: its aarch64 libvgicd is what configure finds.
-bg_start "Debian QEMU packaging" "$VGICD_BUILD/qemu-debian-check.log" \
+# Their results are collected at the end, so they run at the lowest
+# priority, behind the patched QEMU that the QEMU tier needs next.  The
+# packaging check builds the aarch64 libvgicd its configure finds, under
+# the lock that the QEMU builds share (qemu-patch/lib.sh).
+BG_NICE=19 bg_start "Debian QEMU packaging" "$VGICD_BUILD/qemu-debian-check.log" \
 	bash qemu-patch/build-debian-qemu.sh --check
-bg_start "confinement policies" "$VGICD_BUILD/policies.log" \
+BG_NICE=19 bg_start "confinement policies" "$VGICD_BUILD/policies.log" \
 	bash tests/security/check-policies.sh "$VGICD_BUILD/gcc"
-
-step_begin "kernel series for Debian 12 (6.1): git am, W=1, selftest, checkpatch"
-# No 6.1 boot: the nested tiers boot 6.12, the stable host kernel, and a
-# second kernel build and boot would not fit the cold 60 minutes.
-# Run in the background from the start (mostly one core: xz, git, checkpatch).
-run_tier "kernel series 6.1 check" bg_wait "6.1 check"
-sed -n 's/^\[build-kernel\] //; /^done:/,$p' "$VGICD_BUILD/kernel-6.1-check.log"
-step_end
 
 step_begin "nested arm64 KVM tier (patched and stock 6.12 kernels)"
 bg_wait "patched kernel" || true	# the tier builds it again and says why it fails
 # The patched kernel must not be skipped quietly in CI.
 run_tier "nested tier" env VGICD_NESTED_REQUIRE_PATCHED=1 bash tests/nested/run-nested.sh
+step_end
+
+step_begin "QEMU series: apply to QEMU 10.0.13, cross-compile (-Werror)"
+# After the nested tier, just before the QEMU tier that boots it: the
+# patched QEMU has had that tier's time to finish in the background.
+bg_wait "patched QEMU" || true	# the check below says what failed
+run_tier "QEMU build check" bash qemu-patch/build-check.sh
 step_end
 
 step_begin "QEMU end to end, nested (--quick, (c) at 64)"
@@ -284,7 +286,9 @@ step_end
 step_begin "virsh migrate, nested: libvirt, the arm64 .debs, AppArmor (a to f)"
 # Every scenario: a (a confined domain A -> B through vgicd, the hook called
 # under libvirtd's profile on both hosts), f (the packages upgraded under a
-# running domain), b (the 32-vCPU downtime table), e (vgicctl's required
+# running domain), b (the downtime table, at 8 vCPUs here: its checks are
+# the three migrations, at any size; the tier script's default is 32, whose
+# phase took 106 s of L1's time warm), e (vgicctl's required
 # domain refused by B's hook), d (B on Debian's stock QEMU) and c (the
 # AppArmor rule removed), after L1's own checks and the operator's dpkg -i.
 # About 8.5 minutes in L1, 5.5 more than a and f alone; a fresh root of the
@@ -293,7 +297,7 @@ step_begin "virsh migrate, nested: libvirt, the arm64 .debs, AppArmor (a to f)"
 # The packages are the trixie/arm64 chroot build's, from the step above.
 bg_wait "L1 root" || true	# the tier builds it again and says why it fails
 run_tier "virsh migrate (a to f)" env VGICD_VIRSH_DEBS="$VGICD_CACHE/deb-chroot/trixie-arm64" \
-	bash tests/nested/run-virsh-e2e.sh
+	bash tests/nested/run-virsh-e2e.sh --vcpus-big 8
 step_end
 
 step_begin "QEMU series in Debian 13's qemu packaging: quilt stack, configure (background)"
@@ -304,6 +308,15 @@ step_end
 step_begin "AppArmor profiles and SELinux module, Debian 12 and 13 tools (background)"
 run_tier "confinement policies" bg_wait "confinement policies"
 tail -n 12 "$VGICD_BUILD/policies.log"
+step_end
+
+step_begin "kernel series for Debian 12 (6.1): git am, W=1, selftest, checkpatch"
+# No 6.1 boot: the nested tiers boot 6.12, the stable host kernel, and a
+# second kernel build and boot would not fit the cold 60 minutes.
+# Run in the background from the start, at the lowest priority (mostly
+# one core: xz, git, checkpatch).
+run_tier "kernel series 6.1 check" bg_wait "6.1 check"
+sed -n 's/^\[build-kernel\] //; /^done:/,$p' "$VGICD_BUILD/kernel-6.1-check.log"
 step_end
 
 print_step_times

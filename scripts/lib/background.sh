@@ -3,8 +3,9 @@
 # background.sh - long builds that a later step needs, started early and run
 # beside the steps in between.  Sourced (by common.sh).
 #
-#   bg_start NAME LOG CMD...   run CMD in the background at nice 10, outside
-#                              the heavy-work lock, output to LOG
+#   bg_start NAME LOG CMD...   run CMD in the background at nice $BG_NICE
+#                              (default 10), outside the heavy-work lock,
+#                              output to LOG
 #   bg_wait NAME               wait for it; say how long it ran and how long
 #                              the caller waited (also as a line of the
 #                              step table); its exit status (the end of its
@@ -19,13 +20,16 @@
 # takes that idle CPU when started early at nice 10: the steps in the
 # foreground, at nice 0, keep most of the CPU whenever they want it, and the
 # build gets the rest.  What is not done by the time its step comes is then
-# finished at full speed while that step waits.  The CPU work is the same
-# either way; what it costs is contention: in a cold fresh root the
-# dpkg-heavy steps (the clean chroots, nspawn) ran two to four times slower
-# beside the jobs, and the whole run gained about 3 minutes.  The jobs bypass the heavy-work lock
-# (VGICD_HEAVY_HELD=1): holding it would stop every heavy step meanwhile.
-# Each job gets a session of its own (setsid), so that ending it ends its
-# whole tree (make's compilers, mmdebstrap's qemu-user).
+# finished at full speed while that step waits.  Among the jobs, a higher
+# BG_NICE puts those needed late behind the one the next step needs.  The
+# CPU work is the same either way; what it costs is contention: in a cold
+# fresh root the dpkg-heavy steps (the clean chroots, nspawn) ran two to
+# four times slower beside the jobs, and the whole run gained about 3
+# minutes (hence force-unsafe-io in the test roots, debian-apt.sh).  The
+# jobs bypass the heavy-work lock (VGICD_HEAVY_HELD=1): holding it would
+# stop every heavy step meanwhile.  Each job gets a session of its own
+# (setsid), so that ending it ends its whole tree (make's compilers,
+# mmdebstrap's qemu-user).
 
 declare -A BG_PID=() BG_T0=() BG_LOG=()
 
@@ -35,7 +39,7 @@ bg_start() {
 	mkdir -p "$(dirname "$log")"
 	BG_T0[$name]=$(date +%s)
 	BG_LOG[$name]=$log
-	VGICD_HEAVY_HELD=1 setsid nice -n 10 "$@" >"$log" 2>&1 </dev/null &
+	VGICD_HEAVY_HELD=1 setsid nice -n "${BG_NICE:-10}" "$@" >"$log" 2>&1 </dev/null &
 	BG_PID[$name]=$!
 	echo "started in the background: $name (log: $log)"
 }

@@ -18,9 +18,23 @@
 # $DEB_APT_ROOT/NAME (default $VGICD_CACHE/nested/apt/NAME); nothing in /etc or
 # /var/lib/apt changes.  deb_sources_lines gives the same mirrors as
 # "deb URI SUITE COMPONENTS" lines, for mmdebstrap; deb_suite_lines those
-# of another release.
+# of another release.  DEB_SCRATCH_ROOT_OPTS are mmdebstrap's options for
+# the roots the tests make and throw away.
 
 DEBIAN_SOURCES=${DEBIAN_SOURCES:-/etc/apt/sources.list.d/debian.sources}
+
+# The test roots (the clean chroots, the nspawn root, the virsh tier's L1
+# root, the QEMU packaging chroot) are rebuilt rather than repaired, so
+# their dpkg need not fsync each file it unpacks: force-unsafe-io, as
+# sbuild-createchroot sets in a buildd chroot.  It stays in the root's
+# /etc/dpkg/dpkg.cfg.d/99mmdebstrap, so later installs inside it (the
+# Build-Depends, the .debs under test, dpkg -i in L1) go without fsync too.
+# Beside CI's background builds, which keep gigabytes of writes in flight,
+# an fsync can wait for the journal to flush theirs too: the chroot step
+# ran three times slower beside them than alone.  The roots' cache keys
+# include these options.
+# shellcheck disable=SC2034 # read by the scripts that source this file
+DEB_SCRATCH_ROOT_OPTS=(--dpkgopt=force-unsafe-io)
 
 deb_die() {
 	echo "debian-apt: ERROR: $*" >&2

@@ -111,7 +111,7 @@ fi
 # Bump to force a rebuild when the recipe below changes.
 RECIPE=1
 MAX_AGE_DAYS=14
-key=$(printf '%s\n' "$RECIPE" "$SUITE" "$ARCHES" "$INCLUDE" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
+key=$(printf '%s\n' "$RECIPE" "$SUITE" "$ARCHES" "$INCLUDE" "${DEB_SCRATCH_ROOT_OPTS[@]}" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
 TARBALL=$TOP/chroots/$SUITE-$ARCH-$key.tar
 
 step_begin "clean chroot $SUITE ($ARCHES)"
@@ -122,6 +122,7 @@ else
 	rm -f "$TOP/chroots/$SUITE-$ARCH-"*.tar
 	printf '  %s\n' "${MIRRORS[@]}"
 	mmdebstrap --quiet --mode=root --format=tar --variant=buildd --architectures="$ARCHES" \
+		"${DEB_SCRATCH_ROOT_OPTS[@]}" \
 		${INCLUDE:+--include="$INCLUDE"} \
 		--aptopt='APT::Install-Recommends "false"' \
 		--aptopt='Acquire::Languages "none"' \

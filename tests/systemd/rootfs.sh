@@ -32,7 +32,7 @@ RECIPE=1
 mapfile -t MIRRORS < <(deb_sources_lines)
 [ ${#MIRRORS[@]} -gt 0 ] || { echo "rootfs.sh: no deb sources in $DEBIAN_SOURCES" >&2; exit 1; }
 
-key=$(printf '%s\n' "$RECIPE" "$SUITE" "$PACKAGES" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
+key=$(printf '%s\n' "$RECIPE" "$SUITE" "$PACKAGES" "${DEB_SCRATCH_ROOT_OPTS[@]}" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
 # build_root ROOT - the tree, by mmdebstrap.  The mirrors also go into its
 # apt sources, so that --from-deb can apt-get a package's missing
 # dependencies inside the container.  The hostname and machine-id are
@@ -42,6 +42,7 @@ build_root() {
 	command -v mmdebstrap >/dev/null || { echo "rootfs.sh: mmdebstrap is not installed (apt-get install mmdebstrap)" >&2; exit 1; }
 	echo "rootfs.sh: building $CACHE/rootfs-$key (mmdebstrap $SUITE, about a minute)" >&2
 	heavy mmdebstrap --quiet --variant=minbase --include="$PACKAGES" \
+		"${DEB_SCRATCH_ROOT_OPTS[@]}" \
 		--customize-hook='echo vgicd-test > "$1/etc/hostname"' \
 		--customize-hook='rm -f "$1/etc/machine-id"; : > "$1/etc/machine-id"' \
 		"$SUITE" "$1" "${MIRRORS[@]}" >&2

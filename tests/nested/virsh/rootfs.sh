@@ -49,7 +49,7 @@ unset IFS
 
 mapfile -t MIRRORS < <(deb_suite_lines "$SUITE")
 [ ${#MIRRORS[@]} -gt 0 ] || { echo "rootfs.sh: no deb sources in $DEBIAN_SOURCES" >&2; exit 1; }
-key=$(printf '%s\n' "$RECIPE" "$SUITE" "$INCLUDE" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
+key=$(printf '%s\n' "$RECIPE" "$SUITE" "$INCLUDE" "${DEB_SCRATCH_ROOT_OPTS[@]}" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
 # build_root ROOT - the tree, by mmdebstrap.  First binfmt_misc: mounted,
 # and qemu-aarch64 registered (qemu-user-static's own line, which names its
 # interpreter and the F flag).  The hostname and machine-id are fixed so
@@ -70,6 +70,7 @@ build_root() {
 	fi
 	echo "rootfs.sh: building $CACHE/rootfs-$key (mmdebstrap $SUITE arm64, ${#PACKAGES[@]} packages and their dependencies)" >&2
 	heavy mmdebstrap --quiet --mode=root --variant=minbase --architectures=arm64 \
+		"${DEB_SCRATCH_ROOT_OPTS[@]}" \
 		--include="$INCLUDE" \
 		--aptopt='APT::Install-Recommends "false"' \
 		--aptopt='Acquire::Languages "none"' \

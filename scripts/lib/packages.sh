@@ -130,32 +130,36 @@ apt_lock_holders() {
 	done
 }
 
+# apt_locks_wait WHAT DEADLINE - wait until none of APT_LOCKS is held, or
+# until $SECONDS reaches DEADLINE: says that WHAT waits and for whom, and
+# at the deadline fails naming the holder.
+apt_locks_wait() {
+	local what=$1 deadline=$2 t0=$SECONDS holders waiting=
+	while holders=$(apt_lock_holders) && [ -n "$holders" ]; do
+		if [ $SECONDS -ge "$deadline" ]; then
+			printf '%s\n' "$what: apt's lock is still held after $VGICD_APT_LOCK_TIMEOUT s, by:" \
+				"$holders" "(let it finish, or wait longer: VGICD_APT_LOCK_TIMEOUT=SECONDS)" >&2
+			return 1
+		fi
+		[ -n "$waiting" ] || printf '%s\n' "$what: waiting for apt's lock, up to $VGICD_APT_LOCK_TIMEOUT s (VGICD_APT_LOCK_TIMEOUT); held by:" \
+			"$holders" >&2
+		waiting=1
+		sleep 1
+	done
+	[ -z "$waiting" ] || echo "$what: apt's lock is free after $((SECONDS - t0)) s" >&2
+}
+
 # host_apt_get ARGS... - apt-get ARGS on this host's own apt state, waiting
-# up to VGICD_APT_LOCK_TIMEOUT seconds for its locks: it says that it waits
-# and for whom, and when the time is up it fails naming the holder.  apt
+# up to VGICD_APT_LOCK_TIMEOUT seconds for its locks (apt_locks_wait).  apt
 # waits for the dpkg lock itself (DPkg::Lock::Timeout) but apt-get update
 # does not wait for the lists lock, so the wait is here, before apt-get
 # runs, and again if apt-get failed while a lock is held (taken in
 # between).  Not for the private apt states of debian-apt.sh, which
 # nothing else locks.
 host_apt_get() {
-	local t0=$SECONDS deadline=$((SECONDS + VGICD_APT_LOCK_TIMEOUT)) holders waiting=
+	local deadline=$((SECONDS + VGICD_APT_LOCK_TIMEOUT))
 	while :; do
-		holders=$(apt_lock_holders)
-		if [ -n "$holders" ]; then
-			if [ $SECONDS -ge $deadline ]; then
-				printf '%s\n' "apt-get $1: apt's lock is still held after $VGICD_APT_LOCK_TIMEOUT s, by:" \
-					"$holders" "(let it finish, or wait longer: VGICD_APT_LOCK_TIMEOUT=SECONDS)" >&2
-				return 1
-			fi
-			[ -n "$waiting" ] || printf '%s\n' "apt-get $1: waiting for apt's lock, up to $VGICD_APT_LOCK_TIMEOUT s (VGICD_APT_LOCK_TIMEOUT); held by:" \
-				"$holders" >&2
-			waiting=1
-			sleep 1
-			continue
-		fi
-		[ -z "$waiting" ] || echo "apt-get $1: apt's lock is free after $((SECONDS - t0)) s" >&2
-		waiting=
+		apt_locks_wait "apt-get $1" "$deadline" || return 1
 		DEBIAN_FRONTEND=noninteractive \
 			apt-get -o DPkg::Lock::Timeout=$((deadline > SECONDS ? deadline - SECONDS : 0)) "$@" &&
 			return 0
@@ -165,9 +169,14 @@ host_apt_get() {
 }
 
 # enable_arm64 - add the arm64 foreign architecture (for the cross builds'
-# -dev packages); the next need_packages updates the lists.
+# -dev packages); the next need_packages updates the lists.  dpkg does
+# not lock for it (tried: it succeeds while another process holds both
+# dpkg locks), so it waits for apt's locks first, as apt-get does: an apt
+# or dpkg run by someone else would otherwise see the architectures change
+# under it.
 enable_arm64() {
 	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+		apt_locks_wait "dpkg --add-architecture" $((SECONDS + VGICD_APT_LOCK_TIMEOUT)) || return 1
 		dpkg --add-architecture arm64
 		APT_UPDATED=
 	fi

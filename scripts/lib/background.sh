@@ -21,7 +21,11 @@
 # foreground, at nice 0, keep most of the CPU whenever they want it, and the
 # build gets the rest.  What is not done by the time its step comes is then
 # finished at full speed while that step waits.  Among the jobs, a higher
-# BG_NICE puts those needed late behind the one the next step needs.  The
+# BG_NICE puts those needed late behind the one the next step needs.  But
+# where the kernel schedules by autogroup (sched_autogroup_enabled=1, as
+# on this machine and in Debian's kernels), each job's setsid makes it a
+# group of its own, and a nice weighs only inside its group: every job
+# then has a group's share, as much as all the steps together.  The
 # CPU work is the same either way; what it costs is contention: in a cold
 # fresh root the dpkg-heavy steps (the clean chroots, nspawn) ran two to
 # four times slower beside the jobs, and the whole run gained about 3

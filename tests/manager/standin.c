@@ -178,6 +178,7 @@ main (int argc, char **argv)
       g_printerr ("standin: %s\n", error->message);
       g_ptr_array_unref (d.sessions);
       g_free (d.kernel_batch_source);
+      vgicd_history_free (d.history);
       vgicd_config_free (d.config);
       return 1;
     }

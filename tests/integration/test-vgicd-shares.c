@@ -21,8 +21,8 @@
 
 /* The bounds on one register's cost an operation may teach an
  * uncalibrated host (daemon/vgicd-history.c, docs/operations.md). */
-#define MAX_BASE_NS 100e3
-#define MAX_PER_VCPU_NS 10e3
+#define MAX_BASE_NS 1e6
+#define MAX_PER_VCPU_NS 100e3
 
 static const Shape common = { 4, 128, TRUE, 5 };	/* the host's first guess */
 static const Shape odd = { 4, 128, FALSE, 7 };

@@ -645,15 +645,18 @@ test_peer_strings (void)
 /* N10: the honest QEMU's VM (of the host's usual shape) saves; one peer
  * attaches two VMs of an odd shape, each saving.  A new VM of the usual
  * shape still saves in one round: one process is one vote, and one peer
- * never moves the host's guess. */
+ * never moves the host's guess.  The guess still learns: when a second
+ * process of the odd shape saves, the odd shape has most processes' votes,
+ * and a new VM of the odd shape saves in one round. */
 static void
 test_save_guess_votes (void)
 {
   g_autoptr (VgicdHarness) h = start ("");
   g_autoptr (VgicSim) first = make_sim (&common, TRUE);
   g_autoptr (VgicSim) newcomer = make_sim (&common, TRUE);
-  VgicdClient *c[2];
-  Attacker *a;
+  g_autoptr (VgicSim) odd_newcomer = make_sim (&odd, TRUE);
+  VgicdClient *c[3];
+  Attacker *a, *b;
   guint64 rounds;
 
   c[0] = honest (h, first, &common, "usual", NULL);
@@ -664,9 +667,17 @@ test_save_guess_votes (void)
   g_test_message ("second rounds: %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT, rounds,
                   vgicd_harness_stat (h, "second-rounds"));
   g_assert_cmpuint (vgicd_harness_stat (h, "second-rounds"), ==, rounds);
-  vgicd_client_free (c[0]);
-  vgicd_client_free (c[1]);
+
+  b = attacker_start (h, "odd", "1", NULL);
+  rounds = vgicd_harness_stat (h, "second-rounds");
+  c[2] = honest (h, odd_newcomer, &odd, "odd-newcomer", NULL);
+  g_test_message ("two processes of the odd shape; second rounds: %" G_GUINT64_FORMAT " -> %"
+                  G_GUINT64_FORMAT, rounds, vgicd_harness_stat (h, "second-rounds"));
+  g_assert_cmpuint (vgicd_harness_stat (h, "second-rounds"), ==, rounds);
+  for (guint i = 0; i < G_N_ELEMENTS (c); i++)
+    vgicd_client_free (c[i]);
   attacker_finish (a);
+  attacker_finish (b);
 }
 
 int

@@ -62,8 +62,14 @@ static const VgicdConfigKey config_keys[] = {
    * plan, its window and its state (up to about 6 MiB at 4,096 vCPUs). */
   NUMBER ("MaxSessions", "1024", 1, 65536, "number", max_sessions,
           "VMs attached at once on the host"),
+  /* Every libvirt QEMU runs as the same user, so a per-user bound cannot
+   * be lower than the host's; the fair share is the process's. */
   NUMBER ("MaxSessionsPerUser", "1024", 1, 65536, "number", max_sessions_per_user,
           "VMs attached at once per user QEMU runs as"),
+  /* A QEMU runs one VM and holds one session, two for a moment when it
+   * attaches again before vgicd has seen its old connection close. */
+  NUMBER ("MaxSessionsPerProcess", "2", 1, 65536, "number", max_sessions_per_process,
+          "sessions one process (one QEMU) holds at once"),
   /* KVM's own limit on arm64 (KVM_MAX_VCPUS, 512 in Linux 6.1 and 6.12)
    * by default; the shape code takes up to 4,096. */
   NUMBER ("MaxVcpus", "512", 1, VGICD_MAX_MAX_VCPUS, "number", max_vcpus,
@@ -72,6 +78,10 @@ static const VgicdConfigKey config_keys[] = {
    * (vgicd_session_footprint()).  The unit's MemoryMax= is above it. */
   NUMBER ("MaxSessionMemory", "512", 16, 65536, "number of MiB", max_session_memory,
           "MiB held by all attached VMs' sessions together"),
+  /* Two sessions of MaxVcpus='s 512 vCPUs (2.7 MiB each) fit, with room;
+   * a host that raises MaxVcpus= raises this with it. */
+  NUMBER ("MaxSessionMemoryPerProcess", "16", 1, 65536, "number of MiB",
+          max_session_memory_per_process, "MiB held by one process's sessions together"),
   /* The door (vgicd-server.c): connections in their D-Bus handshake, on
    * the host and per process, and how long each may take. */
   NUMBER ("MaxHandshakes", "128", 1, 1024, "number", max_handshakes,
@@ -86,6 +96,11 @@ static const VgicdConfigKey config_keys[] = {
           "operations kept per VM for vgicctl history (0: none)"),
   NUMBER ("HistoryVMs", "256", 1, 65536, "number of VMs", history_vms,
           "VMs whose history is kept, the least recently active dropped first"),
+  /* A QEMU runs one VM: its history is one VM's, a second if it is
+   * migrated back into the same process's place; more is a peer
+   * claiming UUIDs, which evicts its own oldest, never another's. */
+  NUMBER ("HistoryVMsPerProcess", "4", 1, 65536, "number of VMs", history_vms_per_process,
+          "VMs one process's sessions may add to the history"),
   KEY ("MetricsTextfile", PROM_PATH, NULL, metrics_textfile,
        "a .prom file for node_exporter's textfile collector"),
 };

@@ -96,13 +96,16 @@ typedef struct {
   guint client_timeout;	/* [vgicd] ClientTimeout= ms, for libvgicd's calls */
   guint max_sessions;	/* [vgicd] MaxSessions= on the host */
   guint max_sessions_per_user;	/* [vgicd] MaxSessionsPerUser= per QEMU uid */
+  guint max_sessions_per_process;	/* [vgicd] MaxSessionsPerProcess= per QEMU pid */
   guint max_vcpus;	/* [vgicd] MaxVcpus= per attached VM */
   guint max_session_memory;	/* [vgicd] MaxSessionMemory= MiB, all sessions */
+  guint max_session_memory_per_process;	/* [vgicd] MaxSessionMemoryPerProcess= MiB */
   guint max_handshakes;	/* [vgicd] MaxHandshakes= on the host */
   guint max_handshakes_per_process;	/* [vgicd] MaxHandshakesPerProcess= */
   guint handshake_timeout;	/* [vgicd] HandshakeTimeout= ms */
   guint history;	/* [vgicd] History= operations kept per VM */
   guint history_vms;	/* [vgicd] HistoryVMs= VMs whose history is kept */
+  guint history_vms_per_process;	/* [vgicd] HistoryVMsPerProcess= */
   char *metrics_textfile;	/* [vgicd] MetricsTextfile= .prom path, or NULL */
 } VgicdConfig;
 

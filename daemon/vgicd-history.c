@@ -3,13 +3,30 @@
  * vgicd-history.c - the operations vgicd keeps after their session ends
  * (see vgicd-history.h).
  *
- * Theory of operation.  Each VM (by UUID) has a ring of its last History=
+ * Theory of operation.  Each VM has a ring of its last History=
  * operations; the VMs are kept in a hash table and in a queue ordered by
  * their last operation, so that when HistoryVMs= VMs are kept, the one
  * that was active longest ago is dropped, in O(1).  Every bound is the
  * operator's, and nothing a peer sends grows anything beyond them: a
  * peer's UUID and name are checked at Attach (vgicd-session.c), and a
  * failure's message is cut to 256 bytes.
+ *
+ * Whose history.  A UUID and a name are what the peer claims, and any
+ * admitted peer may claim another VM's.  So a history VM is keyed by the
+ * UUID *and* the process that ran the operations (its SO_PEERCRED pid):
+ * a peer claiming another VM's UUID starts a history of its own beside
+ * that VM's, which it can neither rename nor add to; each entry carries
+ * the name its VM had when it ran (an attach with another name renames
+ * nothing that came before) and the pid, so that GetHistory shows whose
+ * entry it is.  A UUID asks for every history VM of that UUID (a VM
+ * migrated within the host has its source's and its destination's), in
+ * time order.  And one process adds at most HistoryVMsPerProcess= VMs: past
+ * that, its own least recently active one is dropped, never another's,
+ * so that a peer claiming many UUIDs cannot push honest VMs' history out
+ * (HistoryVMs= still drops the least recently active VM when the
+ * processes together pass it).  A pid reused by a later process continues
+ * the earlier one's count, which only shortens the history of a process
+ * that has gone.
  *
  * The histograms count successful operations only, per direction and
  * path: a failed save says nothing about how long saves take, and is
@@ -25,6 +42,20 @@
  * uncalibrated, taking a = 0: the cost proportional to the vCPUs, best
  * for VMs near the size it was measured on).  Either way it is an
  * estimate, and says so.
+ *
+ * What an operation teaches is vgicd's own figures, never the peer's
+ * alone: the peer reports its ioctls and their time, and a hostile one
+ * reports anything.  So the time is the lesser of the peer's and the
+ * operation's duration as vgicd's own clock saw it (call to done), the
+ * count is vgicd's (the registers it asked for, one ioctl each on that
+ * path), and the cost per register is held within plausible bounds:
+ * within a factor of SPREAD of the calibrated line when there is one,
+ * else under MAX_BASE_NS + MAX_PER_VCPU_NS × vCPUs (far above any host
+ * measured: the nested tier's 11 µs + 1.1 µs × vCPUs; and above
+ * vgic-sim's one-by-one path, whose every ioctl is a seccomp round trip,
+ * on a loaded machine, about 200 µs).  Every conversion to an integer is
+ * clamped (ns_of()), so that no figure, whatever a peer reports, is
+ * undefined behaviour.
  */
 #include "vgicd-history.h"
 
@@ -32,6 +63,14 @@
 #include <string.h>
 
 #define MESSAGE_MAX 256
+
+/* The bounds on one register's cost that an operation may teach (see the
+ * theory above): the calibrated line × or ÷ SPREAD, or below the ceiling. */
+#define SPREAD 8.0
+#define MAX_BASE_NS 1e6
+#define MAX_PER_VCPU_NS 100e3
+/* The largest figure a conversion gives: about 31 years of ns. */
+#define NS_MAX 1e18
 
 const double vgicd_history_buckets[VGICD_HISTORY_N_BUCKETS] = {
   0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, INFINITY,
@@ -42,12 +81,15 @@ typedef struct _Vm Vm;
 typedef struct {
   VgicdOp op;
   char *message;
+  char *name;		/* the VM's name when it ran (a GRefString, shared) */
   Vm *vm;		/* whose ring it is in */
 } Entry;
 
 struct _Vm {
+  char *key;		/* "uuid pid": the table's */
   char *uuid;
-  char *name;		/* as last attached */
+  gint64 pid;		/* the process whose operations these are */
+  char *name;		/* as last attached (a GRefString) */
   Entry *ring;		/* per_vm slots */
   guint first, len;
   GList link;		/* in VgicdHistory.recent, data = this */
@@ -57,22 +99,32 @@ struct _Vm {
 typedef struct {
   double base, per_vcpu;
   gboolean calibrated;	/* per_vcpu is the calibration's slope */
+  double cal_base, cal_per_vcpu;	/* the calibration's line, which bounds what
+                                   operations teach */
   const char *source;	/* NULL: not measured; "calibration", "operation" */
 } Cost;
 
 struct _VgicdHistory {
-  guint per_vm, max_vms;
-  GHashTable *vms;	/* uuid -> Vm */
+  guint per_vm, max_vms, per_process;
+  GHashTable *vms;	/* key -> Vm */
+  GHashTable *of_pid;	/* pid -> how many Vms it has */
   GQueue recent;	/* Vm links, most recently active first */
   VgicdHistogram histograms[VGICD_HISTORY_N_HISTOGRAMS];	/* save/load × batch/single */
   Cost cost[2];		/* save, load */
 };
 
 static void
+entry_clear (Entry *e)
+{
+  g_clear_pointer (&e->message, g_free);
+  g_clear_pointer (&e->name, g_ref_string_release);
+}
+
+static void
 vm_clear_ring (Vm *vm, guint per_vm)
 {
   for (guint i = 0; i < vm->len; i++)
-    g_free (vm->ring[(vm->first + i) % per_vm].message);
+    entry_clear (&vm->ring[(vm->first + i) % per_vm]);
   vm->first = vm->len = 0;
 }
 
@@ -81,8 +133,9 @@ vm_free (gpointer data)
 {
   Vm *vm = data;
 
+  g_free (vm->key);
   g_free (vm->uuid);
-  g_free (vm->name);
+  g_clear_pointer (&vm->name, g_ref_string_release);
   g_free (vm->ring);
   g_free (vm);
 }
@@ -95,7 +148,9 @@ vgicd_history_new (guint per_vm, guint max_vms)
 
   h->per_vm = per_vm;
   h->max_vms = MAX (max_vms, 1);
+  h->per_process = G_MAXUINT;
   h->vms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, vm_free);
+  h->of_pid = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
   g_queue_init (&h->recent);
   for (guint i = 0; i < G_N_ELEMENTS (h->histograms); i++)
     h->histograms[i] = (VgicdHistogram) { .direction = dirs[i / 2], .path = paths[i % 2] };
@@ -105,9 +160,15 @@ vgicd_history_new (guint per_vm, guint max_vms)
 static void
 drop_vm (VgicdHistory *h, Vm *vm)
 {
+  guint n = GPOINTER_TO_UINT (g_hash_table_lookup (h->of_pid, &vm->pid));
+
+  if (n > 1)
+    g_hash_table_insert (h->of_pid, g_memdup2 (&vm->pid, sizeof vm->pid), GUINT_TO_POINTER (n - 1));
+  else
+    g_hash_table_remove (h->of_pid, &vm->pid);
   g_queue_unlink (&h->recent, &vm->link);
   vm_clear_ring (vm, h->per_vm);
-  g_hash_table_remove (h->vms, vm->uuid);
+  g_hash_table_remove (h->vms, vm->key);
 }
 
 void
@@ -118,6 +179,7 @@ vgicd_history_free (VgicdHistory *h)
   while (h->recent.head)
     drop_vm (h, h->recent.head->data);
   g_hash_table_unref (h->vms);
+  g_hash_table_unref (h->of_pid);
   g_free (h);
 }
 
@@ -144,7 +206,7 @@ vgicd_history_resize (VgicdHistory *h, guint per_vm, guint max_vms)
           if (i >= vm->len - keep)
             ring[i - (vm->len - keep)] = *e;
           else
-            g_free (e->message);
+            entry_clear (e);
         }
       g_free (vm->ring);
       vm->ring = ring;
@@ -152,6 +214,37 @@ vgicd_history_resize (VgicdHistory *h, guint per_vm, guint max_vms)
       vm->len = keep;
     }
   h->per_vm = per_vm;
+}
+
+/* The least recently active history VM of @pid. */
+static Vm *
+oldest_of (VgicdHistory *h, gint64 pid)
+{
+  for (GList *l = h->recent.tail; l; l = l->prev)
+    if (((Vm *) l->data)->pid == pid)
+      return l->data;
+  return NULL;
+}
+
+void
+vgicd_history_set_vms_per_process (VgicdHistory *h, guint per_process)
+{
+  GHashTableIter it;
+  gpointer key, value;
+  g_autoptr (GArray) over = g_array_new (FALSE, FALSE, sizeof (gint64));
+
+  h->per_process = MAX (per_process, 1);
+  g_hash_table_iter_init (&it, h->of_pid);
+  while (g_hash_table_iter_next (&it, &key, &value))
+    if (GPOINTER_TO_UINT (value) > h->per_process)
+      g_array_append_val (over, *(gint64 *) key);
+  for (guint i = 0; i < over->len; i++)
+    {
+      gint64 pid = g_array_index (over, gint64, i);
+
+      while (GPOINTER_TO_UINT (g_hash_table_lookup (h->of_pid, &pid)) > h->per_process)
+        drop_vm (h, oldest_of (h, pid));
+    }
 }
 
 static int
@@ -164,7 +257,33 @@ void
 vgicd_history_calibrated (VgicdHistory *h, double base_ns, double per_vcpu_ns)
 {
   for (guint i = 0; i < G_N_ELEMENTS (h->cost); i++)
-    h->cost[i] = (Cost) { base_ns, per_vcpu_ns, TRUE, "calibration" };
+    h->cost[i] = (Cost) { .base = base_ns, .per_vcpu = per_vcpu_ns, .calibrated = TRUE,
+                          .cal_base = base_ns, .cal_per_vcpu = per_vcpu_ns,
+                          .source = "calibration" };
+}
+
+/* @x ns as an integer: NaN and below 0 are 0, above NS_MAX is NS_MAX (a
+ * cast of a double out of guint64's range is undefined behaviour). */
+static guint64
+ns_of (double x)
+{
+  if (!(x > 0))
+    return 0;
+  return x >= NS_MAX ? (guint64) NS_MAX : (guint64) x;
+}
+
+/* A cost per register at @vcpus, held within the plausible bounds. */
+static double
+plausible (const Cost *cost, double each, guint vcpus)
+{
+  if (cost->calibrated)
+    {
+      double line = cost->cal_base + cost->cal_per_vcpu * vcpus;
+
+      if (line > 0)
+        return CLAMP (each, line / SPREAD, line * SPREAD);
+    }
+  return CLAMP (each, 0, MAX_BASE_NS + MAX_PER_VCPU_NS * vcpus);
 }
 
 void
@@ -179,24 +298,30 @@ vgicd_history_estimate (VgicdHistory *h, VgicdOp *op)
     return;
   if (g_strcmp0 (op->path, "single") == 0)
     {
-      op->single_ns = op->kernel_ns;
-      if (op->ioctls && op->vcpus)
+      /* What it took, as far as vgicd's clock confirms the peer's. */
+      guint64 took = MIN (op->kernel_ns, op->duration_ns);
+
+      op->single_ns = took;
+      if (op->registers && op->vcpus)
         {
-          double each = (double) op->kernel_ns / op->ioctls;
+          double each = plausible (cost, (double) took / op->registers, op->vcpus);
 
           /* Through this point, with the calibrated slope when it leaves
            * a base of at least 0, else proportional to the vCPUs. */
           if (cost->calibrated && cost->per_vcpu * op->vcpus <= each)
             cost->base = each - cost->per_vcpu * op->vcpus;
           else
-            *cost = (Cost) { 0, each / op->vcpus, cost->calibrated, NULL };
+            {
+              cost->base = 0;
+              cost->per_vcpu = each / op->vcpus;
+            }
           cost->source = "operation";
         }
       return;
     }
   if (cost->source && op->registers)
     {
-      op->single_ns = (guint64) (op->registers * (cost->base + cost->per_vcpu * op->vcpus));
+      op->single_ns = ns_of (op->registers * (cost->base + cost->per_vcpu * op->vcpus));
       op->single_estimated = TRUE;
       op->single_source = cost->source;
     }
@@ -237,41 +362,69 @@ void
 vgicd_history_add (VgicdHistory *h, const char *uuid, const char *name, const VgicdOp *op,
                    const char *message)
 {
+  vgicd_history_add_of (h, uuid, name, 0, op, message);
+}
+
+void
+vgicd_history_add_of (VgicdHistory *h, const char *uuid, const char *name, gint64 pid,
+                      const VgicdOp *op, const char *message)
+{
+  g_autofree char *key = NULL;
   Vm *vm;
   Entry *e;
 
   count (h, op);
   if (!h->per_vm || !uuid || !*uuid)
     return;
-  vm = g_hash_table_lookup (h->vms, uuid);
+  key = g_strdup_printf ("%s %" G_GINT64_FORMAT, uuid, pid);
+  vm = g_hash_table_lookup (h->vms, key);
   if (vm)
     g_queue_unlink (&h->recent, &vm->link);
   else
     {
-      if (h->recent.length >= h->max_vms)
-        drop_vm (h, h->recent.tail->data);
+      guint mine = GPOINTER_TO_UINT (g_hash_table_lookup (h->of_pid, &pid));
+
+      /* The process's own oldest first, then the host's. */
+      if (mine >= h->per_process)
+        {
+          drop_vm (h, oldest_of (h, pid));
+          mine--;
+        }
+      else if (h->recent.length >= h->max_vms)
+        {
+          Vm *tail = h->recent.tail->data;
+
+          mine -= tail->pid == pid;
+          drop_vm (h, tail);
+        }
       vm = g_new0 (Vm, 1);
+      vm->key = g_steal_pointer (&key);
       vm->uuid = g_strdup (uuid);
+      vm->pid = pid;
       vm->ring = g_new0 (Entry, h->per_vm);
       vm->link.data = vm;
-      g_hash_table_insert (h->vms, vm->uuid, vm);
+      g_hash_table_insert (h->vms, vm->key, vm);
+      g_hash_table_insert (h->of_pid, g_memdup2 (&pid, sizeof pid), GUINT_TO_POINTER (mine + 1));
     }
   g_queue_push_head_link (&h->recent, &vm->link);
+  /* The name is the entry's: a later attach under another name renames
+   * none of the entries before it. */
   if (g_strcmp0 (vm->name, name) != 0)
     {
-      g_free (vm->name);
-      vm->name = g_strdup (name);
+      g_clear_pointer (&vm->name, g_ref_string_release);
+      vm->name = g_ref_string_new (name ? name : "");
     }
   if (vm->len == h->per_vm)
     {
       e = &vm->ring[vm->first];
-      g_free (e->message);
+      entry_clear (e);
       vm->first = (vm->first + 1) % h->per_vm;
       vm->len--;
     }
   e = &vm->ring[(vm->first + vm->len++) % h->per_vm];
   e->op = *op;
   e->vm = vm;
+  e->name = g_ref_string_acquire (vm->name);
   e->message = message ? g_utf8_make_valid (message, MIN (strlen (message), MESSAGE_MAX))
                        : NULL;
 }
@@ -286,8 +439,9 @@ describe (const Vm *vm, const Entry *e)
 #define S(k, v) g_variant_builder_add (&b, "{sv}", k, g_variant_new_string (v))
 #define T(k, v) g_variant_builder_add (&b, "{sv}", k, g_variant_new_uint64 (v))
 #define U(k, v) g_variant_builder_add (&b, "{sv}", k, g_variant_new_uint32 (v))
-  S ("vm", vm->name ? vm->name : "");
+  S ("vm", e->name ? e->name : "");
   S ("uuid", vm->uuid);
+  g_variant_builder_add (&b, "{sv}", "pid", g_variant_new_int64 (vm->pid));
   T ("when-usec", (guint64) op->when_usec);
   S ("direction", op->direction);
   S ("path", op->path);
@@ -312,24 +466,30 @@ describe (const Vm *vm, const Entry *e)
   return g_variant_builder_end (&b);
 }
 
-/* Collect the VMs @vm names (UUID first: names are not unique over time). */
+/* Collect the entries @vm names: every history VM of that UUID (a UUID
+ * may have several, one per process), or else every entry that ran under
+ * that name (names are the entries' own, and not unique over time). */
 static void
 matching (VgicdHistory *h, const char *vm, GPtrArray *out)
 {
-  Vm *by_uuid = vm && *vm ? g_hash_table_lookup (h->vms, vm) : NULL;
+  gboolean by_uuid = FALSE;
 
-  if (by_uuid)
-    {
-      g_ptr_array_add (out, by_uuid);
-      return;
-    }
-  /* Oldest activity first, so that the operations come out in order. */
+  if (vm && *vm)
+    for (GList *l = h->recent.head; l && !by_uuid; l = l->next)
+      by_uuid = g_str_equal (((Vm *) l->data)->uuid, vm);
   for (GList *l = h->recent.tail; l; l = l->prev)
     {
       Vm *v = l->data;
 
-      if (!vm || !*vm || g_strcmp0 (v->name, vm) == 0)
-        g_ptr_array_add (out, v);
+      if (by_uuid && !g_str_equal (v->uuid, vm))
+        continue;
+      for (guint j = 0; j < v->len; j++)
+        {
+          Entry *e = &v->ring[(v->first + j) % h->per_vm];
+
+          if (by_uuid || !vm || !*vm || g_strcmp0 (e->name, vm) == 0)
+            g_ptr_array_add (out, e);
+        }
     }
 }
 
@@ -344,19 +504,11 @@ by_time (gconstpointer a, gconstpointer b)
 GVariant *
 vgicd_history_describe (VgicdHistory *h, const char *vm, guint limit)
 {
-  g_autoptr (GPtrArray) vms = g_ptr_array_new ();
   g_autoptr (GPtrArray) entries = g_ptr_array_new ();
   GVariantBuilder b;
   guint start;
 
-  matching (h, vm, vms);
-  for (guint i = 0; i < vms->len; i++)
-    {
-      Vm *v = g_ptr_array_index (vms, i);
-
-      for (guint j = 0; j < v->len; j++)
-        g_ptr_array_add (entries, &v->ring[(v->first + j) % h->per_vm]);
-    }
+  matching (h, vm, entries);
   g_ptr_array_sort (entries, by_time);
   start = limit && entries->len > limit ? entries->len - limit : 0;
   g_variant_builder_init (&b, G_VARIANT_TYPE ("aa{sv}"));

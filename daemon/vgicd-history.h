@@ -2,7 +2,7 @@
 /*
  * vgicd-history.h - what vgicd keeps of each save and load after the
  * session that ran it has gone: a bounded ring of operations per VM (by
- * UUID), duration histograms per direction and path, and the host's
+ * UUID and the process that ran them), duration histograms per direction and path, and the host's
  * measured cost of one register per ioctl, from which the one-by-one
  * cost of a batched operation is estimated.
  *
@@ -97,10 +97,26 @@ void vgicd_history_add (VgicdHistory *h, const char *uuid, const char *name,
                         const VgicdOp *op, const char *message);
 
 /**
+ * vgicd_history_add_of() - vgicd_history_add() for an operation that the
+ * process @pid ran: kept apart from the same UUID's operations of any
+ * other process (a UUID is the peer's claim), under the name @name the
+ * entry keeps; the process's history VMs are bounded by
+ * vgicd_history_set_vms_per_process()
+ */
+void vgicd_history_add_of (VgicdHistory *h, const char *uuid, const char *name, gint64 pid,
+                           const VgicdOp *op, const char *message);
+
+/* vgicd_history_set_vms_per_process() - at most @per_process history VMs
+ * per process (HistoryVMsPerProcess=): past it, the process's own least
+ * recently active is dropped; what is over it now is dropped at once */
+void vgicd_history_set_vms_per_process (VgicdHistory *h, guint per_process);
+
+/**
  * vgicd_history_describe() - the operations kept, oldest first, as
  * Manager1.GetHistory returns them (aa{sv}, keys in
  * data/org.vgicd.Manager1.xml)
- * @vm: a VM's UUID or name; NULL or "" for every VM
+ * @vm: a VM's UUID (every process's operations under it) or the name an
+ *	operation ran under; NULL or "" for every VM
  * @limit: at most this many, the newest (0: all)
  */
 GVariant *vgicd_history_describe (VgicdHistory *h, const char *vm, guint limit);

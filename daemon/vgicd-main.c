@@ -126,6 +126,7 @@ on_sighup (gpointer data)
   v->daemon.config = config;
   v->daemon.mode = config->mode;
   vgicd_history_resize (v->daemon.history, config->history, config->history_vms);
+  vgicd_history_set_vms_per_process (v->daemon.history, config->history_vms_per_process);
   vgicd_metrics_stop (&v->daemon);
   vgicd_metrics_write_now (&v->daemon);
   apply_allow_list (v);
@@ -258,6 +259,8 @@ main (int argc, char **argv)
   v.daemon.sessions = g_ptr_array_new ();
   v.daemon.history = vgicd_history_new (v.daemon.config->history,
                                         v.daemon.config->history_vms);
+  vgicd_history_set_vms_per_process (v.daemon.history,
+                                     v.daemon.config->history_vms_per_process);
   /* Until a save says otherwise: an ITS, and 5 priority bits (one AP
    * register per group), what KVM hosts commonly give a VM. */
   v.daemon.guess_plpis = TRUE;

@@ -234,12 +234,17 @@ sessions_fd_room (guint handshakes)
   return (guint) MIN ((r.rlim_cur - reserved) / FDS_PER_SESSION, G_MAXUINT);
 }
 
-/* MaxSessions= and MaxSessionsPerUser=: whether one more session fits. */
+/* MaxSessionsPerProcess=, MaxSessions= and MaxSessionsPerUser=: whether
+ * one more session of the process @pid (of @uid) fits.  The process's own
+ * share is checked first: a QEMU runs one VM, and every libvirt QEMU runs
+ * as the same user, so the per-user bound cannot tell one QEMU from the
+ * others; the per-process one can, and it refuses the process that holds
+ * more than its share, not the VM that attaches after it. */
 static gboolean
-session_room (VgicdServer *server, uid_t uid, GError **error)
+session_room (VgicdServer *server, uid_t uid, pid_t pid, GError **error)
 {
   const VgicdConfig *config = server->daemon->config;
-  guint all = 0, mine = 0;
+  guint all = 0, mine = 0, process = 0;
 
   for (guint i = 0; i < server->peers->len; i++)
     {
@@ -247,8 +252,14 @@ session_room (VgicdServer *server, uid_t uid, GError **error)
 
       all += q->session != NULL;
       mine += q->session != NULL && q->uid == uid;
+      process += q->session != NULL && q->pid == pid;
     }
-  if (all >= config->max_sessions)
+  if (process >= config->max_sessions_per_process)
+    g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                 "process %d has %u sessions, its limit (MaxSessionsPerProcess=%u); this VM "
+                 "saves and loads by QEMU's own path", (int) pid, process,
+                 config->max_sessions_per_process);
+  else if (all >= config->max_sessions)
     g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
                  "vgicd has %u sessions, its limit (MaxSessions=%u); this VM saves "
                  "and loads by QEMU's own path", all, config->max_sessions);
@@ -320,7 +331,7 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
         "this connection already has a session; open a new connection for another VM");
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
-  if (!session_room (server, p->uid, &error))
+  if (!session_room (server, p->uid, p->pid, &error))
     return over_limit (p, inv, error);
   p->session = vgicd_session_new (server->daemon, p->connection, vm, p->uid, p->pid, &error);
   if (!p->session && g_error_matches (error, VGICD_ERROR, VGICD_ERROR_LIMIT))

@@ -51,14 +51,18 @@ vgicd_session_refresh_policy (VgicdSession *s)
  * answers and vgicctl's terminal: control characters there would forge
  * log lines or drive the terminal, and a name of megabytes would make
  * every listing that big (the system bus drops a connection that sends a
- * message over its limit).  libvirt's and QEMU's names are far shorter. */
+ * message over its limit).  libvirt's and QEMU's names are far shorter.
+ * Every other string a peer sends that vgicd keeps (its executor's
+ * kernel-batch-abi and kernel-batch-probe: ListSessions has them, and the
+ * journal when the ABI is foreign) passes the same check, with its own
+ * length. */
 static gboolean
-name_ok (const char *name)
+text_ok (const char *text, gsize max)
 {
-  if (strlen (name) > VGICD_VM_NAME_MAX)
+  if (strlen (text) > max)
     return FALSE;
   /* GVariant strings are valid UTF-8. */
-  for (const char *p = name; *p; p = g_utf8_next_char (p))
+  for (const char *p = text; *p; p = g_utf8_next_char (p))
     if (!g_unichar_isprint (g_utf8_get_char (p)))
       return FALSE;
   return TRUE;
@@ -80,7 +84,7 @@ parse_vm (VgicdSession *s, GVariant *vm, GError **error)
                    "Attach needs \"name\" (s), \"nr-irqs\" (u) and \"mpidrs\" (au)");
       return FALSE;
     }
-  if (!name_ok (s->name))
+  if (!text_ok (s->name, VGICD_VM_NAME_MAX))
     {
       g_set_error (error, VGICD_ERROR, VGICD_ERROR_INVALID_SHAPE,
                    "Attach: \"%s\" must be at most %d bytes of printable characters",
@@ -107,13 +111,13 @@ parse_vm (VgicdSession *s, GVariant *vm, GError **error)
    * one by one, as the log line at attach says. */
   if (s->kernel_batch && strcmp (s->kernel_batch_abi, VGICD_BATCH_ABI_OURS) != 0)
     s->kernel_batch = FALSE;
-  if (strlen (s->kernel_batch_abi) > 16 ||
-      strlen (s->kernel_batch_probe) > VGICD_VM_KERNEL_BATCH_PROBE_MAX ||
-      !g_utf8_validate (s->kernel_batch_probe, -1, NULL))
+  if (!text_ok (s->kernel_batch_abi, 16) ||
+      !text_ok (s->kernel_batch_probe, VGICD_VM_KERNEL_BATCH_PROBE_MAX))
     {
       g_set_error (error, VGICD_ERROR, VGICD_ERROR_INVALID_SHAPE,
-                   "Attach: \"%s\" or \"%s\" is too long or not UTF-8",
-                   VGICD_VM_KERNEL_BATCH_ABI, VGICD_VM_KERNEL_BATCH_PROBE);
+                   "Attach: \"%s\" (at most 16 bytes) and \"%s\" (at most %d) must be "
+                   "printable characters", VGICD_VM_KERNEL_BATCH_ABI,
+                   VGICD_VM_KERNEL_BATCH_PROBE, VGICD_VM_KERNEL_BATCH_PROBE_MAX);
       return FALSE;
     }
   {
@@ -152,13 +156,16 @@ footprint_of (guint32 capacity)
   return 5 * (gsize) capacity * sizeof (struct kvm_vgic_batch_entry);
 }
 
-/* MaxVcpus= and MaxSessionMemory=: may a VM of @vcpus, whose session would
- * hold @footprint bytes, attach besides the sessions there are? */
+/* MaxVcpus=, MaxSessionMemoryPerProcess= and MaxSessionMemory=: may a VM
+ * of @vcpus, whose session would hold @footprint bytes, attach for the
+ * process @pid besides the sessions there are?  The process's share first:
+ * one process that holds more than its share is refused, and what it
+ * cannot take is left for the VMs that attach after it. */
 static gboolean
-within_limits (VgicdDaemon *daemon, guint vcpus, gsize footprint, GError **error)
+within_limits (VgicdDaemon *daemon, pid_t pid, guint vcpus, gsize footprint, GError **error)
 {
   const VgicdConfig *config = daemon->config;
-  guint64 used = 0;
+  guint64 used = 0, mine = 0;
 
   if (vcpus > config->max_vcpus)
     {
@@ -168,7 +175,23 @@ within_limits (VgicdDaemon *daemon, guint vcpus, gsize footprint, GError **error
       return FALSE;
     }
   for (guint i = 0; i < daemon->sessions->len; i++)
-    used += vgicd_session_footprint (g_ptr_array_index (daemon->sessions, i));
+    {
+      VgicdSession *t = g_ptr_array_index (daemon->sessions, i);
+      gsize f = vgicd_session_footprint (t);
+
+      used += f;
+      if (t->pid == pid)
+        mine += f;
+    }
+  if (mine + footprint > (guint64) config->max_session_memory_per_process << 20)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_LIMIT,
+                   "process %d's sessions hold %.2f MiB and this one would %.2f MiB more, "
+                   "over its share (MaxSessionMemoryPerProcess=%u MiB); it saves and loads "
+                   "by QEMU's own path", (int) pid, mine / 1048576.0, footprint / 1048576.0,
+                   config->max_session_memory_per_process);
+      return FALSE;
+    }
   if (used + footprint > (guint64) config->max_session_memory << 20)
     {
       g_set_error (error, VGICD_ERROR, VGICD_ERROR_LIMIT,
@@ -235,7 +258,7 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
   capacity = vgic_plan_restore_count (s->shape, TRUE, 4) + vgic_plan_route_count (s->shape) +
              s->shape->nr_vcpus + 8;
   /* The host's limits, before anything is allocated for the VM. */
-  if (!within_limits (daemon, s->shape->nr_vcpus, footprint_of (capacity), error))
+  if (!within_limits (daemon, pid, s->shape->nr_vcpus, footprint_of (capacity), error))
     {
       vgicd_session_free (s);
       return NULL;

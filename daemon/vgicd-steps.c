@@ -182,7 +182,8 @@ op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
                             : "this host's last one-by-one operation");
   vgicd_session_log_outcome (s, level, &op, line ? line : message);
   if (s->daemon->history)
-    vgicd_history_add (s->daemon->history, s->uuid, s->name, &op, ok ? NULL : message);
+    vgicd_history_add_of (s->daemon->history, s->uuid, s->name, s->pid, &op,
+                          ok ? NULL : message);
 }
 
 /*
@@ -406,11 +407,15 @@ save_done (VgicdSession *s)
 
 /* Remember the shape a save or a restore found.  This VM's next save
  * guesses it (s->last_second); the first save of a VM new to the host
- * guesses what most attached VMs have.  The values are the peer's to
- * report, so each session is one vote: a peer that claims an odd shape
- * moves the host's guess only when its VMs are most of those attached
- * (and then costs a newcomer's first save one more round, counted), not
- * with one save.  A tie keeps the guess as it was. */
+ * guesses what most attached QEMUs have.  The values are the peer's to
+ * report, so each process is one vote (that of its session attached
+ * first: more sessions of one process add nothing), and a shape becomes
+ * the host's guess only when at least two processes vote for it and it
+ * has more votes than the guess there is: one peer, however many sessions
+ * it holds, never moves the host's guess, and many peers that claim an odd
+ * shape move it only when they are most of the QEMUs attached (and then
+ * cost a newcomer's first save one more round, counted).  A tie keeps
+ * the guess as it was. */
 static void
 learn_shape (VgicdSession *s, gboolean plpis, guint apr)
 {
@@ -418,6 +423,7 @@ learn_shape (VgicdSession *s, gboolean plpis, guint apr)
   guint votes[2][5] = { { 0 } };
   gboolean best_plpis = d->guess_plpis;
   guint best_apr = CLAMP (d->guess_apr, 1, 4);
+  g_autoptr (GHashTable) voted = g_hash_table_new (NULL, NULL);
 
   s->shape_known = TRUE;
   s->known_plpis = plpis;
@@ -426,15 +432,16 @@ learn_shape (VgicdSession *s, gboolean plpis, guint apr)
     {
       const VgicdSession *t = g_ptr_array_index (d->sessions, i);
 
-      if (t->shape_known)
+      if (t->shape_known && g_hash_table_add (voted, GINT_TO_POINTER (t->pid)))
         votes[t->known_plpis ? 1 : 0][t->known_apr]++;
     }
   /* s itself, if it is not (or no longer) in the list */
-  if (!g_ptr_array_find (d->sessions, s, NULL))
+  if (!g_ptr_array_find (d->sessions, s, NULL) &&
+      g_hash_table_add (voted, GINT_TO_POINTER (s->pid)))
     votes[plpis ? 1 : 0][s->known_apr]++;
   for (guint p = 0; p < 2; p++)
     for (guint a = 1; a <= 4; a++)
-      if (votes[p][a] > votes[best_plpis ? 1 : 0][best_apr])
+      if (votes[p][a] >= 2 && votes[p][a] > votes[best_plpis ? 1 : 0][best_apr])
         best_plpis = p, best_apr = a;
   d->guess_plpis = best_plpis;
   d->guess_apr = best_apr;
@@ -753,8 +760,11 @@ next_step (VgicdSession *s, GVariant *report)
   g_variant_lookup (report, VGICD_REPORT_IOCTLS, "u", &ioctls);
   g_variant_lookup (report, VGICD_REPORT_NS, "t", &ns);
   g_variant_lookup (report, VGICD_REPORT_GUARD_FAILED, "u", &guard_bad);
-  s->op_ioctls += ioctls;
-  s->op_ns += ns;
+  /* The peer's figures, summed without wrapping (they are its own VM's, for
+   * ListSessions and the journal; the host's estimate takes vgicd's own,
+   * vgicd_history_estimate()). */
+  s->op_ioctls = ioctls > G_MAXUINT - s->op_ioctls ? G_MAXUINT : s->op_ioctls + ioctls;
+  s->op_ns = ns > G_MAXUINT64 - s->op_ns ? G_MAXUINT64 : s->op_ns + ns;
 
   if (s->step->n_guards && guard_bad != G_MAXUINT32)
     return guard_failed (s, guard_bad);

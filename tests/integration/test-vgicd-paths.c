@@ -65,15 +65,21 @@ test_round_trip (gconstpointer data)
       cd = attach (h, dst, s, "dst");
       want = visible_state_n (src, s, &accesses);
 
-      /* Each shape differs from the one before in its LPIs or its APRs, so
-       * the first save reads round 2 as the last save's shape (more APRs
-       * than the vCPU has fail in the kernel; fewer, or other LPIs, are
-       * found wrong by round 1's values), then again as it should be. */
+      /* The first save of a VM new to the host guesses round 2 as the
+       * host's guess has it: an ITS and one APR, since every VM here is
+       * this one process's, which never moves the host's guess
+       * (learn_shape()).  A shape other than that reads round 2 as
+       * guessed (more APRs than the vCPU has fail in the kernel; fewer,
+       * or other LPIs, are found wrong by round 1's values), then again
+       * as it should be. */
       g_assert_true (vgicd_client_save (cs, &record, &error));
       g_assert_no_error (error);
       vgicd_client_get_stats (cs, &st);
       g_assert_cmpint (st.batched, ==, mc->expect_batched);
-      g_assert_cmpuint (st.entries, >, accesses);
+      if (s->its && s->pri_bits == 5)
+        g_assert_cmpuint (st.entries, ==, accesses);
+      else
+        g_assert_cmpuint (st.entries, >, accesses);
       if (mc->expect_batched)
         g_assert_cmpuint (st.ioctls, <=, 3);
       else /* and the read of an APR the vCPU lacks, if the guess had more */

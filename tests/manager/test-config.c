@@ -59,6 +59,12 @@ test_missing_file_gives_defaults (void)
   g_assert_true (c->probe);
   g_assert_cmpuint (c->max_vcpus, ==, 512);
   g_assert_cmpuint (c->max_session_memory, ==, 512);
+  /* One VM per QEMU: two sessions (one being replaced), two of 512 vCPUs'
+   * memory with room, a few history VMs. */
+  g_assert_cmpuint (c->max_sessions_per_process, ==, 2);
+  g_assert_cmpuint (c->max_session_memory_per_process, ==, 16);
+  g_assert_cmpuint (c->history_vms_per_process, ==, 4);
+  g_assert_cmpuint (c->max_sessions_per_user, ==, c->max_sessions);
 }
 
 static void

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * test-history.c - what vgicd keeps of operations (daemon/vgicd-history.c):
- * the per-VM rings and their bounds, and the one-by-one estimate from the
- * start-up calibration and from a measured one-by-one operation.
+ * the per-VM rings and their bounds, whose they are (UUID and process),
+ * and the one-by-one estimate from the start-up calibration and from a
+ * measured one-by-one operation, within bounds whatever a peer reports.
  */
+#include <math.h>
+
 #include "vgicd-history.h"
 
 static VgicdOp
@@ -145,6 +148,124 @@ test_bounds (void)
   g_assert_cmpuint (count (h, "d"), ==, 0);
 }
 
+/* A peer's figures: its kernel time is taken only as far as vgicd's
+ * clock saw the operation last, and the cost per register stays within a
+ * factor of 8 of the calibrated line; uncalibrated, under 1 ms + 100 µs ×
+ * vCPUs.  No input makes a conversion undefined (the sanitizer build
+ * checks): 2^64-1 ns, a line of 1e300, NaN. */
+static void
+test_forged (void)
+{
+  g_autoptr (VgicdHistory) h = vgicd_history_new (4, 4);
+  g_autoptr (VgicdHistory) u = vgicd_history_new (4, 4);
+  g_autoptr (VgicdHistory) wild = vgicd_history_new (4, 4);
+  g_autoptr (VgicdHistory) nan = vgicd_history_new (4, 4);
+  VgicdOp single = op ("save", "single", 100, 4, G_MAXUINT64);
+  VgicdOp batch = op ("save", "batch", 100, 4, 1000);
+  double base, per;
+  const char *source;
+
+  /* vgicd saw it take 1 ms: that is what it measured. */
+  single.duration_ns = 1000000;
+  vgicd_history_calibrated (h, 1000, 100);
+  vgicd_history_estimate (h, &single);
+  g_assert_cmpuint (single.single_ns, ==, 1000000);
+  g_assert_true (vgicd_history_single_cost (h, "save", &base, &per, &source));
+  g_assert_cmpfloat (base + per * 4, <=, 8 * (1000 + 100 * 4) + 1e-6);
+  vgicd_history_estimate (h, &batch);
+  g_assert_cmpuint (batch.single_ns, <=, 100 * 8 * (1000 + 100 * 4));
+
+  single = op ("save", "single", 100, 4, G_MAXUINT64);
+  single.duration_ns = G_MAXUINT64;
+  vgicd_history_estimate (u, &single);
+  batch = op ("save", "batch", 100, 4, 1000);
+  vgicd_history_estimate (u, &batch);
+  g_assert_cmpuint (batch.single_ns, <=, 100 * (1000000 + 100000 * 4));
+
+  vgicd_history_calibrated (wild, 1e300, 1e300);
+  batch = op ("save", "batch", 100, 4, 1000);
+  vgicd_history_estimate (wild, &batch);
+  g_assert_cmpuint (batch.single_ns, ==, (guint64) 1e18);
+  vgicd_history_calibrated (nan, NAN, NAN);
+  batch = op ("save", "batch", 100, 4, 1000);
+  vgicd_history_estimate (nan, &batch);
+  g_assert_cmpuint (batch.single_ns, ==, 0);
+}
+
+/* The "vm" (newly allocated) and "pid" of the newest entry @vm names. */
+static void
+newest (VgicdHistory *h, const char *vm, char **name, gint64 *pid)
+{
+  g_autoptr (GVariant) v = vgicd_history_describe (h, vm, 1);
+  g_autoptr (GVariant) e = g_variant_get_child_value (v, 0);
+
+  g_assert_true (g_variant_lookup (e, "vm", "s", name));
+  g_assert_true (g_variant_lookup (e, "pid", "x", pid));
+}
+
+/* A UUID's operations are kept per process: another process claiming it
+ * adds to a history of its own, renaming nothing; an entry keeps the name
+ * it ran under, even when its own process attaches again under another. */
+static void
+test_owners (void)
+{
+  g_autoptr (VgicdHistory) h = vgicd_history_new (4, 8);
+  VgicdOp o = op ("save", "batch", 10, 4, 1000);
+  g_autofree char *name = NULL, *other = NULL;
+  gint64 pid;
+
+  o.when_usec = 1;
+  vgicd_history_add_of (h, "uuid-a", "a", 10, &o, NULL);
+  o.when_usec = 2;
+  vgicd_history_add_of (h, "uuid-a", "forged", 20, &o, NULL);
+  g_assert_cmpuint (count (h, "a"), ==, 1);
+  g_assert_cmpuint (count (h, "forged"), ==, 1);
+  g_assert_cmpuint (count (h, "uuid-a"), ==, 2);
+  newest (h, "a", &name, &pid);
+  g_assert_cmpstr (name, ==, "a");
+  g_assert_cmpint (pid, ==, 10);
+  newest (h, "forged", &other, &pid);
+  g_assert_cmpint (pid, ==, 20);
+  o.when_usec = 3;
+  vgicd_history_add_of (h, "uuid-a", "renamed", 10, &o, NULL);
+  g_assert_cmpuint (count (h, "a"), ==, 1);
+  g_assert_cmpuint (count (h, "renamed"), ==, 1);
+  g_assert_cmpuint (count (h, "uuid-a"), ==, 3);
+}
+
+/* HistoryVMsPerProcess=: a process past its share drops its own least
+ * recently active VM, never another process's; a lower bound at reload
+ * drops what is over it at once. */
+static void
+test_per_process (void)
+{
+  g_autoptr (VgicdHistory) h = vgicd_history_new (3, 8);
+  VgicdOp o = op ("save", "batch", 10, 4, 1000);
+
+  vgicd_history_set_vms_per_process (h, 2);
+  o.when_usec = 1;
+  vgicd_history_add_of (h, "uuid-honest", "honest", 1, &o, NULL);
+  for (guint i = 0; i < 20; i++)
+    {
+      g_autofree char *uuid = g_strdup_printf ("uuid-flood-%u", i);
+
+      o.when_usec = 10 + i;
+      vgicd_history_add_of (h, uuid, "flood", 2, &o, NULL);
+    }
+  g_assert_cmpuint (count (h, "honest"), ==, 1);
+  g_assert_cmpuint (count (h, "flood"), ==, 2);
+  g_assert_cmpuint (count (h, "uuid-flood-19"), ==, 1);
+  g_assert_cmpuint (count (h, "uuid-flood-18"), ==, 1);
+  vgicd_history_set_vms_per_process (h, 1);
+  g_assert_cmpuint (count (h, "flood"), ==, 1);
+  g_assert_cmpuint (count (h, "uuid-flood-19"), ==, 1);
+  g_assert_cmpuint (count (h, "honest"), ==, 1);
+  /* HistoryVMs= still bounds them all, the least recently active first. */
+  vgicd_history_resize (h, 3, 1);
+  g_assert_cmpuint (count (h, ""), ==, 1);
+  g_assert_cmpuint (count (h, "flood"), ==, 1);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -153,5 +274,8 @@ main (int argc, char **argv)
   g_test_add_func ("/history/estimate/calibrated", test_calibrated);
   g_test_add_func ("/history/estimate/pinned-by-an-operation", test_pinned_by_an_operation);
   g_test_add_func ("/history/bounds", test_bounds);
+  g_test_add_func ("/history/estimate/forged", test_forged);
+  g_test_add_func ("/history/owners", test_owners);
+  g_test_add_func ("/history/per-process", test_per_process);
   return g_test_run ();
 }

@@ -394,11 +394,11 @@ typedef struct {
 } Scale;
 
 static const Scale scale_full[N_ATTACKS] = {
-  [ADMITTED] = { 16384 }, [BIG] = { 8 }, [HISTORY] = { 4, 8 }, [STATS] = { 64, 128 },
+  [ADMITTED] = { 16384 }, [BIG] = { 8, 20 }, [HISTORY] = { 4, 8 }, [STATS] = { 64, 128 },
   [DOOR] = { 32 },
 };
 static const Scale scale_quick[N_ATTACKS] = {
-  [ADMITTED] = { 1024 }, [BIG] = { 3 }, [HISTORY] = { 2, 4 }, [STATS] = { 8, 16 },
+  [ADMITTED] = { 1024 }, [BIG] = { 3, 64 }, [HISTORY] = { 2, 4 }, [STATS] = { 8, 16 },
   [DOOR] = { 32 },
 };
 /* The history GetHistory floods: VMs x entries (History=32, HistoryVMs=256,
@@ -439,7 +439,8 @@ attack_names_init (void)
     attack_names[i] = g_strdup (i < G_N_ELEMENTS (fixed) ? fixed[i] : NULL);
   attack_names[ADMITTED] = g_strdup_printf ("N1a: up to %u handshaken, never attaching",
                                             scale[ADMITTED].n);
-  attack_names[BIG] = g_strdup_printf ("N3: %u unfinished messages of 128 MiB", scale[BIG].n);
+  attack_names[BIG] = g_strdup_printf ("N3: %u unfinished 128 MiB, %u MiB/s each",
+                                       scale[BIG].n, scale[BIG].m);
   attack_names[HISTORY] = g_strdup_printf ("N2: nobody, %u GetHistory (%ux%u) in flight",
                                            scale[HISTORY].n * scale[HISTORY].m, vms,
                                            HISTORY_ENTRIES);
@@ -1030,10 +1031,10 @@ attack_fd_parts (const char *path, guint *done)
 }
 
 /* BIG (N3): @n connections, each sending a message that declares 128 MiB,
- * its body streamed at about 64 MiB/s up to 120 MiB and never finished;
+ * its body streamed at @mib_s MiB/s up to 120 MiB and never finished;
  * again when vgicd closes one.  *done counts the MiB sent. */
 static G_NORETURN void
-attack_big (const char *path, guint n, guint *done)
+attack_big (const char *path, guint n, guint mib_s, guint *done)
 {
   g_autofree char *auth = external_auth (FALSE);
   gsize len = 0;
@@ -1049,7 +1050,7 @@ attack_big (const char *path, guint n, guint *done)
     {
       for (guint i = 0; i < n; i++)
         {
-          gsize quota = 320 * 1024;	/* every 5 ms: 64 MiB/s */
+          gsize quota = (gsize) mib_s * (1 << 20) / 200;	/* every 5 ms */
 
           if (fd[i] < 0)
             {
@@ -1228,7 +1229,7 @@ attacker_main (const char *kind, const char *address, const char *path, int coun
   if (!strcmp (kind, "fd-parts"))
     attack_fd_parts (path, done);
   if (!strcmp (kind, "big"))
-    attack_big (path, n, done);
+    attack_big (path, n, m, done);
   if (!strcmp (kind, "history"))
     attack_manager (bus, "GetHistory", n, m, done);
   if (!strcmp (kind, "stats"))
@@ -1683,7 +1684,7 @@ under_attack (VgicdHarness **hp, Attack how)
   else
     {
       const double cap_s = how == ADMITTED ? (opt_quick ? 5 : 20)
-                           : how == SESSIONS ? 10 : how == BIG ? 5
+                           : how == SESSIONS ? 10 : how == BIG ? 8
                            : how == FD_PARTS ? 2 : 1;
       gint64 changed = t0;
       guint last = 0;

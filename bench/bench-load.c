@@ -1410,8 +1410,13 @@ vgicd_death (VgicdHarness *h)
   g_autofree char *log = NULL, *how = NULL;
   const char *why = NULL;
 
-  if (waitid (P_PID, h->vgicd_pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-      si.si_pid == h->vgicd_pid)
+  /* It may still be exiting (a core dump): up to 2 s. */
+  for (guint i = 0; i < 200 && si.si_pid != h->vgicd_pid; i++)
+    if (waitid (P_PID, h->vgicd_pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+      break;
+    else if (si.si_pid != h->vgicd_pid)
+      g_usleep (10 * 1000);
+  if (si.si_pid == h->vgicd_pid)
     how = si.si_code == CLD_EXITED ? g_strdup_printf ("exit status %d", si.si_status)
                                    : g_strdup_printf ("%s", g_strsignal (si.si_status));
   else
@@ -1652,6 +1657,7 @@ under_attack (VgicdHarness **hp, Attack how)
       if (getuid () != 0)
         {
           printf ("| %-44s | not run: it needs root, to become nobody\n", attack_names[how]);
+          close (count_fd);
           return;
         }
       if (how == HISTORY)
@@ -1778,6 +1784,7 @@ under_attack (VgicdHarness **hp, Attack how)
         }
       settled_s = (g_get_monotonic_time () - s0) / 1e6;
       died = !vgicd_alive (h);
+      busy &= !died;	/* it died instead: said so */
     }
 
   /* The verdict, against issue 31's bounds. */

@@ -1202,7 +1202,7 @@ become (const char *user)
     _exit (0);
 }
 
-static G_NORETURN void fill_one (const char *address, guint index, guint saves, guint *done);
+static void fill_one (const char *address, guint index, guint saves, guint *done);
 
 /* The child side of --attack=KIND (@n, @m: its Scale; @bus: the system
  * bus; @user: whom to become first, or NULL). */
@@ -1239,7 +1239,10 @@ attacker_main (const char *kind, const char *address, const char *path, int coun
   if (!strcmp (kind, "sessions"))
     attack_sessions (address, done);
   if (!strcmp (kind, "fill"))
-    fill_one (address, n, m, done);
+    {
+      fill_one (address, n, m, done);
+      exit (0);
+    }
   die ("attacker: no such kind", NULL);
 }
 
@@ -1585,8 +1588,9 @@ fill_history (VgicdHarness *h, guint vms)
     g_string_append_printf (notes, "; root's GetHistory: %s.\n", error->message);
 }
 
-/* The child side of fill_history(): VM @index saving @saves times. */
-static G_NORETURN void
+/* The child side of fill_history(): VM @index saving @saves times
+ * (returning, so that what it holds is freed before the exit). */
+static void
 fill_one (const char *address, guint index, guint saves, guint *done)
 {
   g_autoptr (VgicSim) sim = sim_new (1, 64);
@@ -1605,7 +1609,6 @@ fill_one (const char *address, guint index, guint saves, guint *done)
       if (vgicd_client_save (c, &record, NULL))
         __atomic_add_fetch (done, 1, __ATOMIC_RELAXED);
     }
-  exit (0);
 }
 
 /* A figure of the table (@sign: with its sign, no decimals), or "-"

@@ -474,6 +474,43 @@ test_wrong_identity (void)
   g_assert_true (log_says (h, "did not start with a NUL byte"));
 }
 
+/* The cap on a message's length, from both sides with GLib's own client:
+ * a Load carrying 900 KiB (more than twice the largest record of a
+ * 512-vCPU VM, 430,024 bytes) is answered (an error: this connection has
+ * no session), one carrying 2 MiB closes the connection. */
+static void
+test_message_cap (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  gsize sizes[] = { 900 * 1024, 2 * 1024 * 1024 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (GDBusConnection) c =
+        g_dbus_connection_new_for_address_sync (h->address,
+                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
+                                                NULL, NULL, &error);
+      g_autofree guint8 *record = g_malloc0 (sizes[i]);
+      g_autoptr (GVariant) reply = NULL;
+
+      g_assert_no_error (error);
+      reply = g_dbus_connection_call_sync (
+        c, NULL, "/org/vgicd/Session1/none", "org.vgicd.Session1", "Load",
+        g_variant_new ("(@ay)", g_variant_new_fixed_array (G_VARIANT_TYPE_BYTE, record,
+                                                           sizes[i], 1)),
+        NULL, G_DBUS_CALL_FLAGS_NONE, VGICD_TEST_BUDGET_MS, NULL, &error);
+      g_assert_null (reply);
+      g_test_message ("a Load of %" G_GSIZE_FORMAT " bytes: %s", sizes[i], error->message);
+      if (i == 0)
+        g_assert_true (g_dbus_error_is_remote_error (error));
+      else
+        g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CLOSED);
+    }
+  g_assert_true (log_says (h, "above the 1048576 bytes vgicd's largest may take"));
+  g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, 1);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -481,6 +518,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/stream/descriptors-in-unfinished-message",
                    test_descriptors_in_unfinished_message);
   g_test_add_func ("/vgicd/stream/oversized-message", test_oversized_message);
+  g_test_add_func ("/vgicd/stream/message-cap", test_message_cap);
   g_test_add_func ("/vgicd/stream/empty-identity", test_empty_identity);
   g_test_add_func ("/vgicd/stream/wrong-identity", test_wrong_identity);
   return g_test_run ();

@@ -226,12 +226,7 @@ relay_close (VgicdRelay *r, const char *why, gboolean log)
     }
   else
     log = FALSE;
-  if (r->peer_fd >= 0)
-    close (r->peer_fd);
-  if (r->bus_fd >= 0)
-    close (r->bus_fd);
-  r->peer_fd = r->bus_fd = -1;
-  g_mutex_unlock (&r->lock);
+  /* Counted before the peer can see its socket close. */
   if (log)
     {
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
@@ -239,6 +234,12 @@ relay_close (VgicdRelay *r, const char *why, gboolean log)
                         (int) r->pid, why);
       g_atomic_int_inc (r->closed_count);
     }
+  if (r->peer_fd >= 0)
+    close (r->peer_fd);
+  if (r->bus_fd >= 0)
+    close (r->bus_fd);
+  r->peer_fd = r->bus_fd = -1;
+  g_mutex_unlock (&r->lock);
   if (r->source)
     {
       g_source_destroy (r->source);	/* its finalize drops its reference */
@@ -658,19 +659,23 @@ read_peer (VgicdRelay *r)
       relay_close (r, NULL, FALSE);	/* the peer went */
       return FALSE;
     }
-  if (mh.msg_flags & MSG_CTRUNC)
-    {
-      if (r->peer_state == PEER_MESSAGES)
-        peer_misbehaves (r, "it sent file descriptors, which vgicd's protocol never passes");
-      else
-        handshake_fails (r, "it sent file descriptors in its D-Bus handshake");
-      return FALSE;
-    }
   if (r->peer_state != PEER_MESSAGES)
     {
       g_byte_array_append (r->peer_in, buf, (guint) n);
       peer_handshake (r);
-      if (relay_closed (r) || r->peer_state != PEER_MESSAGES)
+      if (relay_closed (r))
+        return FALSE;
+      /* Descriptors come with the read's last bytes: a message's, if the
+       * handshake ended in this read. */
+      if (mh.msg_flags & MSG_CTRUNC)
+        {
+          if (r->peer_state == PEER_MESSAGES)
+            peer_misbehaves (r, "it sent file descriptors, which vgicd's protocol never passes");
+          else
+            handshake_fails (r, "it sent file descriptors in its D-Bus handshake");
+          return FALSE;
+        }
+      if (r->peer_state != PEER_MESSAGES)
         return TRUE;
       /* The handshake ended: what followed BEGIN is messages. */
       if (!framing_feed (&r->peer_framing, r->peer_in->data, r->peer_in->len,
@@ -681,6 +686,11 @@ read_peer (VgicdRelay *r)
         }
       bus_begin (r);
       return TRUE;
+    }
+  if (mh.msg_flags & MSG_CTRUNC)
+    {
+      peer_misbehaves (r, "it sent file descriptors, which vgicd's protocol never passes");
+      return FALSE;
     }
   if (!framing_feed (&r->peer_framing, buf, (gsize) n, r->message_max, &why))
     {

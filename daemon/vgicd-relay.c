@@ -17,8 +17,8 @@
  *     no descriptor: scm_recv() (include/net/scm.h) drops the ones that came
  *     with the bytes (scm_destroy(), fput() of each) and flags the read
  *     MSG_CTRUNC, which is how the relay knows a peer sent some and closes
- *     it.  (SO_PASSCRED is turned off on the socket, the only other thing
- *     that sets MSG_CTRUNC on a unix socket's read here.)  Descriptors
+ *     it.  (SO_PASSCRED, SO_PASSSEC and SO_PASSPIDFD, the other things
+ *     that set MSG_CTRUNC on such a read, are turned off on the socket.)  Descriptors
  *     waiting in the socket are the kernel's, charged to the sender.  Each
  *     message's fixed 16-byte header (endianness, body length, header
  *     fields' length) says its whole length; a peer declaring more than
@@ -972,9 +972,14 @@ vgicd_relay_new (int peer_fd, uid_t uid, pid_t pid, const char *guid, gsize mess
   r->to_bus = g_byte_array_new ();
   g_queue_init (&r->to_peer);
   /* Nothing may block the relay thread; and a socket activation's
-   * PassCredentials= would set MSG_CTRUNC on every read (the theory). */
+   * PassCredentials=, PassSecurity= or PassPIDFD= would set MSG_CTRUNC on
+   * every read (the theory): off, whatever the listening socket had. */
   g_unix_set_fd_nonblocking (peer_fd, TRUE, NULL);
   setsockopt (peer_fd, SOL_SOCKET, SO_PASSCRED, &off, sizeof off);
+  setsockopt (peer_fd, SOL_SOCKET, SO_PASSSEC, &off, sizeof off);
+#ifdef SO_PASSPIDFD
+  setsockopt (peer_fd, SOL_SOCKET, SO_PASSPIDFD, &off, sizeof off);
+#endif
 
   sock = g_socket_new_from_fd (pair[1], error);
   if (!sock)

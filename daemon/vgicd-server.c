@@ -30,25 +30,35 @@
  *      the deadline it is cancelled and the connection closed.
  *
  *
+ * Each admitted peer's bytes pass through a relay of vgicd's own
+ * (vgicd-relay.c) before GDBus sees them: GDBus runs on one end of a
+ * socketpair, and the relay reads the peer's socket with no control
+ * buffer, so that no descriptor a peer sends ever enters vgicd, and
+ * closes a peer that declares a message longer than any vgicd takes
+ * (vgicd_relay_message_max(): 1 MiB at MaxVcpus=512), at its header,
+ * before GDBus buffers any of it.  The relay also runs the peer's side of
+ * the D-Bus handshake (EXTERNAL, the uid SO_PEERCRED gave at step 1), and
+ * GDBus's ends when the peer's does, so steps 2 and 3 bound it.
+ *
  * After the handshake each connection is independent: a slow or stuck peer
- * holds nothing that another needs (all D-Bus I/O is asynchronous, and a
- * session's work is bounded planning and encoding).  What an admitted peer
- * can still make vgicd keep is bounded by a filter on its connection
- * (peer_filter(), run by GDBus's worker thread on each whole message,
- * before it is queued for the main loop).  A peer is closed when it sends
- *   - file descriptors: the protocol passes none to vgicd;
+ * holds nothing that another needs (all D-Bus I/O is asynchronous, the
+ * relay's too, and a session's work is bounded planning and encoding).
+ * What an admitted peer can still make vgicd keep is bounded by the relay
+ * (at most one unfinished message of bounded length; its queues, 64 KiB
+ * each way) and by a filter on its connection (peer_filter(), run by
+ * GDBus's worker thread on each whole message, before it is queued for
+ * the main loop).  A peer is closed when it sends
+ *   - file descriptors: the protocol passes none to vgicd (the relay
+ *     closes a peer whose bytes carried some; the filter one whose message
+ *     says it has some);
  *   - anything but a method call that wants a reply: the protocol has no
  *     signals and no one-way calls, and vgicd never calls a peer;
  *   - a call while CALLS_IN_FLIGHT_MAX of its calls are unanswered (a
  *     conforming peer waits for each answer);
- *   - a call while OUTQ_MAX bytes of answers wait in its socket unread: a
- *     peer that sends and does not read would otherwise have GDBus queue
- *     its answers in vgicd's memory without end.
- * What the filter cannot see is a message still arriving: GDBus takes the
- * file descriptors that come with each part of it as it reads, before the
- * message is whole.  An admitted peer that never finishes a message can
- * still make vgicd hold descriptors, up to LimitNOFILE= (the unit's);
- * refusing them at the socket needs SO_PASSRIGHTS (Linux 6.16) or a relay.
+ *   - a call while OUTQ_MAX bytes of answers wait unread, in the relay's
+ *     queue, the peer's socket and the socketpair: a peer that sends and
+ *     does not read would otherwise have GDBus queue its answers in
+ *     vgicd's memory without end.
  */
 #include <errno.h>
 #include <grp.h>
@@ -64,6 +74,7 @@
 
 #include "vgic-shape.h"
 #include "vgicd-dbus.h"
+#include "vgicd-relay.h"
 #include "vgicd-server.h"
 #include "vgicd-session.h"
 #include "vgicd/protocol.h"
@@ -111,7 +122,8 @@ typedef struct {
  * and the socket's fd lives as long as the connection does.
  */
 typedef struct {
-  int fd;
+  int fd;		/* GDBus's end of the relay's socketpair */
+  VgicdRelay *relay;
   pid_t pid;
   gint in_flight;	/* calls received and not yet answered */
   gint closing;		/* set once: the filter has closed the connection */
@@ -155,7 +167,7 @@ peer_filter (GDBusConnection *connection, GDBusMessage *message, gboolean incomi
       g_object_unref (message);
       return NULL;
     }
-  if (g_dbus_message_get_unix_fd_list (message))
+  if (g_dbus_message_get_unix_fd_list (message) || g_dbus_message_get_num_unix_fds (message))
     return guard_close (g, connection, message,
                         "it sent file descriptors, which vgicd's protocol never passes");
   if (g_dbus_message_get_message_type (message) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||
@@ -166,15 +178,26 @@ peer_filter (GDBusConnection *connection, GDBusMessage *message, gboolean incomi
     return guard_close (g, connection, message,
                         "it sent a call with " G_STRINGIFY (CALLS_IN_FLIGHT_MAX)
                         " of its calls unanswered");
-  if (ioctl (g->fd, SIOCOUTQ, &unread) == 0 && unread >= OUTQ_MAX)
+  /* What is really unread: what the relay has not yet taken from GDBus's
+   * end, what it holds, what waits in the peer's socket. */
+  if (ioctl (g->fd, SIOCOUTQ, &unread) < 0)
+    unread = 0;
+  if ((gsize) unread + vgicd_relay_unread (g->relay) >= OUTQ_MAX)
     {
       g_autofree char *why =
-        g_strdup_printf ("it sends calls and does not read the answers (%d bytes unread)",
-                         unread);
+        g_strdup_printf ("it sends calls and does not read the answers (%" G_GSIZE_FORMAT
+                         " bytes unread)", (gsize) unread + vgicd_relay_unread (g->relay));
       return guard_close (g, connection, message, why);
     }
   g_atomic_int_inc (&g->in_flight);
   return message;
+}
+
+static void
+guard_free (PeerGuard *g)
+{
+  vgicd_relay_unref (g->relay);
+  g_free (g);
 }
 
 static void
@@ -210,22 +233,28 @@ user_name (uid_t uid)
 }
 
 /* The sessions this process's descriptor limit (RLIMIT_NOFILE, the unit's
- * LimitNOFILE=) has room for: each holds FDS_PER_SESSION (its connection,
- * its window, its step channel), and the door's pending connections (at
- * most MaxHandshakes=, as configured now) and FDS_OTHER (the bus, the
- * listening socket, the journal, the configuration files) keep theirs.
- * So a MaxSessions= above what the limit allows is met by a refused attach,
- * not by an accept() failing for lack of descriptors.  (Reserving for the
- * largest MaxHandshakes= there could be, 1024, left a vgicd started outside
- * systemd, with the usual soft limit of 1024, room for one session.) */
-#define FDS_PER_SESSION 3
+ * LimitNOFILE=) has room for: each holds FDS_PER_SESSION (its relay's
+ * three sockets: the peer's and the socketpair's two ends; its window, its
+ * step channel; and the copies of those two that Attach's reply holds in
+ * the relay until the peer's socket takes them), the door's pending
+ * connections (at most MaxHandshakes=, as configured now) FDS_PER_HANDSHAKE
+ * each (a relay's three sockets), and FDS_OTHER (the bus, the listening
+ * socket, the journal, the configuration files, the threads' wake-ups)
+ * keep theirs.  Descriptors a peer sends never enter vgicd (the relay).
+ * So a MaxSessions= above what the limit allows is met by a refused
+ * attach, not by an accept() failing for lack of descriptors.  (Reserving
+ * for the largest MaxHandshakes= there could be, 1024, left a vgicd started
+ * outside systemd, with the usual soft limit of 1024, room for one
+ * session.) */
+#define FDS_PER_SESSION 7
+#define FDS_PER_HANDSHAKE 3
 #define FDS_OTHER 64
 
 static guint
 sessions_fd_room (guint handshakes)
 {
   struct rlimit r;
-  rlim_t reserved = (rlim_t) handshakes + FDS_OTHER;
+  rlim_t reserved = (rlim_t) handshakes * FDS_PER_HANDSHAKE + FDS_OTHER;
 
   if (getrlimit (RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY)
     return G_MAXUINT;
@@ -451,11 +480,17 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
     }
   if (!connection || !server)
     {
-      /* A cancelled handshake was logged by whoever cancelled it. */
-      if (server)
+      VgicdRelay *relay = vgicd_relay_of_stream (G_IO_STREAM (pending->stream));
+      gboolean logged = FALSE;
+      g_autofree char *why = relay ? vgicd_relay_dup_failure (relay, &logged) : NULL;
+
+      /* A cancelled handshake was logged by whoever cancelled it; the
+       * relay's reason, when it ended it, says more than GDBus's end of
+       * file. */
+      if (server && !logged)
         g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
                           "MESSAGE", "a peer (pid %d) failed the D-Bus handshake: %s",
-                          (int) pending->pid, error->message);
+                          (int) pending->pid, why ? why : error->message);
       if (connection)
         g_object_unref (connection);
       g_io_stream_close (G_IO_STREAM (pending->stream), NULL, NULL);
@@ -472,10 +507,11 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
     PeerGuard *g = g_new0 (PeerGuard, 1);
 
     g->fd = g_socket_get_fd (g_socket_connection_get_socket (pending->stream));
+    g->relay = vgicd_relay_ref (vgicd_relay_of_stream (G_IO_STREAM (pending->stream)));
     g->pid = pending->pid;
     g->closed_count = &server->daemon->peers_closed;
     /* Before message processing starts, so no message escapes it. */
-    g_dbus_connection_add_filter (connection, peer_filter, g, g_free);
+    g_dbus_connection_add_filter (connection, peer_filter, g, (GDestroyNotify) guard_free);
   }
   pending_free (pending);
   p->helper = vgicd_dbus_helper1_skeleton_new ();
@@ -496,8 +532,9 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
  * The first byte decides: a D-Bus client sends one (a NUL, then AUTH)
  * before anything else, so a connection closed before it is someone asking
  * whether vgicd is there (libvirt's qemu hook, a health check), not a
- * failed handshake.  It is closed without a word; everything else gets the
- * D-Bus handshake.
+ * failed handshake.  It is closed without a word; everything else gets a
+ * relay (vgicd-relay.c), and the D-Bus handshake on GDBus's end of it,
+ * which stands for the peer's stream from here on.
  */
 static gboolean
 on_first_byte (GSocket *sock, GIOCondition cond, gpointer data)
@@ -506,23 +543,45 @@ on_first_byte (GSocket *sock, GIOCondition cond, gpointer data)
   VgicdServer *server = p->server;
   char byte;
   ssize_t n = recv (g_socket_get_fd (sock), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  g_autoptr (GError) error = NULL;
+  GIOStream *relayed;
+  int fd;
 
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return G_SOURCE_CONTINUE;
   g_clear_pointer (&p->first_byte, g_source_unref);	/* removed by returning */
-  if (n > 0)
+  if (n <= 0)
     {
-      p->cancel = g_cancellable_new ();
-      p->handshake_running = TRUE;
-      g_dbus_connection_new (G_IO_STREAM (p->stream), server->guid,
-                             G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_SERVER |
-                             G_DBUS_CONNECTION_FLAGS_DELAY_MESSAGE_PROCESSING,
-                             server->observer, p->cancel, on_connection_ready, p);
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_DEBUG,
+                        "MESSAGE", "a peer connected and closed: a reachability probe");
+      pending_drop (p);
       return G_SOURCE_REMOVE;
     }
-  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_DEBUG,
-                    "MESSAGE", "a peer connected and closed: a reachability probe");
-  pending_drop (p);
+  /* The relay takes the socket (a duplicate: GSocket keeps its own). */
+  fd = dup (g_socket_get_fd (sock));
+  if (fd < 0)
+    g_set_error (&error, G_IO_ERROR, g_io_error_from_errno (errno), "%s", g_strerror (errno));
+  relayed = fd < 0 ? NULL :
+    vgicd_relay_new (fd, p->uid, p->pid, server->guid,
+                     vgicd_relay_message_max (server->daemon->config->max_vcpus),
+                     &server->daemon->peers_closed, &error);
+  if (!relayed)
+    {
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "MESSAGE", "cannot serve a peer (pid %d): %s", (int) p->pid,
+                        error->message);
+      pending_drop (p);
+      return G_SOURCE_REMOVE;
+    }
+  g_io_stream_close (G_IO_STREAM (p->stream), NULL, NULL);
+  g_object_unref (p->stream);
+  p->stream = G_SOCKET_CONNECTION (relayed);
+  p->cancel = g_cancellable_new ();
+  p->handshake_running = TRUE;
+  g_dbus_connection_new (relayed, server->guid,
+                         G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_SERVER |
+                         G_DBUS_CONNECTION_FLAGS_DELAY_MESSAGE_PROCESSING,
+                         server->observer, p->cancel, on_connection_ready, p);
   return G_SOURCE_REMOVE;
 }
 

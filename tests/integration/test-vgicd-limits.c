@@ -123,9 +123,10 @@ attach_refused (VgicdHarness *h, VgicSim *sim, const Shape *s, const char *why)
  * limit of 1024.  It serves several VMs at once (the old reservation, for
  * the largest MaxHandshakes= there could be, left room for one, and the
  * QEMU tier's live migrations, source and destination attached together,
- * went one register per ioctl).  Then, its limit cut to 200 (prlimit, as
- * a LimitNOFILE=200 would set it): room for 2 sessions beside 128
- * handshakes, and the third attach is refused with the reason. */
+ * went one register per ioctl).  Then, its limit cut to 465 (prlimit, as
+ * a LimitNOFILE=465 would set it): room for 2 sessions of 7 descriptors
+ * beside 128 handshakes of 3 and 64 others, and the third attach is
+ * refused with the reason. */
 static void
 test_fd_limit_outside_systemd (void)
 {
@@ -133,7 +134,7 @@ test_fd_limit_outside_systemd (void)
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicdHarness) h = NULL;
   g_autoptr (VgicSim) sim = make_sim (s, TRUE);
-  struct rlimit mine, shell, tight = { 200, 200 };
+  struct rlimit mine, shell, tight = { 465, 465 };
   VgicdClient *c[4] = { NULL };
 
   g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &mine), ==, 0);

@@ -483,6 +483,49 @@ test_shedding_rule (void)
   holder_stop (&b);
 }
 
+/*
+ * accept() failing with EMFILE: vgicd's descriptor limit cut to what it
+ * holds (something outside the door's count took the rest).  Each
+ * connection is accepted with the spare descriptor and closed, counted,
+ * instead of staying in the backlog while vgicd spins on a readable
+ * socket (GSocketService warns and accepts again at once); with the limit
+ * back, the honest QEMU attaches.
+ */
+#define EMFILE_TRIES 20
+static void
+test_emfile_sheds (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  struct rlimit plenty, none;
+  struct sockaddr_un sa;
+  guint64 refused = vgicd_harness_stat (h, "refused");
+  int fds[EMFILE_TRIES];
+
+  socket_address (h, &sa);
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, NULL, &plenty), ==, 0);
+  none = (struct rlimit) { vgicd_harness_open_fds (h), plenty.rlim_max };
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &none, NULL), ==, 0);
+  for (guint i = 0; i < EMFILE_TRIES; i++)
+    {
+      fds[i] = raw_connect (&sa);
+      g_assert_cmpint (fds[i], >=, 0);
+    }
+  for (guint i = 0; i < EMFILE_TRIES; i++)
+    {
+      struct pollfd p = { .fd = fds[i], .events = POLLIN };
+      char byte;
+
+      /* Closed: end of file, within the patience. */
+      g_assert_cmpint (poll (&p, 1, VGICD_TEST_PATIENCE_MS), ==, 1);
+      g_assert_cmpint (recv (fds[i], &byte, 1, 0), <=, 0);
+      close (fds[i]);
+    }
+  g_assert_true (vgicd_alive (h));
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &plenty, NULL), ==, 0);
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), >=, refused + EMFILE_TRIES);
+  honest_attach_and_save (h, "after-emfile");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -490,5 +533,6 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/door/n1-handshaken-never-attached", test_n1_handshaken_never_attached);
   g_test_add_func ("/vgicd/door/n4-four-fill-the-door", test_n4_four_fill_the_door);
   g_test_add_func ("/vgicd/door/shedding-rule", test_shedding_rule);
+  g_test_add_func ("/vgicd/door/emfile-sheds", test_emfile_sheds);
   return g_test_run ();
 }

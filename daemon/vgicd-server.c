@@ -981,7 +981,6 @@ on_incoming (VgicdServer *server, GSocketConnection *stream)
   p->first_byte_ms = config->first_byte_timeout;
   pending_arm (p, MIN (p->first_byte_ms, p->timeout_ms));
   g_ptr_array_add (server->pending, p);
-  vgicd_daemon_changed (server->daemon);
 }
 
 /*

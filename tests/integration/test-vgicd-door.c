@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -526,6 +527,40 @@ test_emfile_sheds (void)
   honest_attach_and_save (h, "after-emfile");
 }
 
+/* A descriptor limit below what the configuration may ask (the defaults
+ * under LimitNOFILE=512): vgicd says so at start, with the figures, and
+ * serves within the limit. */
+static void
+test_limit_below_configuration (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("vgicd-door-XXXXXX", &error);
+  g_autofree char *wrapper = NULL, *script = NULL, *log = NULL;
+
+  g_assert_no_error (error);
+  /* vgicd started as a unit with LimitNOFILE=512 would be: both limits
+   * (vgicd raises its soft limit to the hard one), set by util-linux's
+   * prlimit, which then becomes vgicd (exec). */
+  wrapper = g_build_filename (dir, "vgicd", NULL);
+  script = g_strdup_printf ("#!/bin/sh\nexec prlimit --nofile=512:512 %s \"$@\"\n",
+                            vgicd_test_bin);
+  g_assert_true (g_file_set_contents (wrapper, script, -1, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (chmod (wrapper, 0755), ==, 0);
+  h = vgicd_harness_start (wrapper, vgicd_test_policy, "Mode=auto\nAllowUsers=root\n", &error);
+  g_assert_no_error (error);
+  honest_attach_and_save (h, "under-512");
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_test_message ("%s", log);
+  g_assert_nonnull (strstr (log, "the file descriptor limit (LimitNOFILE=) leaves peers 448 "
+                                 "descriptors"));
+  g_assert_nonnull (strstr (log, "fewer than MaxConnections=1536"));
+  g_clear_pointer (&h, vgicd_harness_stop);
+  unlink (wrapper);
+  rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -534,5 +569,6 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/door/n4-four-fill-the-door", test_n4_four_fill_the_door);
   g_test_add_func ("/vgicd/door/shedding-rule", test_shedding_rule);
   g_test_add_func ("/vgicd/door/emfile-sheds", test_emfile_sheds);
+  g_test_add_func ("/vgicd/door/limit-below-configuration", test_limit_below_configuration);
   return g_test_run ();
 }

@@ -1999,7 +1999,8 @@ main (int argc, char **argv)
   /* ClientTimeout= at its default: part 2's VMs saving all at once must
    * not fall back at the bound QEMUs get (issue 31).  It ran at 5000
    * until then, as what it measured was what they wait, not the bound. */
-  harness_config = g_strdup_printf ("Mode=auto\nAllowUsers=root\nClientTimeout=%u\n",
+  harness_config = g_strdup_printf ("Mode=auto\nAllowUsers=root\nClientTimeout=%u\n"
+                                    "MaxConnectionsPerProcess=1024\n",
                                     opt_client_timeout);
   if (!vgicd_start (&h, &error))
     die ("vgicd", error);

@@ -516,7 +516,10 @@ main (int argc, char **argv)
 
   if (!vgic_sim_supervise_self (&error))
     die ("vgic-sim supervisor", error);
-  h = vgicd_harness_start (VGICD_BIN, VGICD_POLICY, "Mode=auto\nAllowUsers=root\n", &error);
+  /* This process plays the fleet's QEMUs: vgicd's bound per process is
+   * for one. */
+  h = vgicd_harness_start (VGICD_BIN, VGICD_POLICY,
+                           "Mode=auto\nAllowUsers=root\nMaxConnectionsPerProcess=1024\n", &error);
   if (!h)
     die ("start vgicd", error);
   pm_qos = hold_pm_qos ();

@@ -90,6 +90,20 @@ static const VgicdConfigKey config_keys[] = {
           "connections in their D-Bus handshake, per process"),
   NUMBER ("HandshakeTimeout", "5000", 100, 60000, "number of milliseconds", handshake_timeout,
           "what a connection may take to finish its handshake, in ms"),
+  /* A D-Bus client writes its first byte as soon as it connects. */
+  NUMBER ("FirstByteTimeout", "1000", 10, 60000, "number of milliseconds", first_byte_timeout,
+          "what a connection may take to send its first byte, in ms"),
+  /* Connections in any state (in their handshake, not attached yet,
+   * attached), on the host and per process (SO_PEERCRED): a QEMU needs
+   * one a VM, two while it attaches again; the host, MaxSessions= and
+   * room for the door. */
+  NUMBER ("MaxConnections", "1536", 16, 65536, "number", max_connections,
+          "connections to vgicd's socket, on the host"),
+  NUMBER ("MaxConnectionsPerProcess", "32", 1, 65536, "number", max_connections_per_process,
+          "connections to vgicd's socket, per process"),
+  /* libvgicd attaches at once after its handshake. */
+  NUMBER ("AttachTimeout", "5000", 100, 60000, "number of milliseconds", attach_timeout,
+          "what a connection may take to attach after its handshake, in ms"),
   /* Operation history (vgicd-history.h): about 300 bytes an operation
    * with its message, so 32 x 256 is under 3 MiB. */
   NUMBER ("History", "32", 0, 1024, "number of operations", history,

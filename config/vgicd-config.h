@@ -103,6 +103,10 @@ typedef struct {
   guint max_handshakes;	/* [vgicd] MaxHandshakes= on the host */
   guint max_handshakes_per_process;	/* [vgicd] MaxHandshakesPerProcess= */
   guint handshake_timeout;	/* [vgicd] HandshakeTimeout= ms */
+  guint first_byte_timeout;	/* [vgicd] FirstByteTimeout= ms */
+  guint max_connections;	/* [vgicd] MaxConnections= on the host */
+  guint max_connections_per_process;	/* [vgicd] MaxConnectionsPerProcess= */
+  guint attach_timeout;	/* [vgicd] AttachTimeout= ms */
   guint history;	/* [vgicd] History= operations kept per VM */
   guint history_vms;	/* [vgicd] HistoryVMs= VMs whose history is kept */
   guint history_vms_per_process;	/* [vgicd] HistoryVMsPerProcess= */

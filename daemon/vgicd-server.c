@@ -5,12 +5,14 @@
  *
  * Why not GDBusServer: under systemd the listening socket arrives already
  * bound (socket activation), and GDBusServer only listens on addresses it
- * binds itself.  So vgicd accepts with a GSocketService and runs the D-Bus
- * server-side handshake on each accepted stream.
+ * binds itself.  So vgicd accepts on the socket itself (step 4 says why
+ * not with a GSocketService) and runs the D-Bus server-side handshake on
+ * each accepted stream.
  *
  * Theory of operation: the door.  Every peer is possibly hostile (any
- * QEMU may be compromised), and what runs before a peer is known must not
- * let it hold a thread, an fd or memory beyond a small bound:
+ * QEMU may be compromised), and what runs before a peer is known, or
+ * before it attaches, must not let it hold a thread, an fd or memory
+ * beyond a small bound:
  *
  *   1. At accept(), the kernel's word on who connected (SO_PEERCRED) is
  *      read, before any byte.  A uid not on AllowUsers is closed at once:
@@ -19,16 +21,45 @@
  *      logged), so a peer that reconnects in a loop cannot flood the
  *      journal.  AllowUsers is checked again at Attach (a reload may have
  *      changed it since).
- *   2. An admitted connection is "pending" until its D-Bus handshake ends:
- *      at most MaxHandshakes= on the host and MaxHandshakesPerProcess=
- *      per process (128 and 32 by default),
- *      so one QEMU's silent connections cannot take the places of
- *      another's; over the bound, it is closed and counted.
- *   3. Each pending connection has HandshakeTimeout= (5 s) to finish its
- *      handshake
- *      (GDBus runs it on a worker thread, with no timeout of its own): at
- *      the deadline it is cancelled and the connection closed.
- *
+ *   2. Connections are bounded in every state (in their handshake, not
+ *      attached yet, attached): per process (SO_PEERCRED pid),
+ *      MaxHandshakesPerProcess= in their handshake (32) and
+ *      MaxConnectionsPerProcess= in all (32; a QEMU needs one a VM, two
+ *      while it attaches again), and a newcomer over those is closed and
+ *      counted; on the host, MaxHandshakes= in their handshake (128),
+ *      MaxConnections= in all (1536), and the connections not attached
+ *      within the door's share of the descriptors (step 4).  A full host
+ *      does not refuse the newcomer: the process holding the most
+ *      connections not attached loses its oldest (shed: counted in
+ *      refused, logged), and the newcomer is admitted, unless it is of
+ *      that process, which is then refused.  So no set of processes can
+ *      keep another's connection out, and attached VMs are never shed.
+ *   3. Deadlines: FirstByteTimeout= (1 s) for the first byte (a D-Bus
+ *      client writes it as soon as it connects), HandshakeTimeout= (5 s)
+ *      for the whole handshake (GDBus runs it on a worker thread, with no
+ *      timeout of its own: at the deadline it is cancelled), and
+ *      AttachTimeout= (5 s) after the handshake for Attach (libvgicd
+ *      attaches at once); a connection past one is closed, logged at most
+ *      one line a kind every REFUSAL_LOG_US (door_log()), and a peer not
+ *      attached in time is counted in peers-closed.
+ *   4. Descriptors.  Each connection costs FDS_PER_CONNECTION, one in its
+ *      handshake FDS_PER_HANDSHAKE more (the wakeup of the GCancellable
+ *      its thread waits on, which GLib creates with g_error() when no
+ *      descriptor is left: an abort), a session FDS_PER_SESSION more.
+ *      Peers may make vgicd hold at most the limit (RLIMIT_NOFILE, the
+ *      unit's LimitNOFILE=) less FDS_RESERVE, which stays vgicd's own;
+ *      of that, connections not attached hold at most the door's share
+ *      (MaxHandshakes= in their handshake, at most half), and sessions
+ *      the rest.  What the door has closed is counted until its
+ *      descriptors are gone, and no connection is admitted past the
+ *      limit less the reserve: so no peer brings vgicd to call GLib with
+ *      no descriptor left.  accept() itself never waits (so GLib makes no
+ *      wakeup for it), and a spare descriptor is kept: at EMFILE (the
+ *      limit reached by something vgicd does not count) it is closed to
+ *      accept and close the connection, then taken again, where
+ *      GSocketService would warn and accept again at once, spinning on
+ *      the readable socket.
+ *      What a connection holds is said in one place, FDS_PER_CONNECTION.
  *
  * Each admitted peer's bytes pass through a relay of vgicd's own
  * (vgicd-relay.c) before GDBus sees them: GDBus runs on one end of a
@@ -60,7 +91,9 @@
  *     does not read would otherwise have GDBus queue its answers in
  *     vgicd's memory without end.
  */
+#define _GNU_SOURCE /* accept4 */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <linux/sockios.h>
@@ -87,9 +120,29 @@
 #define CALLS_IN_FLIGHT_MAX 16
 #define OUTQ_MAX (64 * 1024)
 
+/* What each kind of door log line is (door_log()). */
+typedef enum {
+  DOOR_LOG_SHED,	/* a connection shed for a newcomer */
+  DOOR_LOG_FULL,	/* a newcomer refused: no room */
+  DOOR_LOG_TIMEOUT,	/* first byte or handshake not in time */
+  DOOR_LOG_UNATTACHED,	/* no Attach within AttachTimeout= */
+  DOOR_LOG_ACCEPT,	/* accept() failed */
+  DOOR_LOG_KINDS
+} DoorLogKind;
+
+typedef struct {
+  gint64 logged_us;	/* when a line of this kind was last logged */
+  guint unlogged;	/* lines since, not logged */
+} DoorLog;
+
 struct _VgicdServer {
   VgicdDaemon *daemon;
-  GSocketService *service;
+  GSocket *listener;
+  GSource *accept_source;	/* on the listening socket; NULL while backing off */
+  GSource *accept_pause;	/* the back-off, when no descriptor was left to shed */
+  int spare_fd;		/* closed to accept (and close) a connection at EMFILE */
+  guint64 next_seq;	/* arrival order of connections: the oldest is shed first */
+  DoorLog logs[DOOR_LOG_KINDS];
   GDBusAuthObserver *observer;
   char *guid;
   char *description;
@@ -113,6 +166,9 @@ typedef struct {
   uid_t uid;
   pid_t pid;
   gulong closed_id;
+  guint64 seq;		/* its arrival at the door (Pending's) */
+  GSource *attach_deadline;	/* AttachTimeout= after its handshake */
+  gboolean closing;	/* closed by the door, until "closed" */
 } Peer;
 
 /*
@@ -203,6 +259,11 @@ guard_free (PeerGuard *g)
 static void
 peer_free (Peer *p)
 {
+  if (p->attach_deadline)
+    {
+      g_source_destroy (p->attach_deadline);
+      g_source_unref (p->attach_deadline);
+    }
   vgicd_session_free (p->session);
   if (p->helper)
     {
@@ -232,35 +293,80 @@ user_name (uid_t uid)
   return pw ? g_strdup (pw->pw_name) : g_strdup_printf ("%u", (guint) uid);
 }
 
-/* The sessions this process's descriptor limit (RLIMIT_NOFILE, the unit's
- * LimitNOFILE=) has room for: each holds FDS_PER_SESSION (its relay's
- * three sockets: the peer's and the socketpair's two ends; its window, its
- * step channel; and the copies of those two that Attach's reply holds in
- * the relay until the peer's socket takes them), the door's pending
- * connections (at most MaxHandshakes=, as configured now) FDS_PER_HANDSHAKE
- * each (a relay's three sockets), and FDS_OTHER (the bus, the listening
- * socket, the journal, the configuration files, the threads' wake-ups)
- * keep theirs.  Descriptors a peer sends never enter vgicd (the relay).
- * So a MaxSessions= above what the limit allows is met by a refused
- * attach, not by an accept() failing for lack of descriptors.  (Reserving
- * for the largest MaxHandshakes= there could be, 1024, left a vgicd started
- * outside systemd, with the usual soft limit of 1024, room for one
- * session.) */
-#define FDS_PER_SESSION 7
-#define FDS_PER_HANDSHAKE 3
-#define FDS_OTHER 64
+/*
+ * Descriptors (the theory above, step 4).  What each thing a peer makes
+ * vgicd hold costs, in descriptors: one constant each.  Descriptors a peer
+ * sends never enter vgicd (the relay reads with no room for them).
+ */
+/* One connection, in any state: its relay's three sockets (the peer's,
+ * and the two ends of the socketpair GDBus runs on). */
+#define FDS_PER_CONNECTION 3
+/* A connection in its handshake, besides: the wakeup (an eventfd) of the
+ * GCancellable the handshake thread waits on. */
+#define FDS_PER_HANDSHAKE 1
+/* A session, besides its connection: its window and its step channel, and
+ * the copies of those two that Attach's reply holds in the relay until the
+ * peer's socket takes them. */
+#define FDS_PER_SESSION 4
+/* Kept out of the peers' reach: vgicd's own (standard streams, the bus,
+ * the listening socket and its spare, GLib's and the relay thread's
+ * wakeups, the journal) and what it opens in passing (configuration files,
+ * the metrics textfile, an attach's descriptors before they are counted). */
+#define FDS_RESERVE 64
 
+/* The descriptors peers may make vgicd hold: the limit (RLIMIT_NOFILE,
+ * the unit's LimitNOFILE=, read each time: an operator may change it)
+ * less FDS_RESERVE. */
 static guint
-sessions_fd_room (guint handshakes)
+fds_budget (void)
 {
   struct rlimit r;
-  rlim_t reserved = (rlim_t) handshakes * FDS_PER_HANDSHAKE + FDS_OTHER;
 
-  if (getrlimit (RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY)
-    return G_MAXUINT;
-  if (r.rlim_cur <= reserved + FDS_PER_SESSION)
-    return 1;
-  return (guint) MIN ((r.rlim_cur - reserved) / FDS_PER_SESSION, G_MAXUINT);
+  if (getrlimit (RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY ||
+      r.rlim_cur > G_MAXINT)
+    return G_MAXINT;
+  return r.rlim_cur > FDS_RESERVE ? (guint) r.rlim_cur - FDS_RESERVE : 0;
+}
+
+/* What the door keeps of the budget for connections that are not
+ * sessions: MaxHandshakes= in their handshake, but never more than half,
+ * so that a small limit still leaves sessions room. */
+static guint
+fds_door (const VgicdConfig *config, guint budget)
+{
+  return MIN ((guint64) config->max_handshakes * (FDS_PER_CONNECTION + FDS_PER_HANDSHAKE),
+              budget / 2);
+}
+
+/* The sessions the limit has room for beside the door's share.  So a
+ * MaxSessions= above what the limit allows is met by a refused attach,
+ * not by a connection refused at the door. */
+static guint
+sessions_fd_room (const VgicdConfig *config)
+{
+  guint budget = fds_budget ();
+  guint room = (budget - fds_door (config, budget)) / (FDS_PER_CONNECTION + FDS_PER_SESSION);
+
+  return MAX (room, 1);
+}
+
+typedef struct _Pending Pending;
+
+/* The descriptors peers make vgicd hold now, by the constants above:
+ * every connection at the door (those dropped while their handshake
+ * thread winds down too) and every peer (those being closed too). */
+static guint
+fds_charged (VgicdServer *server)
+{
+  guint n = server->pending->len * (FDS_PER_CONNECTION + FDS_PER_HANDSHAKE);
+
+  for (guint i = 0; i < server->peers->len; i++)
+    {
+      const Peer *q = g_ptr_array_index (server->peers, i);
+
+      n += FDS_PER_CONNECTION + (q->session ? FDS_PER_SESSION : 0);
+    }
+  return n;
 }
 
 /* MaxSessionsPerProcess=, MaxSessions= and MaxSessionsPerUser=: whether
@@ -292,7 +398,8 @@ session_room (VgicdServer *server, uid_t uid, pid_t pid, GError **error)
     g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
                  "vgicd has %u sessions, its limit (MaxSessions=%u); this VM saves "
                  "and loads by QEMU's own path", all, config->max_sessions);
-  else if (all >= sessions_fd_room (config->max_handshakes))
+  else if (all >= sessions_fd_room (config) ||
+           fds_charged (server) + FDS_PER_SESSION > fds_budget ())
     g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
                  "vgicd has %u sessions, as many as its file descriptor limit allows "
                  "(LimitNOFILE=); this VM saves and loads by QEMU's own path", all);
@@ -412,17 +519,21 @@ on_closed (GDBusConnection *connection, gboolean remote_peer_vanished, GError *e
  * so that a server going away cancels it instead of freeing it under the
  * callback.
  */
-typedef struct {
+struct _Pending {
   VgicdServer *server;	/* NULL once the server is gone */
   GSocketConnection *stream;
   GSource *first_byte;	/* until the first byte */
-  GSource *deadline;	/* HandshakeTimeout= after accept() */
+  GSource *deadline;	/* FirstByteTimeout=, then HandshakeTimeout=, after accept() */
   GCancellable *cancel;	/* the handshake */
   gboolean handshake_running;
+  gboolean dropped;	/* closed by the door; its handshake thread winds down */
   guint timeout_ms;	/* HandshakeTimeout= when it was admitted */
+  guint first_byte_ms;	/* FirstByteTimeout= when it was admitted */
+  gint64 accepted_us;
+  guint64 seq;		/* arrival order */
   uid_t uid;
   pid_t pid;
-} Pending;
+};
 
 static void
 source_clear (GSource **source)
@@ -444,23 +555,95 @@ pending_free (Pending *p)
   g_free (p);
 }
 
-/* Out of the pending list; freed now, or by the handshake's callback. */
+/* Closed by the door: out of the pending list and freed now, or, while
+ * its handshake runs, cancelled and left in the list (its descriptors are
+ * still held, and counted) until the handshake's callback frees it. */
 static void
 pending_drop (Pending *p)
 {
-  if (p->server)
-    g_ptr_array_remove_fast (p->server->pending, p);
-  p->server = NULL;
   source_clear (&p->first_byte);
   source_clear (&p->deadline);
   if (p->handshake_running)
-    g_cancellable_cancel (p->cancel);	/* its callback frees it */
-  else
     {
-      if (p->stream)
-        g_io_stream_close (G_IO_STREAM (p->stream), NULL, NULL);
-      pending_free (p);
+      p->dropped = TRUE;
+      g_cancellable_cancel (p->cancel);	/* its callback frees it */
+      return;
     }
+  if (p->server)
+    g_ptr_array_remove_fast (p->server->pending, p);
+  p->server = NULL;
+  if (p->stream)
+    g_io_stream_close (G_IO_STREAM (p->stream), NULL, NULL);
+  pending_free (p);
+}
+
+/* The door's log lines other than step 1's: at most one of each kind
+ * every REFUSAL_LOG_US on the host, saying how many were not logged, so
+ * that a peer that reconnects in a loop cannot flood the journal (the
+ * counters have them all). */
+static void G_GNUC_PRINTF (4, 5)
+door_log (VgicdServer *server, DoorLogKind kind, GLogLevelFlags level, const char *format, ...)
+{
+  DoorLog *l = &server->logs[kind];
+  gint64 now = g_get_monotonic_time ();
+  g_autofree char *msg = NULL;
+  va_list args;
+
+  if (l->logged_us && now - l->logged_us < REFUSAL_LOG_US)
+    {
+      l->unlogged++;
+      return;
+    }
+  va_start (args, format);
+  msg = g_strdup_vprintf (format, args);
+  va_end (args);
+  if (l->unlogged)
+    g_log_structured (G_LOG_DOMAIN, level, "MESSAGE", "%s (and %u more like it since the "
+                      "last such line, not logged)", msg, l->unlogged);
+  else
+    g_log_structured (G_LOG_DOMAIN, level, "MESSAGE", "%s", msg);
+  l->logged_us = now;
+  l->unlogged = 0;
+}
+
+/* The door closes an admitted peer: it stays in the list, and counted,
+ * until GDBus has closed it ("closed", on_closed()). */
+static void
+peer_close (Peer *p)
+{
+  p->closing = TRUE;
+  g_dbus_connection_close (p->connection, NULL, NULL, NULL);
+}
+
+/* Step 3: a peer that has not attached by AttachTimeout= after its
+ * handshake is closed (libvgicd attaches at once). */
+static gboolean
+on_attach_deadline (gpointer data)
+{
+  Peer *p = data;
+  VgicdServer *server = p->server;
+
+  g_clear_pointer (&p->attach_deadline, g_source_unref);	/* removed by returning */
+  if (p->session || p->closing)
+    return G_SOURCE_REMOVE;
+  g_atomic_int_inc (&server->daemon->peers_closed);
+  vgicd_daemon_changed (server->daemon);
+  door_log (server, DOOR_LOG_UNATTACHED, G_LOG_LEVEL_WARNING,
+            "closed the connection of a peer (pid %d): it did not attach within %u ms "
+            "of its handshake", (int) p->pid, server->daemon->config->attach_timeout);
+  peer_close (p);
+  return G_SOURCE_REMOVE;
+}
+
+/* A peer that finished its handshake: its place in the door's order, and
+ * its attach deadline. */
+static void
+door_watch_peer (VgicdServer *server, Peer *p, guint64 seq)
+{
+  p->seq = seq;
+  p->attach_deadline = g_timeout_source_new (server->daemon->config->attach_timeout);
+  g_source_set_callback (p->attach_deadline, on_attach_deadline, p, NULL);
+  g_source_attach (p->attach_deadline, NULL);
 }
 
 static void
@@ -470,6 +653,7 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
   VgicdServer *server = pending->server;
   g_autoptr (GError) error = NULL;
   GDBusConnection *connection = g_dbus_connection_new_finish (res, &error);
+  guint64 pending_seq;
   Peer *p;
 
   pending->handshake_running = FALSE;
@@ -478,16 +662,16 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
       g_ptr_array_remove_fast (server->pending, pending);
       pending->server = NULL;
     }
-  if (!connection || !server)
+  if (!connection || !server || pending->dropped)
     {
       VgicdRelay *relay = vgicd_relay_of_stream (G_IO_STREAM (pending->stream));
       gboolean logged = FALSE;
       g_autofree char *why = relay ? vgicd_relay_dup_failure (relay, &logged) : NULL;
 
-      /* A cancelled handshake was logged by whoever cancelled it; the
+      /* A cancelled or dropped handshake was logged by whoever ended it; the
        * relay's reason, when it ended it, says more than GDBus's end of
        * file. */
-      if (server && !logged)
+      if (server && !pending->dropped && !logged)
         g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
                           "MESSAGE", "a peer (pid %d) failed the D-Bus handshake: %s",
                           (int) pending->pid, why ? why : error->message);
@@ -503,6 +687,7 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
   /* The door's credentials: the same socket's SO_PEERCRED. */
   p->uid = pending->uid;
   p->pid = pending->pid;
+  pending_seq = pending->seq;
   {
     PeerGuard *g = g_new0 (PeerGuard, 1);
 
@@ -518,6 +703,7 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
   g_signal_connect (p->helper, "handle-attach", G_CALLBACK (on_attach), p);
   p->closed_id = g_signal_connect (connection, "closed", G_CALLBACK (on_closed), p);
   g_ptr_array_add (server->peers, p);
+  door_watch_peer (server, p, pending_seq);
   if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (p->helper), connection,
                                          VGICD_HELPER_PATH, &error))
     {
@@ -585,16 +771,41 @@ on_first_byte (GSocket *sock, GIOCondition cond, gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* Step 3's deadlines: FirstByteTimeout= after accept() for the first
+ * byte, HandshakeTimeout= for the whole handshake. */
+static gboolean on_deadline (gpointer data);
+
+static void
+pending_arm (Pending *p, guint ms)
+{
+  p->deadline = g_timeout_source_new (ms);
+  g_source_set_callback (p->deadline, on_deadline, p, NULL);
+  g_source_attach (p->deadline, NULL);
+}
+
 static gboolean
 on_deadline (gpointer data)
 {
   Pending *p = data;
+  gint64 end_us = p->accepted_us + (gint64) p->timeout_ms * 1000;
+  gint64 now = g_get_monotonic_time ();
+  int fd = g_socket_get_fd (g_socket_connection_get_socket (p->stream));
+  char byte;
 
   g_clear_pointer (&p->deadline, g_source_unref);	/* removed by returning */
-  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
-                    "MESSAGE", "a peer (pid %d) %s within %d ms; closed", (int) p->pid,
-                    p->handshake_running ? "did not finish its D-Bus handshake" : "sent nothing",
-                    p->timeout_ms);
+  /* The first byte's deadline: a connection in its handshake, or whose
+   * first byte waits unread (the main loop was busy), keeps the rest of
+   * the handshake's. */
+  if (now < end_us &&
+      (p->handshake_running || recv (fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0))
+    {
+      pending_arm (p, (guint) ((end_us - now + 999) / 1000));
+      return G_SOURCE_REMOVE;
+    }
+  door_log (p->server, DOOR_LOG_TIMEOUT, G_LOG_LEVEL_MESSAGE,
+            "a peer (pid %d) %s within %u ms; closed", (int) p->pid,
+            p->handshake_running ? "did not finish its D-Bus handshake" : "sent nothing",
+            p->handshake_running ? p->timeout_ms : MIN (p->first_byte_ms, p->timeout_ms));
   pending_drop (p);	/* a running handshake is cancelled */
   return G_SOURCE_REMOVE;
 }
@@ -635,56 +846,303 @@ log_refusal (VgicdServer *server, uid_t uid, pid_t pid, const char *why)
   r->unlogged = 0;
 }
 
-static guint
-pending_of_pid (VgicdServer *server, pid_t pid)
-{
-  guint n = 0;
+/* What is at the door now.  Connections the door has closed and that
+ * still hold their descriptors (a handshake thread winding down, GDBus
+ * closing a peer) are "closing": outside the bounds, in the descriptors. */
+typedef struct {
+  guint pending;	/* in their handshake */
+  guint connections;	/* in any state */
+  guint door_fds;	/* held by connections not attached, not closing */
+  guint all_fds;	/* fds_charged() */
+  guint pending_mine;	/* of the newcomer's process */
+  guint connections_mine;
+} DoorCounts;
 
+static void
+door_count (VgicdServer *server, pid_t pid, DoorCounts *c)
+{
+  *c = (DoorCounts) { 0 };
   for (guint i = 0; i < server->pending->len; i++)
-    n += ((Pending *) g_ptr_array_index (server->pending, i))->pid == pid;
-  return n;
+    {
+      const Pending *q = g_ptr_array_index (server->pending, i);
+
+      c->all_fds += FDS_PER_CONNECTION + FDS_PER_HANDSHAKE;
+      if (q->dropped)
+        continue;
+      c->pending++;
+      c->pending_mine += q->pid == pid;
+      c->connections_mine += q->pid == pid;
+      c->door_fds += FDS_PER_CONNECTION + FDS_PER_HANDSHAKE;
+    }
+  for (guint i = 0; i < server->peers->len; i++)
+    {
+      const Peer *q = g_ptr_array_index (server->peers, i);
+
+      c->all_fds += FDS_PER_CONNECTION + (q->session ? FDS_PER_SESSION : 0);
+      if (q->closing)
+        continue;
+      c->connections++;
+      c->connections_mine += q->pid == pid;
+      c->door_fds += q->session ? 0 : FDS_PER_CONNECTION;
+    }
+  c->connections += c->pending;
 }
 
-static gboolean
-on_incoming (GSocketService *service, GSocketConnection *stream, GObject *source,
-             gpointer data)
+/* Which of the door's host bounds a newcomer would pass (NULL: none);
+ * *@pending_only when only a connection in its handshake makes room. */
+static const char *
+door_full (VgicdServer *server, const DoorCounts *c, gboolean *pending_only)
 {
-  VgicdServer *server = data;
+  const VgicdConfig *config = server->daemon->config;
+
+  *pending_only = FALSE;
+  if (c->pending >= config->max_handshakes)
+    {
+      *pending_only = TRUE;
+      return "MaxHandshakes=";
+    }
+  if (c->connections >= config->max_connections)
+    return "MaxConnections=";
+  if (c->door_fds + FDS_PER_CONNECTION + FDS_PER_HANDSHAKE > fds_door (config, fds_budget ()))
+    return "LimitNOFILE=";
+  return NULL;
+}
+
+/* One process's sheddable connections (not attached, not closing). */
+typedef struct {
+  pid_t pid;
+  guint n;
+  guint64 seq;		/* its oldest's */
+  Pending *pending;	/* its oldest, if in its handshake */
+  Peer *peer;		/* else its oldest, not attached */
+} Holding;
+
+static void
+holding_add (GHashTable *by_pid, pid_t pid, guint64 seq, Pending *pending, Peer *peer)
+{
+  Holding *h = g_hash_table_lookup (by_pid, GINT_TO_POINTER (pid));
+
+  if (!h)
+    {
+      h = g_new0 (Holding, 1);
+      h->pid = pid;
+      h->seq = G_MAXUINT64;
+      g_hash_table_insert (by_pid, GINT_TO_POINTER (pid), h);
+    }
+  h->n++;
+  if (seq < h->seq)
+    {
+      h->seq = seq;
+      h->pending = pending;
+      h->peer = peer;
+    }
+}
+
+/* The process holding the most sheddable connections (ties: the one whose
+ * oldest is oldest); FALSE if there are none. */
+static gboolean
+door_victim (VgicdServer *server, gboolean pending_only, Holding *out)
+{
+  g_autoptr (GHashTable) by_pid = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+  GHashTableIter it;
+  Holding *h, *best = NULL;
+
+  for (guint i = 0; i < server->pending->len; i++)
+    {
+      Pending *q = g_ptr_array_index (server->pending, i);
+
+      if (!q->dropped)
+        holding_add (by_pid, q->pid, q->seq, q, NULL);
+    }
+  for (guint i = 0; i < server->peers->len && !pending_only; i++)
+    {
+      Peer *q = g_ptr_array_index (server->peers, i);
+
+      if (!q->session && !q->closing)
+        holding_add (by_pid, q->pid, q->seq, NULL, q);
+    }
+  g_hash_table_iter_init (&it, by_pid);
+  while (g_hash_table_iter_next (&it, NULL, (gpointer *) &h))
+    if (!best || h->n > best->n || (h->n == best->n && h->seq < best->seq))
+      best = h;
+  if (best)
+    *out = *best;
+  return best != NULL;
+}
+
+/* Step 2: make room for a newcomer of @pid on a full door, by shedding
+ * the oldest connection of the process that holds the most; NULL when
+ * there is room, else why the newcomer is refused. */
+static const char *
+door_make_room (VgicdServer *server, pid_t pid)
+{
+  DoorCounts c;
+  gboolean pending_only;
+  const char *bound;
+
+  for (door_count (server, pid, &c); (bound = door_full (server, &c, &pending_only));
+       door_count (server, pid, &c))
+    {
+      Holding h;
+
+      if (!door_victim (server, pending_only, &h))
+        return "the door is full, and none of its connections may be shed";
+      if (h.pid == pid)
+        return "the door is full, and this process holds the most connections on it";
+      server->daemon->totals.refused++;
+      door_log (server, DOOR_LOG_SHED, G_LOG_LEVEL_WARNING,
+                "shed the oldest connection of pid %d (%u connections not attached, the "
+                "most of any process) for a newcomer of pid %d: the door is full (%s)",
+                (int) h.pid, h.n, (int) pid, bound);
+      if (h.pending)
+        pending_drop (h.pending);
+      else
+        peer_close (h.peer);
+    }
+  /* What the door closed holds its descriptors a little longer. */
+  if (c.all_fds + FDS_PER_CONNECTION + FDS_PER_HANDSHAKE > fds_budget ())
+    return "vgicd has no descriptors to spare (LimitNOFILE=)";
+  return NULL;
+}
+
+static void
+on_incoming (VgicdServer *server, GSocketConnection *stream)
+{
+  const VgicdConfig *config = server->daemon->config;
   GSocket *sock = g_socket_connection_get_socket (stream);
   g_autoptr (GCredentials) creds = g_socket_get_credentials (sock, NULL);
   uid_t uid = creds ? g_credentials_get_unix_user (creds, NULL) : (uid_t) -1;
   pid_t pid = creds ? g_credentials_get_unix_pid (creds, NULL) : -1;
   const char *why = NULL;
+  DoorCounts c;
   Pending *p;
 
+  door_count (server, pid, &c);
   if (!creds || !uid_allowed (server, uid))
     why = "not allowed";
-  else if (server->pending->len >= server->daemon->config->max_handshakes)
-    why = "too many connections in their handshake on this host";
-  else if (pending_of_pid (server, pid) >= server->daemon->config->max_handshakes_per_process)
+  else if (c.pending_mine >= config->max_handshakes_per_process)
     why = "too many connections of this process in their handshake";
+  else if (c.connections_mine >= config->max_connections_per_process)
+    why = "too many connections of this process (MaxConnectionsPerProcess=)";
+  else
+    why = door_make_room (server, pid);
   if (why)
     {
       server->daemon->totals.refused++;
       vgicd_daemon_changed (server->daemon);
       log_refusal (server, uid, pid, why);
       g_io_stream_close (G_IO_STREAM (stream), NULL, NULL);
-      return TRUE;
+      return;
     }
   p = g_new0 (Pending, 1);
   p->server = server;
   p->stream = g_object_ref (stream);
   p->uid = uid;
   p->pid = pid;
+  p->seq = server->next_seq++;
+  p->accepted_us = g_get_monotonic_time ();
   p->first_byte = g_socket_create_source (sock, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
   g_source_set_callback (p->first_byte, G_SOURCE_FUNC (on_first_byte), p, NULL);
   g_source_attach (p->first_byte, NULL);
-  p->timeout_ms = server->daemon->config->handshake_timeout;
-  p->deadline = g_timeout_source_new (p->timeout_ms);
-  g_source_set_callback (p->deadline, on_deadline, p, NULL);
-  g_source_attach (p->deadline, NULL);
+  p->timeout_ms = config->handshake_timeout;
+  p->first_byte_ms = config->first_byte_timeout;
+  pending_arm (p, MIN (p->first_byte_ms, p->timeout_ms));
   g_ptr_array_add (server->pending, p);
-  return TRUE;
+}
+
+/*
+ * Step 4's accept.  GSocketService, at accept() failing with EMFILE,
+ * warns ("fail: Too many open files") and accepts again at once: the
+ * connection stays in the backlog, the listening socket stays readable,
+ * and vgicd would spin and flood the journal.  This source accepts
+ * itself, a few at a time, and at EMFILE or ENFILE closes its spare
+ * descriptor to accept the connection and close it (the peer sees it
+ * closed, as a refusal), then takes the spare again; if it cannot, it
+ * stops accepting for ACCEPT_PAUSE_MS.  The listening socket is
+ * non-blocking and no cancellable is involved, so accepting never makes
+ * GLib create a wakeup descriptor.
+ */
+#define ACCEPT_BATCH 8
+#define ACCEPT_PAUSE_MS 100
+
+static gboolean on_accept (GSocket *listener, GIOCondition cond, gpointer data);
+
+static void
+accept_watch (VgicdServer *server)
+{
+  server->accept_source = g_socket_create_source (server->listener, G_IO_IN, NULL);
+  g_source_set_callback (server->accept_source, G_SOURCE_FUNC (on_accept), server, NULL);
+  g_source_attach (server->accept_source, NULL);
+}
+
+static gboolean
+on_accept_resume (gpointer data)
+{
+  VgicdServer *server = data;
+
+  g_clear_pointer (&server->accept_pause, g_source_unref);	/* removed by returning */
+  accept_watch (server);
+  return G_SOURCE_REMOVE;
+}
+
+/* accept() failed for lack of descriptors: shed that connection with the
+ * spare; FALSE when there is no spare to shed with. */
+static gboolean
+accept_shed (VgicdServer *server, const char *why)
+{
+  int fd;
+
+  server->daemon->totals.refused++;
+  vgicd_daemon_changed (server->daemon);
+  if (server->spare_fd < 0)
+    {
+      server->spare_fd = fcntl (g_socket_get_fd (server->listener), F_DUPFD_CLOEXEC, 0);
+      if (server->spare_fd < 0)
+        return FALSE;
+    }
+  close (server->spare_fd);
+  fd = accept4 (g_socket_get_fd (server->listener), NULL, NULL, SOCK_CLOEXEC);
+  if (fd >= 0)
+    close (fd);
+  server->spare_fd = fcntl (g_socket_get_fd (server->listener), F_DUPFD_CLOEXEC, 0);
+  door_log (server, DOOR_LOG_ACCEPT, G_LOG_LEVEL_WARNING,
+            "closed a connection at accept(): %s (vgicd holds as many descriptors as "
+            "LimitNOFILE= allows, or the host does)", why);
+  return server->spare_fd >= 0;
+}
+
+static gboolean
+on_accept (GSocket *listener, GIOCondition cond, gpointer data)
+{
+  VgicdServer *server = data;
+
+  for (guint i = 0; i < ACCEPT_BATCH; i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (GSocket) sock = g_socket_accept (listener, NULL, &error);
+      g_autoptr (GSocketConnection) stream = NULL;
+
+      if (!sock && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+        break;
+      if (!sock && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_TOO_MANY_OPEN_FILES) &&
+          accept_shed (server, error->message))
+        continue;
+      if (!sock)
+        {
+          /* No spare, or another failure: wait rather than spin. */
+          door_log (server, DOOR_LOG_ACCEPT, G_LOG_LEVEL_WARNING,
+                    "cannot accept connections: %s; trying again in %d ms", error->message,
+                    ACCEPT_PAUSE_MS);
+          g_clear_pointer (&server->accept_source, g_source_unref);	/* removed by returning */
+          server->accept_pause = g_timeout_source_new (ACCEPT_PAUSE_MS);
+          g_source_set_callback (server->accept_pause, on_accept_resume, server, NULL);
+          g_source_attach (server->accept_pause, NULL);
+          return G_SOURCE_REMOVE;
+        }
+      stream = g_socket_connection_factory_create_connection (sock);
+      on_incoming (server, stream);
+    }
+  return G_SOURCE_CONTINUE;
 }
 
 /* Only EXTERNAL: the kernel vouches for the peer's uid. */
@@ -784,6 +1242,7 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
   int n = sd_listen_fds (TRUE);
 
   server->daemon = daemon;
+  server->spare_fd = -1;
   server->guid = g_dbus_generate_guid ();
   server->allowed = g_array_new (FALSE, FALSE, sizeof (uid_t));
   server->peers = g_ptr_array_new_with_free_func ((GDestroyNotify) peer_free);
@@ -791,13 +1250,26 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
   server->refusals = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   server->observer = g_dbus_auth_observer_new ();
   {
-    guint room = sessions_fd_room (daemon->config->max_handshakes);
+    const VgicdConfig *c = daemon->config;
+    guint room = sessions_fd_room (c);
+    guint budget = fds_budget ();
+    guint64 asked = (guint64) c->max_connections * FDS_PER_CONNECTION +
+                    (guint64) c->max_handshakes * FDS_PER_HANDSHAKE +
+                    (guint64) MIN (c->max_sessions, c->max_connections) * FDS_PER_SESSION;
 
-    if (room < daemon->config->max_sessions)
+    if (room < c->max_sessions)
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
                         "MESSAGE", "the file descriptor limit (LimitNOFILE=) leaves room for "
                         "%u sessions, fewer than MaxSessions=%u: attaches beyond are refused",
-                        room, daemon->config->max_sessions);
+                        room, c->max_sessions);
+    if (asked > budget)
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "MESSAGE", "the file descriptor limit (LimitNOFILE=) leaves peers %u "
+                        "descriptors (%d are kept for vgicd), fewer than MaxConnections=%u, "
+                        "MaxHandshakes=%u and MaxSessions=%u may take (%" G_GUINT64_FORMAT
+                        "): connections beyond are refused, or shed from the process that "
+                        "holds the most", budget, FDS_RESERVE, c->max_connections,
+                        c->max_handshakes, c->max_sessions, asked);
   }
   g_signal_connect (server->observer, "allow-mechanism", G_CALLBACK (on_allow_mechanism), NULL);
 
@@ -836,14 +1308,11 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
             g_unix_socket_address_get_path (G_UNIX_SOCKET_ADDRESS (local)));
         }
     }
-  server->service = g_socket_service_new ();
-  if (!g_socket_listener_add_socket (G_SOCKET_LISTENER (server->service), sock, NULL, error))
-    {
-      vgicd_server_free (server);
-      return NULL;
-    }
-  g_signal_connect (server->service, "incoming", G_CALLBACK (on_incoming), server);
-  g_socket_service_start (server->service);
+  /* Step 4: accept() never waits, and a spare descriptor to shed with. */
+  g_socket_set_blocking (sock, FALSE);
+  server->listener = g_steal_pointer (&sock);
+  server->spare_fd = fcntl (g_socket_get_fd (server->listener), F_DUPFD_CLOEXEC, 0);
+  accept_watch (server);
   return server;
 }
 
@@ -852,16 +1321,35 @@ vgicd_server_free (VgicdServer *server)
 {
   if (!server)
     return;
-  if (server->service)
+  source_clear (&server->accept_source);
+  source_clear (&server->accept_pause);
+  if (server->listener)
     {
-      g_socket_service_stop (server->service);
-      g_socket_listener_close (G_SOCKET_LISTENER (server->service));
-      g_object_unref (server->service);
+      g_socket_close (server->listener, NULL);
+      g_object_unref (server->listener);
     }
+  if (server->spare_fd >= 0)
+    close (server->spare_fd);
   if (server->pending)
     {
-      while (server->pending->len)
-        pending_drop (g_ptr_array_index (server->pending, 0));
+      /* A running handshake's callback frees its own, once cancelled. */
+      for (guint i = 0; i < server->pending->len; i++)
+        {
+          Pending *p = g_ptr_array_index (server->pending, i);
+
+          p->server = NULL;
+          if (p->handshake_running)
+            {
+              source_clear (&p->first_byte);
+              source_clear (&p->deadline);
+              g_cancellable_cancel (p->cancel);
+            }
+          else
+            {
+              g_io_stream_close (G_IO_STREAM (p->stream), NULL, NULL);
+              pending_free (p);
+            }
+        }
       g_ptr_array_unref (server->pending);
     }
   if (server->refusals)

@@ -35,7 +35,7 @@ test_door_bounds (void)
   g_autoptr (VgicdHarness) h =
     vgicd_harness_start (vgicd_test_bin, vgicd_test_policy,
                          "Mode=auto\nAllowUsers=root\nMaxHandshakesPerProcess=12\n"
-                         "HandshakeTimeout=1500\n", &herr);
+                         "FirstByteTimeout=1500\nHandshakeTimeout=1500\n", &herr);
   const Shape *s = &shapes[1];
   g_autoptr (VgicSim) sim = make_sim (s, FALSE);
   g_autoptr (VgicdClient) c = NULL;
@@ -123,10 +123,11 @@ attach_refused (VgicdHarness *h, VgicSim *sim, const Shape *s, const char *why)
  * limit of 1024.  It serves several VMs at once (the old reservation, for
  * the largest MaxHandshakes= there could be, left room for one, and the
  * QEMU tier's live migrations, source and destination attached together,
- * went one register per ioctl).  Then, its limit cut to 465 (prlimit, as
- * a LimitNOFILE=465 would set it): room for 2 sessions of 7 descriptors
- * beside 128 handshakes of 3 and 64 others, and the third attach is
- * refused with the reason. */
+ * went one register per ioctl).  Then, its limit cut to 200 (prlimit, as
+ * a LimitNOFILE=200 would set it): VMs attach until the limit's room for
+ * sessions beside the door's share is spent, and the next attach is
+ * refused with the reason, vgicd holding fewer descriptors than the
+ * limit all along. */
 static void
 test_fd_limit_outside_systemd (void)
 {
@@ -134,14 +135,16 @@ test_fd_limit_outside_systemd (void)
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicdHarness) h = NULL;
   g_autoptr (VgicSim) sim = make_sim (s, TRUE);
-  struct rlimit mine, shell, tight = { 465, 465 };
+  g_autoptr (GPtrArray) more = g_ptr_array_new_with_free_func ((GDestroyNotify) vgicd_client_free);
+  struct rlimit mine, shell, tight = { 200, 200 };
   VgicdClient *c[4] = { NULL };
 
   g_assert_cmpint (getrlimit (RLIMIT_NOFILE, &mine), ==, 0);
   shell = mine;
   shell.rlim_cur = MIN (mine.rlim_max, 1024);
   g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &shell), ==, 0);
-  h = vgicd_harness_start (vgicd_test_bin, vgicd_test_policy, "Mode=auto\nAllowUsers=root\n", &error);
+  h = vgicd_harness_start (vgicd_test_bin, vgicd_test_policy,
+                           "Mode=auto\nAllowUsers=root\nMaxConnectionsPerProcess=1024\n", &error);
   g_assert_cmpint (setrlimit (RLIMIT_NOFILE, &mine), ==, 0);
   g_assert_no_error (error);
   for (guint i = 0; i < G_N_ELEMENTS (c); i++)
@@ -156,11 +159,29 @@ test_fd_limit_outside_systemd (void)
     g_usleep (10000);
 
   g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &tight, NULL), ==, 0);
-  c[0] = attach (h, sim, s, "one");
-  c[1] = attach (h, sim, s, "two");
-  attach_refused (h, sim, s, "as many as its file descriptor limit allows (LimitNOFILE=)");
-  for (guint i = 0; i < G_N_ELEMENTS (c); i++)
-    g_clear_pointer (&c[i], vgicd_client_free);
+  for (;;)
+    {
+      g_autoptr (GError) e2 = NULL;
+      g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, s->vcpus);
+      VgicdClient *cl = vgicd_test_connect (h, &e2);
+
+      g_assert_no_error (e2);
+      if (!vgicd_client_attach (cl, vgic_sim_get_fd (sim), "one-more", NULL, s->irqs, s->vcpus,
+                                mpidrs, &e2))
+        {
+          g_test_message ("after %u sessions: %s", more->len, e2->message);
+          g_assert_error (e2, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DENIED);
+          g_assert_nonnull (strstr (e2->message, "as many as its file descriptor limit allows "
+                                                 "(LimitNOFILE=)"));
+          vgicd_client_free (cl);
+          break;
+        }
+      g_ptr_array_add (more, cl);
+      g_assert_cmpuint (vgicd_harness_open_fds (h), <, 200);
+      g_assert_cmpuint (more->len, <, 200);
+    }
+  g_assert_cmpuint (more->len, >=, 2);
+  g_assert_cmpuint (vgicd_harness_open_fds (h), <, 200);
 }
 
 /* MaxSessions= and MaxSessionsPerUser=: the attach over the limit is

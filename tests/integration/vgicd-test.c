@@ -126,7 +126,10 @@ VgicdHarness *
 harness (const char *mode)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree char *conf = g_strdup_printf ("Mode=%s\nAllowUsers=root\n", mode);
+  /* This process plays many QEMUs at once (up to 64 VMs, each source and
+   * destination): vgicd's bound per process is for one QEMU. */
+  g_autofree char *conf = g_strdup_printf ("Mode=%s\nAllowUsers=root\n"
+                                           "MaxConnectionsPerProcess=1024\n", mode);
   VgicdHarness *h = vgicd_harness_start (vgicd_test_bin, vgicd_test_policy, conf, &error);
 
   g_assert_no_error (error);

@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-vgicd-door.c - the door against processes that hold connections:
+ * descriptors and connections bounded under a low descriptor limit while
+ * one process finishes handshakes it never uses (N1(a)), four processes
+ * keeping the door full of silent connections (N4), and the shedding
+ * rule (the process holding the most loses its oldest; a newcomer of
+ * another process gets in).  Every attacker is a process of its own,
+ * forked from this one, and makes system calls only (this process has
+ * threads); the honest QEMU is the real libvgicd against vgic-sim.
+ */
+#define _GNU_SOURCE /* prlimit */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vgicd-test.h"
+
+static int
+raw_connect (const struct sockaddr_un *sa)
+{
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  if (fd >= 0 && connect (fd, (const struct sockaddr *) sa, sizeof *sa) < 0)
+    {
+      close (fd);
+      fd = -1;
+    }
+  return fd;
+}
+
+static void
+socket_address (VgicdHarness *h, struct sockaddr_un *sa)
+{
+  *sa = (struct sockaddr_un) { .sun_family = AF_UNIX };
+  g_assert_cmpuint (strlen (h->socket_path), <, sizeof sa->sun_path);
+  strcpy (sa->sun_path, h->socket_path);
+}
+
+/* The D-Bus handshake a client sends, whole: the NUL, AUTH EXTERNAL of
+ * this uid, BEGIN. */
+static char *
+handshake_bytes (void)
+{
+  g_autofree char *uid = g_strdup_printf ("%u", (guint) getuid ());
+  GString *s = g_string_new (NULL);
+
+  g_string_append_c (s, '\0');
+  g_string_append (s, "AUTH EXTERNAL ");
+  for (const char *c = uid; *c; c++)
+    g_string_append_printf (s, "%02x", (guint) (guchar) *c);
+  g_string_append (s, "\r\nBEGIN\r\n");
+  return g_string_free (s, FALSE);
+}
+
+/* Whether @fd's peer (vgicd) has closed it: readable and at end of file
+ * (vgicd never says anything on a connection these attackers hold). */
+static gboolean
+closed_by_vgicd (int fd)
+{
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  char buf[256];
+
+  if (poll (&p, 1, 0) <= 0)
+    return FALSE;
+  return recv (fd, buf, sizeof buf, MSG_DONTWAIT) <= 0;
+}
+
+static gboolean
+vgicd_alive (VgicdHarness *h)
+{
+  int status;
+
+  return waitpid (h->vgicd_pid, &status, WNOHANG) == 0;
+}
+
+/* fork(), the child dying with this process (a failed assertion leaves
+ * no attacker behind to hold the test runner's pipes). */
+static pid_t
+fork_attacker (void)
+{
+  pid_t child = fork ();
+
+  g_assert_cmpint (child, >=, 0);
+  if (child == 0)
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+  return child;
+}
+
+static void
+stop_child (pid_t child)
+{
+  int status;
+
+  kill (child, SIGKILL);
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+}
+
+/* An attach and a save of a 4-vCPU VM by the honest QEMU (this
+ * process), asserted to succeed. */
+static void
+honest_attach_and_save (VgicdHarness *h, const char *name)
+{
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) sim = make_sim (s, FALSE);
+  g_autoptr (VgicdClient) c = attach (h, sim, s, name);
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+}
+
+/*
+ * N1(a): one process opens connections, finishes the D-Bus handshake on
+ * each and never attaches, as many as it can, reopening those vgicd
+ * closes.  vgicd runs with a descriptor limit of 256, and its per-process
+ * bounds raised to their largest, so that what binds is the descriptor
+ * budget.  vgicd must stay up, hold fewer descriptors than the limit
+ * minus a margin at every sample, and let an honest QEMU attach and save
+ * meanwhile.  (Before: vgicd exited on its first GWakeup past the limit,
+ * in a second or two.)
+ */
+#define N1_LIMIT 256
+#define N1_MARGIN 32	/* descriptors vgicd must always keep free */
+#define N1_HELD_MAX 1000
+
+static G_NORETURN void
+n1_attacker (const struct sockaddr_un *sa, const char *hello, gsize hello_len, guint *done)
+{
+  static int fds[N1_HELD_MAX];
+
+  for (guint i = 0; i < N1_HELD_MAX; i++)
+    fds[i] = -1;
+  for (;;)
+    for (guint i = 0; i < N1_HELD_MAX; i++)
+      {
+        struct pollfd p;
+        char buf[256];
+
+        if (fds[i] >= 0 && !closed_by_vgicd (fds[i]))
+          continue;
+        if (fds[i] >= 0)
+          close (fds[i]);
+        fds[i] = raw_connect (sa);
+        if (fds[i] < 0)
+          {
+            usleep (1000);
+            continue;
+          }
+        if (send (fds[i], hello, hello_len, MSG_NOSIGNAL) != (ssize_t) hello_len)
+          continue;	/* closed: reopened on the next pass */
+        /* "OK <guid>": the handshake is done once BEGIN is read. */
+        p = (struct pollfd) { .fd = fds[i], .events = POLLIN };
+        if (poll (&p, 1, 2000) == 1 && recv (fds[i], buf, sizeof buf, 0) > 2 &&
+            buf[0] == 'O' && buf[1] == 'K')
+          __atomic_add_fetch (done, 1, __ATOMIC_RELAXED);
+      }
+}
+
+static void
+test_n1_handshaken_never_attached (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = NULL;
+  g_autofree char *hello = handshake_bytes ();
+  gsize hello_len = 1 + strlen (hello + 1);
+  struct rlimit tight = { N1_LIMIT, N1_LIMIT };
+  struct sockaddr_un sa;
+  guint *done = mmap (NULL, sizeof (guint), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  guint most = 0;
+  pid_t child;
+
+  g_assert_true (done != MAP_FAILED);
+  h = vgicd_harness_start (vgicd_test_bin, vgicd_test_policy,
+                           "Mode=auto\nAllowUsers=root\nMaxConnectionsPerProcess=65536\n"
+                           "MaxHandshakesPerProcess=1024\nMaxHandshakes=1024\n", &error);
+  g_assert_no_error (error);
+  /* As a LimitNOFILE=256 would set it (vgicd raises a soft limit to the
+   * hard one at start, so both are set, on vgicd alone). */
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &tight, NULL), ==, 0);
+  socket_address (h, &sa);
+
+  child = fork_attacker ();
+  if (child == 0)
+    {
+      struct rlimit plenty = { N1_HELD_MAX + 64, N1_HELD_MAX + 64 };
+
+      setrlimit (RLIMIT_NOFILE, &plenty);
+      n1_attacker (&sa, hello, hello_len, done);
+    }
+  /* Until the attacker has finished more handshakes than vgicd has
+   * descriptors, or the patience is spent. */
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 20 && vgicd_alive (h) &&
+                  __atomic_load_n (done, __ATOMIC_RELAXED) < 2 * N1_LIMIT; i++)
+    {
+      most = MAX (most, vgicd_harness_open_fds (h));
+      g_usleep (20000);
+    }
+  g_test_message ("the attacker finished %u handshakes; vgicd held up to %u descriptors",
+                  __atomic_load_n (done, __ATOMIC_RELAXED), most);
+  g_assert_true (vgicd_alive (h));
+  g_assert_cmpuint (__atomic_load_n (done, __ATOMIC_RELAXED), >=, N1_LIMIT / 2);
+  /* The honest QEMU, with the attack still running. */
+  for (int i = 0; i < 4; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("honest-%d", i);
+
+      honest_attach_and_save (h, name);
+      most = MAX (most, vgicd_harness_open_fds (h));
+    }
+  g_assert_true (vgicd_alive (h));
+  g_test_message ("vgicd held up to %u descriptors (limit %d)", most, N1_LIMIT);
+  g_assert_cmpuint (most, <, N1_LIMIT - N1_MARGIN);
+  stop_child (child);
+  munmap (done, sizeof (guint));
+}
+
+/*
+ * N4: four processes each hold the per-process maximum of silent
+ * connections (MaxHandshakesPerProcess=8), together MaxHandshakes= (32),
+ * and reopen each one as soon as vgicd closes it.  Honest attaches still
+ * succeed, every one.  (Before: every honest connection was refused at
+ * the full door.)
+ */
+#define N4_PROCESSES 4
+#define N4_EACH 8
+
+static G_NORETURN void
+n4_attacker (const struct sockaddr_un *sa, guint *held)
+{
+  int fds[N4_EACH];
+
+  for (guint i = 0; i < N4_EACH; i++)
+    fds[i] = raw_connect (sa);
+  for (;;)
+    {
+      guint open = 0;
+
+      for (guint i = 0; i < N4_EACH; i++)
+        {
+          if (fds[i] >= 0 && closed_by_vgicd (fds[i]))
+            {
+              close (fds[i]);
+              fds[i] = -1;
+            }
+          if (fds[i] < 0)
+            fds[i] = raw_connect (sa);
+          open += fds[i] >= 0;
+        }
+      __atomic_store_n (held, open, __ATOMIC_RELAXED);
+      usleep (1000);
+    }
+}
+
+static void
+test_n4_four_fill_the_door (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h =
+    vgicd_harness_start (vgicd_test_bin, vgicd_test_policy,
+                         "Mode=auto\nAllowUsers=root\nMaxHandshakes=32\n"
+                         "MaxHandshakesPerProcess=8\n", &error);
+  guint *held = mmap (NULL, N4_PROCESSES * sizeof (guint), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  pid_t children[N4_PROCESSES];
+  struct sockaddr_un sa;
+  guint base;
+
+  g_assert_no_error (error);
+  g_assert_true (held != MAP_FAILED);
+  socket_address (h, &sa);
+  base = vgicd_harness_open_fds (h);
+  for (guint k = 0; k < N4_PROCESSES; k++)
+    {
+      children[k] = fork_attacker ();
+      if (children[k] == 0)
+        n4_attacker (&sa, &held[k]);
+    }
+  /* The door full: every attacker holds its 8, and vgicd most of the 32
+   * (it closes and they reopen all the time). */
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 20; i++)
+    {
+      guint all = 0;
+
+      for (guint k = 0; k < N4_PROCESSES; k++)
+        all += __atomic_load_n (&held[k], __ATOMIC_RELAXED);
+      if (all == N4_PROCESSES * N4_EACH &&
+          vgicd_harness_open_fds (h) >= base + N4_PROCESSES * N4_EACH / 2)
+        break;
+      g_usleep (20000);
+    }
+  g_assert_cmpuint (vgicd_harness_open_fds (h), >=, base + N4_PROCESSES * N4_EACH / 2);
+  for (int i = 0; i < 10; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("honest-%d", i);
+
+      honest_attach_and_save (h, name);
+    }
+  g_assert_true (vgicd_alive (h));
+  for (guint k = 0; k < N4_PROCESSES; k++)
+    stop_child (children[k]);
+  munmap (held, N4_PROCESSES * sizeof (guint));
+}
+
+/*
+ * The shedding rule, step by step.  A silent holder is a child that
+ * connects when told ('c') and reports which of its connections vgicd
+ * has closed ('s': one letter a connection, o open, x closed).
+ */
+typedef struct {
+  pid_t pid;
+  int cmd, reply;	/* our ends of its pipes */
+} Holder;
+
+static G_NORETURN void
+holder_main (const struct sockaddr_un *sa, int cmd, int reply)
+{
+  int fds[64];
+  guint n = 0;
+  char c;
+
+  while (read (cmd, &c, 1) == 1)
+    {
+      if (c == 'c' && n < G_N_ELEMENTS (fds))
+        {
+          fds[n++] = raw_connect (sa);
+          if (write (reply, fds[n - 1] >= 0 ? "k" : "e", 1) != 1)
+            _exit (2);
+        }
+      else if (c == 's')
+        {
+          char line[G_N_ELEMENTS (fds) + 1];
+
+          for (guint i = 0; i < n; i++)
+            {
+              if (fds[i] >= 0 && closed_by_vgicd (fds[i]))
+                {
+                  close (fds[i]);
+                  fds[i] = -1;
+                }
+              line[i] = fds[i] >= 0 ? 'o' : 'x';
+            }
+          line[n] = '\n';
+          if (write (reply, line, n + 1) != (ssize_t) n + 1)
+            _exit (2);
+        }
+    }
+  _exit (0);
+}
+
+static void
+holder_start (Holder *hd, const struct sockaddr_un *sa)
+{
+  int cmd[2], reply[2];
+
+  g_assert_cmpint (pipe (cmd), ==, 0);
+  g_assert_cmpint (pipe (reply), ==, 0);
+  hd->pid = fork_attacker ();
+  if (hd->pid == 0)
+    {
+      close (cmd[1]);
+      close (reply[0]);
+      holder_main (sa, cmd[0], reply[1]);
+    }
+  close (cmd[0]);
+  close (reply[1]);
+  hd->cmd = cmd[1];
+  hd->reply = reply[0];
+}
+
+static void
+holder_stop (Holder *hd)
+{
+  close (hd->cmd);
+  close (hd->reply);
+  stop_child (hd->pid);
+}
+
+/* Connect @n more from @hd, and wait until vgicd holds @n more
+ * descriptors than it did. */
+static void
+holder_connect (VgicdHarness *h, Holder *hd, guint n)
+{
+  guint before = vgicd_harness_open_fds (h);
+  char c;
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_assert_cmpint (write (hd->cmd, "c", 1), ==, 1);
+      g_assert_cmpint (read (hd->reply, &c, 1), ==, 1);
+      g_assert_cmpint (c, ==, 'k');
+    }
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 10 && vgicd_harness_open_fds (h) < before + n; i++)
+    g_usleep (10000);
+}
+
+static char *
+holder_status (Holder *hd)
+{
+  GString *s = g_string_new (NULL);
+  char c;
+
+  g_assert_cmpint (write (hd->cmd, "s", 1), ==, 1);
+  while (read (hd->reply, &c, 1) == 1 && c != '\n')
+    g_string_append_c (s, c);
+  return g_string_free (s, FALSE);
+}
+
+/* Wait until @hd's status is @want (vgicd closes in its own time);
+ * assert it. */
+static void
+holder_expect (Holder *hd, const char *want)
+{
+  g_autofree char *got = NULL;
+
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 20; i++)
+    {
+      g_free (got);
+      got = holder_status (hd);
+      if (g_str_equal (got, want))
+        break;
+      g_usleep (20000);
+    }
+  g_assert_cmpstr (got, ==, want);
+}
+
+static void
+test_shedding_rule (void)
+{
+  g_autoptr (GError) error = NULL;
+  /* Deadlines far away: only the rule closes connections here. */
+  g_autoptr (VgicdHarness) h =
+    vgicd_harness_start (vgicd_test_bin, vgicd_test_policy,
+                         "Mode=auto\nAllowUsers=root\nMaxHandshakes=8\n"
+                         "MaxHandshakesPerProcess=8\nFirstByteTimeout=60000\n"
+                         "HandshakeTimeout=60000\n", &error);
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) sim = make_sim (s, FALSE);
+  g_autoptr (VgicdClient) honest = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autofree char *log = NULL;
+  struct sockaddr_un sa;
+  Holder a, b;
+
+  g_assert_no_error (error);
+  socket_address (h, &sa);
+  holder_start (&a, &sa);
+  holder_start (&b, &sa);
+  /* The door full: A holds 6, B 2. */
+  holder_connect (h, &a, 6);
+  holder_connect (h, &b, 2);
+  /* A newcomer of another process (the honest QEMU) gets in: A, holding
+   * the most, loses its oldest. */
+  honest = attach (h, sim, s, "newcomer");
+  g_assert_true (vgicd_client_save (honest, &record, &error));
+  g_assert_no_error (error);
+  holder_expect (&a, "xooooo");
+  holder_expect (&b, "oo");
+  /* Full again (A 6, B 2); B's next gets in, and A loses its oldest. */
+  holder_connect (h, &a, 1);
+  holder_connect (h, &b, 1);
+  holder_expect (&a, "xxooooo");
+  holder_expect (&b, "ooo");
+  /* A newcomer of the process holding the most is itself refused:
+   * nothing of anyone else's is shed. */
+  holder_connect (h, &a, 1);
+  holder_expect (&a, "xxooooox");
+  holder_expect (&b, "ooo");
+  g_assert_true (vgicd_alive (h));
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, 3);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_assert_nonnull (strstr (log, "shed"));
+  holder_stop (&a);
+  holder_stop (&b);
+}
+
+/*
+ * accept() failing with EMFILE: vgicd's descriptor limit cut to what it
+ * holds (something outside the door's count took the rest).  Each
+ * connection is accepted with the spare descriptor and closed, counted,
+ * instead of staying in the backlog while vgicd spins on a readable
+ * socket (GSocketService warns and accepts again at once); with the limit
+ * back, the honest QEMU attaches.
+ */
+#define EMFILE_TRIES 20
+static void
+test_emfile_sheds (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  struct rlimit plenty, none;
+  struct sockaddr_un sa;
+  guint64 refused = vgicd_harness_stat (h, "refused");
+  int fds[EMFILE_TRIES];
+
+  socket_address (h, &sa);
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, NULL, &plenty), ==, 0);
+  none = (struct rlimit) { vgicd_harness_open_fds (h), plenty.rlim_max };
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &none, NULL), ==, 0);
+  for (guint i = 0; i < EMFILE_TRIES; i++)
+    {
+      fds[i] = raw_connect (&sa);
+      g_assert_cmpint (fds[i], >=, 0);
+    }
+  for (guint i = 0; i < EMFILE_TRIES; i++)
+    {
+      struct pollfd p = { .fd = fds[i], .events = POLLIN };
+      char byte;
+
+      /* Closed: end of file, within the patience. */
+      g_assert_cmpint (poll (&p, 1, VGICD_TEST_PATIENCE_MS), ==, 1);
+      g_assert_cmpint (recv (fds[i], &byte, 1, 0), <=, 0);
+      close (fds[i]);
+    }
+  g_assert_true (vgicd_alive (h));
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &plenty, NULL), ==, 0);
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), >=, refused + EMFILE_TRIES);
+  honest_attach_and_save (h, "after-emfile");
+}
+
+/* A descriptor limit below what the configuration may ask (the defaults
+ * under LimitNOFILE=512): vgicd says so at start, with the figures, and
+ * serves within the limit. */
+static void
+test_limit_below_configuration (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("vgicd-door-XXXXXX", &error);
+  g_autofree char *wrapper = NULL, *script = NULL, *log = NULL;
+
+  g_assert_no_error (error);
+  /* vgicd started as a unit with LimitNOFILE=512 would be: both limits
+   * (vgicd raises its soft limit to the hard one), set by util-linux's
+   * prlimit, which then becomes vgicd (exec). */
+  wrapper = g_build_filename (dir, "vgicd", NULL);
+  script = g_strdup_printf ("#!/bin/sh\nexec prlimit --nofile=512:512 %s \"$@\"\n",
+                            vgicd_test_bin);
+  g_assert_true (g_file_set_contents (wrapper, script, -1, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (chmod (wrapper, 0755), ==, 0);
+  h = vgicd_harness_start (wrapper, vgicd_test_policy, "Mode=auto\nAllowUsers=root\n", &error);
+  g_assert_no_error (error);
+  honest_attach_and_save (h, "under-512");
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  g_test_message ("%s", log);
+  g_assert_nonnull (strstr (log, "the file descriptor limit (LimitNOFILE=) leaves peers 448 "
+                                 "descriptors"));
+  g_assert_nonnull (strstr (log, "fewer than MaxConnections=1536"));
+  g_clear_pointer (&h, vgicd_harness_stop);
+  unlink (wrapper);
+  rmdir (dir);
+}
+
+int
+main (int argc, char **argv)
+{
+  vgicd_test_init (&argc, &argv);
+  g_test_add_func ("/vgicd/door/n1-handshaken-never-attached", test_n1_handshaken_never_attached);
+  g_test_add_func ("/vgicd/door/n4-four-fill-the-door", test_n4_four_fill_the_door);
+  g_test_add_func ("/vgicd/door/shedding-rule", test_shedding_rule);
+  g_test_add_func ("/vgicd/door/emfile-sheds", test_emfile_sheds);
+  g_test_add_func ("/vgicd/door/limit-below-configuration", test_limit_below_configuration);
+  return g_test_run ();
+}

@@ -11,6 +11,23 @@
  * refuses anyone but root.  The second check is there because a policy file
  * is easy to loosen by accident (a local override, a distribution's
  * system.d), and a mode change affects every VM on the host.
+ *
+ * What a local user can make vgicd spend here is bounded, because the
+ * answers are computed on the thread that also serves the QEMUs:
+ * - GetHistory and GetMetrics, the large answers, are for root, the vgicd
+ *   user and group "vgicd" (the policy file); ListSessions and GetStats
+ *   stay open to everyone and are small.
+ * - GetHistory answers at most HISTORY_LIMIT_MAX operations (0 asks for
+ *   HISTORY_LIMIT_DEFAULT): an operation is under 1 KiB on the wire (its
+ *   message is cut at 256 bytes), so an answer stays under 4 MiB whatever
+ *   History= and HistoryVMs= say, far below the bus's 32 MiB limit on a
+ *   message, past which the bus would drop vgicd and the API with it.
+ * - Each caller (a unique bus name) has a token bucket: RATE_BURST calls at
+ *   once, then RATE_PER_SEC a second; a call beyond it is refused with
+ *   org.freedesktop.DBus.Error.LimitsExceeded before any work, and counted
+ *   ("manager-refused" in GetStats).  The bus bounds how many connections
+ *   one user may open (max_connections_per_user, 256 on Debian's system
+ *   bus), and so how far one user can multiply the rate.
  */
 #ifndef G_LOG_DOMAIN
 #define G_LOG_DOMAIN "vgicd"
@@ -27,6 +44,22 @@
 #define NAME_REPLY_PRIMARY_OWNER 1
 #define NAME_REPLY_EXISTS 3
 #define NAME_REPLY_ALREADY_OWNER 4
+
+/* GetHistory: the operations an answer carries when the caller asks for 0
+ * (all), and at most (see the top of the file). */
+#define HISTORY_LIMIT_DEFAULT 256
+#define HISTORY_LIMIT_MAX 4096
+
+/* A caller's token bucket: this many calls at once, refilled at this many
+ * a second.  vgicctl makes one to three calls a command; a metrics
+ * exporter one every few seconds. */
+#define RATE_BURST_INT 32
+#define RATE_PER_SEC_INT 16
+#define RATE_BURST ((double) RATE_BURST_INT)
+#define RATE_PER_SEC ((double) RATE_PER_SEC_INT)
+/* Callers remembered at most; past it, the ones whose bucket has refilled
+ * (they would start full anyway) are forgotten. */
+#define RATE_CALLERS_MAX 1024
 
 #ifndef PACKAGE_VERSION
 #error "PACKAGE_VERSION must be defined by the build"
@@ -46,7 +79,54 @@ struct _VgicdManager {
   char *shown_mode;
   char *shown_batch;
   char *shown_batch_source;
+  /* Callers' token buckets, by unique bus name (Bucket). */
+  GHashTable *buckets;
+  guint64 refused;		/* calls refused by the rate limit */
 };
+
+typedef struct {
+  double tokens;
+  gint64 when;			/* g_get_monotonic_time() of the last refill */
+} Bucket;
+
+/* Whether @sender may make one more call now (and take its token). */
+static gboolean
+rate_allows (VgicdManager *m, const char *sender)
+{
+  gint64 now = g_get_monotonic_time ();
+  Bucket *b;
+
+  if (!sender)
+    return TRUE;		/* a peer-to-peer connection: the tests' */
+  b = g_hash_table_lookup (m->buckets, sender);
+  if (!b)
+    {
+      if (g_hash_table_size (m->buckets) >= RATE_CALLERS_MAX)
+        {
+          GHashTableIter it;
+          gpointer value;
+
+          g_hash_table_iter_init (&it, m->buckets);
+          while (g_hash_table_iter_next (&it, NULL, &value))
+            {
+              Bucket *old = value;
+
+              if (old->tokens + (now - old->when) * RATE_PER_SEC / G_USEC_PER_SEC >= RATE_BURST)
+                g_hash_table_iter_remove (&it);
+            }
+        }
+      b = g_new (Bucket, 1);
+      b->tokens = RATE_BURST;
+      b->when = now;
+      g_hash_table_insert (m->buckets, g_strdup (sender), b);
+    }
+  b->tokens = MIN (RATE_BURST, b->tokens + (now - b->when) * RATE_PER_SEC / G_USEC_PER_SEC);
+  b->when = now;
+  if (b->tokens < 1.0)
+    return FALSE;
+  b->tokens -= 1.0;
+  return TRUE;
+}
 
 static const char *
 kernel_batch_string (int kernel_batch)
@@ -163,6 +243,7 @@ get_stats (VgicdManager *m)
   T ("sessions-total", t->sessions_total);
   T ("refused", t->refused);
   T ("peers-closed", (guint64) g_atomic_int_get (&d->peers_closed));
+  T ("manager-refused", m->refused);
   T ("uptime-usec", d->start_usec ? g_get_monotonic_time () - d->start_usec : 0);
 #undef T
   g_variant_builder_add (&b, "{sv}", "sessions",
@@ -325,6 +406,16 @@ method_call (GDBusConnection *connection, const char *sender,
 {
   VgicdManager *m = user_data;
 
+  if (!rate_allows (m, sender))
+    {
+      m->refused++;
+      g_dbus_method_invocation_return_dbus_error (
+        inv, "org.freedesktop.DBus.Error.LimitsExceeded",
+        "too many calls to vgicd from this connection: at most "
+        G_STRINGIFY (RATE_BURST_INT) " at once and " G_STRINGIFY (RATE_PER_SEC_INT)
+        " a second; try again in a moment");
+      return;
+    }
   if (g_str_equal (method_name, "SetMode"))
     set_mode (m, inv, params);
   else if (g_str_equal (method_name, "ListSessions"))
@@ -339,6 +430,7 @@ method_call (GDBusConnection *connection, const char *sender,
       guint32 limit;
 
       g_variant_get (params, "(&su)", &vm, &limit);
+      limit = limit == 0 ? HISTORY_LIMIT_DEFAULT : MIN (limit, HISTORY_LIMIT_MAX);
       g_dbus_method_invocation_return_value (
         inv, g_variant_new_tuple ((GVariant *[]) {
           m->daemon->history ? vgicd_history_describe (m->daemon->history, vm, limit)
@@ -424,6 +516,7 @@ vgicd_manager_new (VgicdDaemon *daemon, GDBusConnection *system_bus, GError **er
   m->daemon = daemon;
   m->bus = g_object_ref (system_bus);
   m->cancellable = g_cancellable_new ();
+  m->buckets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   m->shown_mode = g_strdup (vgicd_mode_to_string (daemon->mode));
   m->shown_batch = g_strdup (kernel_batch_string (daemon->kernel_batch));
   m->shown_batch_source = g_strdup (daemon->kernel_batch_source ?
@@ -471,6 +564,7 @@ vgicd_manager_free (VgicdManager *m)
   if (m->registration)
     g_dbus_connection_unregister_object (m->bus, m->registration);
   g_clear_object (&m->cancellable);
+  g_clear_pointer (&m->buckets, g_hash_table_unref);
   g_clear_pointer (&m->node, g_dbus_node_info_unref);
   g_clear_object (&m->bus);
   g_free (m->shown_mode);

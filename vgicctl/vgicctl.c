@@ -487,7 +487,7 @@ cmd_stats (int argc, char **argv)
     "saves", "loads", "record-saves", "record-loads", "declined", "fallbacks",
     "foreign-batch", "second-rounds", "failures", "bytes-saved",
     "bytes-loaded", "sessions", "sessions-total", "refused", "peers-closed",
-    "manager-refused", "uptime-usec", NULL
+    "manager-refused", "manager-dropped", "uptime-usec", NULL
   };
   gboolean seen[1] = { FALSE };
   g_autoptr (GVariant) reply = NULL;

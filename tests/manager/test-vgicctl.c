@@ -792,6 +792,48 @@ test_history_bounded (void)
   stop_daemon (d);
 }
 
+static guint64 stats_u64 (const char *key);
+
+/* Calls whose caller has left are not computed: a caller queues 20 large
+ * GetHistory calls (each a different query, so none is answered from the
+ * last answer) and disconnects; vgicd drops what it had not answered yet
+ * and counts it. */
+static void
+test_history_caller_gone (void)
+{
+  g_autofree char *config = new_config ("[vgicd]\nProbe=false\nHistory=1024\n"
+                                        "HistoryVMs=65536\n");
+  g_autofree char *state = g_strconcat (config, ".state", NULL);
+  const char *args[] = { g_getenv ("STANDIN"), "--config", config, "--state", state,
+                         "--fill-history", "65536", NULL };
+  g_autoptr (GSubprocess) d = start_daemon (bus_address, args);
+  g_autoptr (GDBusConnection) c = NULL;
+  g_autoptr (GError) error = NULL;
+  gint64 deadline = g_get_monotonic_time () + 120 * G_USEC_PER_SEC;
+
+  c = g_dbus_connection_new_for_address_sync (bus_address,
+        G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL, NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < 20; i++)
+    g_dbus_connection_call (c, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                            "org.vgicd.Manager1", "GetHistory",
+                            g_variant_new ("(su)", "", 4096 - i), NULL, 0, -1, NULL,
+                            NULL, NULL);
+  g_dbus_connection_flush_sync (c, NULL, &error);
+  g_assert_no_error (error);
+  g_dbus_connection_close_sync (c, NULL, &error);
+  g_assert_no_error (error);
+  while (stats_u64 ("manager-dropped") == 0)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (100000);
+    }
+  g_test_message ("%" G_GUINT64_FORMAT " dropped", stats_u64 ("manager-dropped"));
+  g_assert_true (name_has_owner (conn));
+  stop_daemon (d);
+}
+
 typedef struct {
   guint ok, limited, other, pending;
   char *message;
@@ -1056,6 +1098,7 @@ main (int argc, char **argv)
   ADD ("user/history-refused-by-policy", test_user_history_denied, "2");
   g_test_add_func ("/vgicctl/history/bounded", test_history_bounded);
   ADD ("rate-limit", test_rate_limit, NULL);
+  g_test_add_func ("/vgicctl/history/caller-gone", test_history_caller_gone);
   ADD ("name-taken", test_name_taken, NULL);
   g_test_add_func ("/vgicctl/unreachable", test_unreachable);
   g_test_add_func ("/vgicctl/dump", test_dump);

@@ -24,6 +24,9 @@
  * vgicd uses the system bus, and a second connection would only double
  * the bus's bookkeeping.
  *
+ * The Manager1 thread runs at nice 19, so that building its answers takes
+ * CPU from the sessions' thread only when that has none to use.
+ *
  * The Manager1 thread never touches the daemon's state.  The main thread
  * publishes what the calls show, a Snapshot (the sessions, the totals, the
  * metrics text), at G_PRIORITY_LOW after each change (the daemon's changed
@@ -75,6 +78,10 @@
 #endif
 
 #include "vgicd-manager.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "vgicd-manager-xml.h"
 #include "vgicd-history.h"
@@ -890,6 +897,9 @@ manager_thread (gpointer data)
 {
   VgicdManager *m = data;
 
+  /* The sessions' thread first, when the CPUs are short: a nice value
+   * is per thread on Linux.  Failing leaves the thread at vgicd's own. */
+  (void) setpriority (PRIO_PROCESS, (id_t) syscall (SYS_gettid), 19);
   g_main_context_push_thread_default (m->ctx);
   g_main_loop_run (m->loop);
   g_main_context_pop_thread_default (m->ctx);

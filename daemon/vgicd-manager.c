@@ -148,6 +148,30 @@ typedef struct {
   gboolean gone;
 } Caller;
 
+/* The callers, by unique name: the filter (GDBus's worker thread) adds
+ * them and marks them gone, Manager1's thread takes their tokens.  Its own
+ * reference-counted object (g_atomic_rc_box), because GDBus may still run
+ * a filter after g_dbus_connection_remove_filter(). */
+typedef struct {
+  GMutex lock;
+  GHashTable *table;		/* unique name -> Caller */
+} Callers;
+
+static void
+callers_clear (gpointer data)
+{
+  Callers *c = data;
+
+  g_hash_table_unref (c->table);
+  g_mutex_clear (&c->lock);
+}
+
+static void
+callers_release (gpointer data)
+{
+  g_atomic_rc_box_release_full (data, callers_clear);
+}
+
 struct _VgicdManager {
   VgicdDaemon *daemon;		/* the main thread's only */
   GDBusConnection *bus;
@@ -176,10 +200,7 @@ struct _VgicdManager {
   gboolean stale;		/* a change is not in snap yet */
   char *prop_mode, *prop_batch, *prop_batch_source, *prop_config, *prop_socket;
 
-  /* Callers, by unique name: the filter (GDBus's worker thread) adds them
-   * and marks them gone, Manager1's thread takes their tokens. */
-  GMutex callers_lock;
-  GHashTable *callers;
+  Callers *callers;
 
   /* Manager1's thread only. */
   GQueue waiters;		/* GDBusMethodInvocation *, for a publication */
@@ -372,7 +393,7 @@ static GDBusMessage *
 filter (GDBusConnection *connection, GDBusMessage *message, gboolean incoming,
         gpointer data)
 {
-  VgicdManager *m = data;
+  Callers *callers = data;
   GDBusMessageType type;
   const char *sender;
 
@@ -383,16 +404,16 @@ filter (GDBusConnection *connection, GDBusMessage *message, gboolean incoming,
   if (type == G_DBUS_MESSAGE_TYPE_METHOD_CALL && sender &&
       g_strcmp0 (g_dbus_message_get_path (message), VGICD_MANAGER_PATH) == 0)
     {
-      g_mutex_lock (&m->callers_lock);
-      if (!g_hash_table_contains (m->callers, sender))
+      g_mutex_lock (&callers->lock);
+      if (!g_hash_table_contains (callers->table, sender))
         {
           Caller *c = g_new0 (Caller, 1);
 
           c->tokens = RATE_BURST;
           c->when = g_get_monotonic_time ();
-          g_hash_table_insert (m->callers, g_strdup (sender), c);
+          g_hash_table_insert (callers->table, g_strdup (sender), c);
         }
-      g_mutex_unlock (&m->callers_lock);
+      g_mutex_unlock (&callers->lock);
     }
   else if (type == G_DBUS_MESSAGE_TYPE_SIGNAL &&
            g_strcmp0 (sender, "org.freedesktop.DBus") == 0 &&
@@ -408,11 +429,11 @@ filter (GDBusConnection *connection, GDBusMessage *message, gboolean incoming,
             {
               Caller *c;
 
-              g_mutex_lock (&m->callers_lock);
-              c = g_hash_table_lookup (m->callers, name);
+              g_mutex_lock (&callers->lock);
+              c = g_hash_table_lookup (callers->table, name);
               if (c)
                 c->gone = TRUE;
-              g_mutex_unlock (&m->callers_lock);
+              g_mutex_unlock (&callers->lock);
             }
         }
     }
@@ -427,6 +448,7 @@ filter (GDBusConnection *connection, GDBusMessage *message, gboolean incoming,
 static gboolean
 caller_allows (VgicdManager *m, const char *sender, gboolean *gone)
 {
+  Callers *callers = m->callers;
   gint64 now = g_get_monotonic_time ();
   gboolean allowed = TRUE;
   Caller *c;
@@ -434,13 +456,13 @@ caller_allows (VgicdManager *m, const char *sender, gboolean *gone)
   *gone = FALSE;
   if (!sender)
     return TRUE;		/* not on a bus: a peer-to-peer connection */
-  g_mutex_lock (&m->callers_lock);
-  if (g_hash_table_size (m->callers) > CALLERS_MAX)
+  g_mutex_lock (&callers->lock);
+  if (g_hash_table_size (callers->table) > CALLERS_MAX)
     {
       GHashTableIter it;
       gpointer key, value;
 
-      g_hash_table_iter_init (&it, m->callers);
+      g_hash_table_iter_init (&it, callers->table);
       while (g_hash_table_iter_next (&it, &key, &value))
         {
           Caller *old = value;
@@ -451,7 +473,7 @@ caller_allows (VgicdManager *m, const char *sender, gboolean *gone)
             g_hash_table_iter_remove (&it);
         }
     }
-  c = g_hash_table_lookup (m->callers, sender);
+  c = g_hash_table_lookup (callers->table, sender);
   if (c)
     {
       *gone = c->gone;
@@ -462,22 +484,23 @@ caller_allows (VgicdManager *m, const char *sender, gboolean *gone)
       else
         c->tokens -= 1.0;
     }
-  g_mutex_unlock (&m->callers_lock);
+  g_mutex_unlock (&callers->lock);
   return allowed;
 }
 
 static gboolean
 caller_gone (VgicdManager *m, const char *sender)
 {
+  Callers *callers = m->callers;
   gboolean gone = FALSE;
   Caller *c;
 
   if (!sender)
     return FALSE;
-  g_mutex_lock (&m->callers_lock);
-  c = g_hash_table_lookup (m->callers, sender);
+  g_mutex_lock (&callers->lock);
+  c = g_hash_table_lookup (callers->table, sender);
   gone = c && c->gone;
-  g_mutex_unlock (&m->callers_lock);
+  g_mutex_unlock (&callers->lock);
   return gone;
 }
 
@@ -892,6 +915,13 @@ static const GDBusInterfaceVTable vtable = {
   .get_property = get_property,
 };
 
+static gboolean
+quit_loop (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
 static gpointer
 manager_thread (gpointer data)
 {
@@ -972,8 +1002,9 @@ vgicd_manager_new (VgicdDaemon *daemon, GDBusConnection *system_bus, GError **er
   m->bus = g_object_ref (system_bus);
   m->cancellable = g_cancellable_new ();
   g_mutex_init (&m->lock);
-  g_mutex_init (&m->callers_lock);
-  m->callers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  m->callers = g_atomic_rc_box_new0 (Callers);
+  g_mutex_init (&m->callers->lock);
+  m->callers->table = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   g_queue_init (&m->waiters);
   m->main_ctx = g_main_context_ref_thread_default ();
   m->ctx = g_main_context_new ();
@@ -990,7 +1021,9 @@ vgicd_manager_new (VgicdDaemon *daemon, GDBusConnection *system_bus, GError **er
     return NULL;
 
   /* Who leaves: the bus tells every connection that asks. */
-  m->filter = g_dbus_connection_add_filter (system_bus, filter, m, NULL);
+  m->filter = g_dbus_connection_add_filter (system_bus, filter,
+                                            g_atomic_rc_box_acquire (m->callers),
+                                            callers_release);
   match = g_dbus_connection_call_sync (system_bus, "org.freedesktop.DBus",
                                        "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                        "AddMatch", g_variant_new ("(s)",
@@ -1052,7 +1085,9 @@ vgicd_manager_free (VgicdManager *m)
     g_dbus_connection_remove_filter (m->bus, m->filter);
   if (m->thread)
     {
-      g_main_loop_quit (m->loop);
+      /* From its own context: a quit before the thread runs the loop
+       * would be lost. */
+      g_main_context_invoke (m->ctx, quit_loop, m->loop);
       g_thread_join (m->thread);
     }
   /* What was on its way between the threads: it sees the cancellation. */
@@ -1064,7 +1099,7 @@ vgicd_manager_free (VgicdManager *m)
   g_clear_pointer (&m->ctx, g_main_context_unref);
   g_clear_pointer (&m->main_ctx, g_main_context_unref);
   g_clear_object (&m->cancellable);
-  g_clear_pointer (&m->callers, g_hash_table_unref);
+  g_clear_pointer (&m->callers, callers_release);
   g_clear_pointer (&m->node, g_dbus_node_info_unref);
   g_clear_object (&m->bus);
   g_clear_pointer (&m->snap, snapshot_release);
@@ -1076,7 +1111,6 @@ vgicd_manager_free (VgicdManager *m)
   g_free (m->prop_config);
   g_free (m->prop_socket);
   g_mutex_clear (&m->lock);
-  g_mutex_clear (&m->callers_lock);
   g_free (m->shown_mode);
   g_free (m->shown_batch);
   g_free (m->shown_batch_source);

@@ -429,19 +429,20 @@ vgicd_history_add_of (VgicdHistory *h, const char *uuid, const char *name, gint6
                        : NULL;
 }
 
+/* One operation as GetHistory shows it (keys in org.vgicd.Manager1.xml). */
 static GVariant *
-describe (const Vm *vm, const Entry *e)
+describe_op (const char *name, const char *uuid, gint64 pid, const VgicdOp *op,
+             const char *message)
 {
-  const VgicdOp *op = &e->op;
   GVariantBuilder b;
 
   g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
 #define S(k, v) g_variant_builder_add (&b, "{sv}", k, g_variant_new_string (v))
 #define T(k, v) g_variant_builder_add (&b, "{sv}", k, g_variant_new_uint64 (v))
 #define U(k, v) g_variant_builder_add (&b, "{sv}", k, g_variant_new_uint32 (v))
-  S ("vm", e->name ? e->name : "");
-  S ("uuid", vm->uuid);
-  g_variant_builder_add (&b, "{sv}", "pid", g_variant_new_int64 (vm->pid));
+  S ("vm", name ? name : "");
+  S ("uuid", uuid);
+  g_variant_builder_add (&b, "{sv}", "pid", g_variant_new_int64 (pid));
   T ("when-usec", (guint64) op->when_usec);
   S ("direction", op->direction);
   S ("path", op->path);
@@ -458,12 +459,18 @@ describe (const Vm *vm, const Entry *e)
   T ("single-ns", op->single_ns);
   g_variant_builder_add (&b, "{sv}", "single-estimated",
                          g_variant_new_boolean (op->single_estimated));
-  if (e->message)
-    S ("message", e->message);
+  if (message)
+    S ("message", message);
 #undef S
 #undef T
 #undef U
   return g_variant_builder_end (&b);
+}
+
+static GVariant *
+describe (const Vm *vm, const Entry *e)
+{
+  return describe_op (e->name, vm->uuid, vm->pid, &e->op, e->message);
 }
 
 /* Collect the entries @vm names: every history VM of that UUID (a UUID
@@ -558,6 +565,61 @@ vgicd_history_histograms (VgicdHistory *h)
       g_variant_builder_add (&d, "{sv}", "le-seconds", g_variant_builder_end (&le));
       g_variant_builder_add (&d, "{sv}", "buckets", g_variant_builder_end (&counts));
       g_variant_builder_add_value (&b, g_variant_builder_end (&d));
+    }
+  return g_variant_builder_end (&b);
+}
+
+static void
+history_copy_free (gpointer data)
+{
+  VgicdHistoryCopy *c = data;
+
+  g_free (c->vm);
+  g_free (c->uuid);
+  g_free (c->message);
+  g_free (c);
+}
+
+/* vgicd_history_copy() - see vgicd-history.h */
+GPtrArray *
+vgicd_history_copy (VgicdHistory *h, const char *vm, guint limit)
+{
+  g_autoptr (GPtrArray) entries = g_ptr_array_new ();
+  GPtrArray *out;
+  guint start;
+
+  matching (h, vm, entries);
+  g_ptr_array_sort (entries, by_time);
+  start = limit && entries->len > limit ? entries->len - limit : 0;
+  out = g_ptr_array_new_full (entries->len - start, history_copy_free);
+  for (guint i = start; i < entries->len; i++)
+    {
+      const Entry *e = g_ptr_array_index (entries, i);
+      VgicdHistoryCopy *c = g_new (VgicdHistoryCopy, 1);
+
+      c->op = e->op;
+      c->vm = g_strdup (e->name);
+      c->uuid = g_strdup (e->vm->uuid);
+      c->pid = e->vm->pid;
+      c->message = g_strdup (e->message);
+      g_ptr_array_add (out, c);
+    }
+  return out;
+}
+
+/* vgicd_history_copy_describe() - see vgicd-history.h */
+GVariant *
+vgicd_history_copy_describe (GPtrArray *copies)
+{
+  GVariantBuilder b;
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE ("aa{sv}"));
+  for (guint i = 0; copies && i < copies->len; i++)
+    {
+      const VgicdHistoryCopy *c = g_ptr_array_index (copies, i);
+
+      g_variant_builder_add_value (&b, describe_op (c->vm, c->uuid, c->pid, &c->op,
+                                                    c->message));
     }
   return g_variant_builder_end (&b);
 }

@@ -136,3 +136,28 @@ GVariant *vgicd_history_histograms (VgicdHistory *h);
  * "operation" (a one-by-one operation on this host pinned it) */
 gboolean vgicd_history_single_cost (VgicdHistory *h, const char *direction, double *base_ns,
                                     double *per_vcpu_ns, const char **source);
+
+/* A copy of one kept operation, that another thread may describe. */
+typedef struct {
+  VgicdOp op;			/* its strings are static */
+  char *vm, *uuid, *message;	/* the VM's name then, its UUID; message or NULL */
+  gint64 pid;			/* the process that ran it */
+} VgicdHistoryCopy;
+
+/**
+ * vgicd_history_copy() - the operations vgicd_history_describe() would
+ * describe, copied (no GVariant is built: the costly part is left to the
+ * caller's thread, see vgicd-manager.c)
+ * @h: the history; only the thread that adds to it may call this
+ * @vm: as for vgicd_history_describe()
+ * @limit: the newest this many (0: all)
+ *
+ * Return: a GPtrArray of VgicdHistoryCopy, oldest first, owning them.
+ */
+GPtrArray *vgicd_history_copy (VgicdHistory *h, const char *vm, guint limit);
+
+/**
+ * vgicd_history_copy_describe() - @copies as GetHistory shows them
+ * Return: a floating aa{sv}.  Touches nothing but @copies: any thread.
+ */
+GVariant *vgicd_history_copy_describe (GPtrArray *copies);

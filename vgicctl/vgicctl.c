@@ -71,11 +71,27 @@ dbus_failure (const char *what, GError *error)
        * means instead. */
       gboolean by_bus = g_str_has_prefix (error->message, "Rejected send message");
 
-      fprintf (stderr, "vgicctl: %s: permission denied: %s\n"
-               "Run it as root (for example with sudo).\n", what,
-               by_bus ? "the system bus policy lets only root do this"
-                      : error->message);
+      /* The history and the metrics are also for group vgicd (the bus
+       * policy, data/org.vgicd.Manager1.conf). */
+      gboolean for_group = g_str_equal (what, "history") || g_str_equal (what, "metrics");
+
+      if (by_bus && for_group)
+        fprintf (stderr, "vgicctl: %s: permission denied: the system bus policy lets "
+                 "only root, user vgicd and members of group vgicd read vgicd's %s.\n"
+                 "Run it as root (for example with sudo), or add the user to group "
+                 "vgicd (adduser USER vgicd) and log in again.\n", what, what);
+      else
+        fprintf (stderr, "vgicctl: %s: permission denied: %s\n"
+                 "Run it as root (for example with sudo).\n", what,
+                 by_bus ? "the system bus policy lets only root do this"
+                        : error->message);
       return EXIT_DENIED;
+    }
+  if (g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED))
+    {
+      /* vgicd's rate limit on one caller: its message says the rate. */
+      fprintf (stderr, "vgicctl: %s: vgicd refused the call: %s\n", what, error->message);
+      return EXIT_DBUS;
     }
   if (g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS))
     {
@@ -471,7 +487,7 @@ cmd_stats (int argc, char **argv)
     "saves", "loads", "record-saves", "record-loads", "declined", "fallbacks",
     "foreign-batch", "second-rounds", "failures", "bytes-saved",
     "bytes-loaded", "sessions", "sessions-total", "refused", "peers-closed",
-    "uptime-usec", NULL
+    "manager-refused", "manager-dropped", "uptime-usec", NULL
   };
   gboolean seen[1] = { FALSE };
   g_autoptr (GVariant) reply = NULL;

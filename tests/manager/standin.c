@@ -4,7 +4,7 @@
  * and Manager1 on the (test) system bus, with fake sessions and totals that
  * the real daemon could only have after real migrations.
  *
- *   manager-standin --config FILE [--sessions N]
+ *   manager-standin --config FILE [--sessions N] [--fill-history N]
  *
  * SIGUSR1 plays an executor's report (kernel batch becomes "yes"); SIGTERM
  * stops it cleanly (so ASan sees every allocation freed).  Exit status 1
@@ -91,11 +91,14 @@ main (int argc, char **argv)
   g_autoptr (GMainLoop) loop = NULL;
   VgicdManager *manager;
   VgicdDaemon d = { 0 };
-  int nr_sessions = 0;
+  int nr_sessions = 0, fill_history = 0;
   GOptionEntry entries[] = {
     { "config", 0, 0, G_OPTION_ARG_FILENAME, &config_path, "config file", "FILE" },
     { "state", 0, 0, G_OPTION_ARG_FILENAME, &state_path, "state file", "FILE" },
     { "sessions", 0, 0, G_OPTION_ARG_INT, &nr_sessions, "fake sessions", "N" },
+    { "fill-history", 0, 0, G_OPTION_ARG_INT, &fill_history,
+      "fill a history of the configured History= and HistoryVMs= with N operations, "
+      "History= per VM, each with a message of the longest kept", "N" },
     { NULL }
   };
 
@@ -132,7 +135,21 @@ main (int argc, char **argv)
   /* A history as real migrations leave it: a VM gone since (its batched
    * save, estimated from the one-by-one save before it), and a refused
    * load of the first fake session's VM. */
-  d.history = vgicd_history_new (4, 8);
+  d.history = fill_history ? vgicd_history_new (d.config->history, d.config->history_vms)
+                           : vgicd_history_new (4, 8);
+  for (int i = 0; i < fill_history; i++)
+    {
+      g_autofree char *uuid = g_strdup_printf ("00000000-0000-4000-8000-%012u",
+                                               i / MAX (d.config->history, 1));
+      g_autofree char *name = g_strdup_printf ("filler-%064u", i / MAX (d.config->history, 1));
+      g_autofree char *message = g_strnfill (300, 'm');
+      VgicdOp op = { .when_usec = 1764763200000000 + i, .direction = "save", .path = "batch",
+                     .stream = "record", .outcome = VGICD_OUTCOME_FAILED,
+                     .duration_ns = 3100000, .kernel_ns = 1200000, .ioctls = 2,
+                     .registers = 7175, .bytes = 134896, .vcpus = 160 };
+
+      vgicd_history_add (d.history, uuid, name, &op, message);
+    }
   if (nr_sessions)
     {
       VgicdOp single = { .when_usec = 1764763200000000, .direction = "save", .path = "single",

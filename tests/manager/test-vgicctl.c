@@ -730,6 +730,198 @@ test_user_set_mode_daemon (void)
   }
 }
 
+/* The history and the metrics are for root, vgicd and group vgicd: the bus
+ * refuses anyone else, and vgicctl says how to be let in. */
+static void
+test_user_history_denied (Fixture *f, gconstpointer data)
+{
+  NEED_USER ();
+  {
+    g_autoptr (Run) history = vgicctl (TEST_USER, "history");
+    g_autoptr (Run) metrics = vgicctl (TEST_USER, "metrics");
+    g_autoptr (Run) stats = vgicctl (TEST_USER, "stats");
+
+    g_assert_cmpint (history->status, ==, 4);
+    assert_contains (history->err, "permission denied");
+    assert_contains (history->err, "group vgicd");
+    assert_contains (history->err, "adduser");
+    g_assert_cmpstr (history->out, ==, "");
+    g_assert_cmpint (metrics->status, ==, 4);
+    assert_contains (metrics->err, "group vgicd");
+    /* the cheap figures stay open to all */
+    g_assert_cmpint (stats->status, ==, 0);
+  }
+}
+
+static guint
+history_len (GDBusConnection *c, guint32 limit)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GVariant) r = NULL;
+  g_autoptr (GVariant) list = NULL;
+
+  r = g_dbus_connection_call_sync (c, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                                   "org.vgicd.Manager1", "GetHistory",
+                                   g_variant_new ("(su)", "", limit),
+                                   G_VARIANT_TYPE ("(aa{sv})"), 0, 300 * 1000, NULL, &error);
+  g_assert_no_error (error);
+  list = g_variant_get_child_value (r, 0);
+  /* far below the bus's 32 MiB limit on a message */
+  g_assert_cmpuint (g_variant_get_size (r), <, 8 * 1024 * 1024);
+  return g_variant_n_children (list);
+}
+
+/* N12: with History= and HistoryVMs= at their maxima and a history fuller
+ * than one bus message can carry, GetHistory("", 0) is answered (the
+ * newest 256) and vgicd keeps its name; a larger limit gets 4096 at most. */
+static void
+test_history_bounded (void)
+{
+  g_autofree char *config = new_config ("[vgicd]\nProbe=false\nHistory=1024\n"
+                                        "HistoryVMs=65536\n");
+  g_autofree char *state = g_strconcat (config, ".state", NULL);
+  const char *args[] = { g_getenv ("STANDIN"), "--config", config, "--state", state,
+                         "--fill-history", "65536", NULL };
+  g_autoptr (GSubprocess) d = start_daemon (bus_address, args);
+
+  g_assert_cmpuint (history_len (conn, 0), ==, 256);
+  g_assert_true (name_has_owner (conn));
+  g_assert_cmpuint (history_len (conn, G_MAXUINT32), ==, 4096);
+  g_assert_cmpuint (history_len (conn, 10), ==, 10);
+  g_assert_true (name_has_owner (conn));
+  stop_daemon (d);
+}
+
+static guint64 stats_u64 (const char *key);
+
+/* Calls whose caller has left are not computed: a caller queues 20 large
+ * GetHistory calls (each a different query, so none is answered from the
+ * last answer) and disconnects; vgicd drops what it had not answered yet
+ * and counts it. */
+static void
+test_history_caller_gone (void)
+{
+  g_autofree char *config = new_config ("[vgicd]\nProbe=false\nHistory=1024\n"
+                                        "HistoryVMs=65536\n");
+  g_autofree char *state = g_strconcat (config, ".state", NULL);
+  const char *args[] = { g_getenv ("STANDIN"), "--config", config, "--state", state,
+                         "--fill-history", "65536", NULL };
+  g_autoptr (GSubprocess) d = start_daemon (bus_address, args);
+  g_autoptr (GDBusConnection) c = NULL;
+  g_autoptr (GError) error = NULL;
+  gint64 deadline = g_get_monotonic_time () + 120 * G_USEC_PER_SEC;
+
+  c = g_dbus_connection_new_for_address_sync (bus_address,
+        G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL, NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < 20; i++)
+    g_dbus_connection_call (c, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                            "org.vgicd.Manager1", "GetHistory",
+                            g_variant_new ("(su)", "", 4096 - i), NULL, 0, -1, NULL,
+                            NULL, NULL);
+  g_dbus_connection_flush_sync (c, NULL, &error);
+  g_assert_no_error (error);
+  g_dbus_connection_close_sync (c, NULL, &error);
+  g_assert_no_error (error);
+  while (stats_u64 ("manager-dropped") == 0)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (100000);
+    }
+  g_test_message ("%" G_GUINT64_FORMAT " dropped", stats_u64 ("manager-dropped"));
+  g_assert_true (name_has_owner (conn));
+  stop_daemon (d);
+}
+
+typedef struct {
+  guint ok, limited, other, pending;
+  char *message;
+} Flood;
+
+static void
+flood_done (GObject *source, GAsyncResult *result, gpointer data)
+{
+  Flood *fl = data;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GVariant) r = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source),
+                                                          result, &error);
+  g_autofree char *name = error ? g_dbus_error_get_remote_error (error) : NULL;
+
+  if (r)
+    fl->ok++;
+  else if (g_strcmp0 (name, "org.freedesktop.DBus.Error.LimitsExceeded") == 0 &&
+           strstr (error->message, "vgicd"))
+    {
+      fl->limited++;
+      if (!fl->message)
+        fl->message = g_strdup (error->message);
+    }
+  else
+    {
+      g_test_message ("unexpected: %s", error->message);
+      fl->other++;
+    }
+  fl->pending--;
+}
+
+static guint64
+stats_u64 (const char *key)
+{
+  g_autoptr (GVariant) r = NULL;
+  g_autoptr (GVariant) dict = NULL;
+  g_autoptr (GError) error = NULL;
+  guint64 v = G_MAXUINT64;
+
+  r = g_dbus_connection_call_sync (conn, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                                   "org.vgicd.Manager1", "GetStats", NULL,
+                                   G_VARIANT_TYPE ("(a{sv})"), 0, -1, NULL, &error);
+  g_assert_no_error (error);
+  dict = g_variant_get_child_value (r, 0);
+  g_assert_true (g_variant_lookup (dict, key, "t", &v));
+  return v;
+}
+
+/* One caller's calls beyond its token bucket are refused with
+ * LimitsExceeded, before any work, and counted; other callers are served. */
+static void
+test_rate_limit (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDBusConnection) c = NULL;
+  Flood fl = { 0 };
+  const guint n = 1000;
+
+  c = g_dbus_connection_new_for_address_sync (bus_address,
+        G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (stats_u64 ("manager-refused"), ==, 0);
+  /* 100 in flight at a time: the bus itself refuses a connection's 129th
+   * (max_replies_per_connection), with an error of the same name. */
+  for (guint i = 0; i < n; i++)
+    {
+      while (fl.pending >= 100)
+        g_main_context_iteration (NULL, TRUE);
+      fl.pending++;
+      g_dbus_connection_call (c, "org.vgicd.Manager1", "/org/vgicd/Manager1",
+                              "org.vgicd.Manager1", "GetStats", NULL,
+                              G_VARIANT_TYPE ("(a{sv})"), 0, 120 * 1000, NULL,
+                              flood_done, &fl);
+    }
+  while (fl.pending)
+    g_main_context_iteration (NULL, TRUE);
+  g_test_message ("%u answered, %u refused", fl.ok, fl.limited);
+  g_assert_cmpuint (fl.other, ==, 0);
+  g_assert_cmpuint (fl.ok, >=, 32);
+  g_assert_cmpuint (fl.limited, >, 0);
+  g_assert_cmpuint (fl.ok + fl.limited, ==, n);
+  assert_contains (fl.message, "too many calls");
+  /* counted; and another caller is served meanwhile */
+  g_assert_cmpuint (stats_u64 ("manager-refused"), ==, fl.limited);
+  g_free (fl.message);
+}
+
 static void
 test_user_cannot_own (void)
 {
@@ -903,6 +1095,10 @@ main (int argc, char **argv)
   ADD ("user/set-mode-refused-by-policy", test_user_set_mode_policy, NULL);
   g_test_add_func ("/vgicctl/user/set-mode-refused-by-vgicd", test_user_set_mode_daemon);
   g_test_add_func ("/vgicctl/user/cannot-own-name", test_user_cannot_own);
+  ADD ("user/history-refused-by-policy", test_user_history_denied, "2");
+  g_test_add_func ("/vgicctl/history/bounded", test_history_bounded);
+  ADD ("rate-limit", test_rate_limit, NULL);
+  g_test_add_func ("/vgicctl/history/caller-gone", test_history_caller_gone);
   ADD ("name-taken", test_name_taken, NULL);
   g_test_add_func ("/vgicctl/unreachable", test_unreachable);
   g_test_add_func ("/vgicctl/dump", test_dump);

@@ -52,6 +52,7 @@ typedef struct {
    * which runs on GDBus's worker thread: atomic, read with
    * g_atomic_int_get()). */
   gint peers_closed;
+  gint peers_closed_told;	/* a vgicd_daemon_changed() for it is queued */
   gint64 start_usec;		/* g_get_monotonic_time() at start */
   VgicdHistory *history;	/* operations kept after their session (vgicd-history.h) */
   guint metrics_timeout;	/* a textfile write pending (vgicd-metrics.h) */
@@ -68,6 +69,28 @@ vgicd_daemon_changed (VgicdDaemon *daemon)
 {
   if (daemon->changed)
     daemon->changed (daemon->changed_data);
+}
+
+static inline gboolean
+vgicd_daemon_tell_closed (gpointer data)
+{
+  VgicdDaemon *daemon = data;
+
+  g_atomic_int_set (&daemon->peers_closed_told, 0);
+  vgicd_daemon_changed (daemon);
+  return G_SOURCE_REMOVE;
+}
+
+/* vgicd_daemon_count_closed() - count an admitted peer closed for what it
+ * sent, from any thread (the relay's, GDBus's worker): the operator API,
+ * which answers from what it was last told, is told on the main thread,
+ * once for a burst (a peer closed in a loop queues one idle, not one each). */
+static inline void
+vgicd_daemon_count_closed (VgicdDaemon *daemon)
+{
+  g_atomic_int_inc (&daemon->peers_closed);
+  if (g_atomic_int_compare_and_exchange (&daemon->peers_closed_told, 0, 1))
+    g_idle_add (vgicd_daemon_tell_closed, daemon);
 }
 
 /**

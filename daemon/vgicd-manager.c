@@ -173,7 +173,7 @@ callers_release (gpointer data)
 }
 
 struct _VgicdManager {
-  VgicdDaemon *daemon;		/* the main thread's only */
+  VgicdDaemon *daemon;		/* the main thread's only (but its atomic peers_closed) */
   GDBusConnection *bus;
   GDBusNodeInfo *node;
   guint registration;
@@ -255,7 +255,6 @@ build_stats (VgicdDaemon *d)
   T ("bytes-loaded", t->bytes_loaded);
   T ("sessions-total", t->sessions_total);
   T ("refused", t->refused);
-  T ("peers-closed", (guint64) g_atomic_int_get (&d->peers_closed));
 #undef T
   g_variant_builder_add (&b, "{sv}", "sessions",
                          g_variant_new_uint32 (d->sessions ? d->sessions->len : 0));
@@ -580,6 +579,10 @@ answer (VgicdManager *m, GDBusMethodInvocation *inv)
         }
 #define T(key, value) \
   g_variant_builder_add (&b, "{sv}", key, g_variant_new_uint64 (value))
+      /* Counted on other threads (the relay's, GDBus's worker), atomic:
+       * read now, so that a peer that saw its connection closed finds it
+       * counted. */
+      T ("peers-closed", (guint64) g_atomic_int_get (&m->daemon->peers_closed));
       T ("manager-refused", (guint64) g_atomic_int_get (&m->refused));
       T ("manager-dropped", (guint64) g_atomic_int_get (&m->dropped));
       T ("uptime-usec", s->start_usec ? g_get_monotonic_time () - s->start_usec : 0);

@@ -125,7 +125,7 @@ struct _VgicdRelay {
   pid_t pid;
   char *guid;
   gsize message_max;
-  gint *closed_count;
+  VgicdDaemon *daemon;	/* counts the peers closed (vgicd_daemon_count_closed()) */
   char *failure;	/* why the relay closed the peer */
   gboolean failure_logged;
 
@@ -232,7 +232,7 @@ relay_close (VgicdRelay *r, const char *why, gboolean log)
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
                         "MESSAGE", "closed the connection of a peer (pid %d): %s",
                         (int) r->pid, why);
-      g_atomic_int_inc (r->closed_count);
+      vgicd_daemon_count_closed (r->daemon);
     }
   if (r->peer_fd >= 0)
     close (r->peer_fd);
@@ -932,7 +932,7 @@ vgicd_relay_of_stream (GIOStream *stream)
 
 GIOStream *
 vgicd_relay_new (int peer_fd, uid_t uid, pid_t pid, const char *guid, gsize message_max,
-                 gint *closed_count, GError **error)
+                 VgicdDaemon *daemon, GError **error)
 {
   g_autoptr (VgicdRelay) r = NULL;
   g_autoptr (GSocket) sock = NULL;
@@ -967,7 +967,7 @@ vgicd_relay_new (int peer_fd, uid_t uid, pid_t pid, const char *guid, gsize mess
   r->pid = pid;
   r->guid = g_strdup (guid);
   r->message_max = message_max;
-  r->closed_count = closed_count;
+  r->daemon = daemon;
   r->peer_in = g_byte_array_new ();
   r->to_bus = g_byte_array_new ();
   g_queue_init (&r->to_peer);

@@ -8,6 +8,8 @@
 #include <gio/gio.h>
 #include <sys/types.h>
 
+#include "vgicd-daemon.h"
+
 typedef struct _VgicdRelay VgicdRelay;
 
 /**
@@ -29,7 +31,7 @@ gsize vgicd_relay_message_max (guint max_vcpus);
  * @pid: the peer's pid, for the log
  * @guid: what the relay answers OK with (the server's GUID)
  * @message_max: a peer declaring a longer message is closed
- * @closed_count: the count of peers closed for what they sent (atomic)
+ * @daemon: where the peers closed for what they sent are counted (any thread)
  * @error: set when the relay cannot start (no descriptors, no thread)
  *
  * The relay authenticates the peer itself, then relays the messages.  The
@@ -42,7 +44,7 @@ gsize vgicd_relay_message_max (guint max_vcpus);
  * (vgicd_relay_of_stream()).
  */
 GIOStream *vgicd_relay_new (int peer_fd, uid_t uid, pid_t pid, const char *guid,
-                            gsize message_max, gint *closed_count, GError **error);
+                            gsize message_max, VgicdDaemon *daemon, GError **error);
 
 /* vgicd_relay_of_stream() - the relay behind @stream, or NULL (not a ref) */
 VgicdRelay *vgicd_relay_of_stream (GIOStream *stream);

@@ -183,7 +183,7 @@ typedef struct {
   pid_t pid;
   gint in_flight;	/* calls received and not yet answered */
   gint closing;		/* set once: the filter has closed the connection */
-  gint *closed_count;	/* the daemon's totals.peers_closed */
+  VgicdDaemon *daemon;	/* counts the peers closed (vgicd_daemon_count_closed()) */
 } PeerGuard;
 
 /* Close @connection for @why (once), from the filter's thread. */
@@ -196,7 +196,7 @@ guard_close (PeerGuard *g, GDBusConnection *connection, GDBusMessage *message,
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
                         "MESSAGE", "closed the connection of a peer (pid %d): %s",
                         (int) g->pid, why);
-      g_atomic_int_inc (g->closed_count);
+      vgicd_daemon_count_closed (g->daemon);
       g_dbus_connection_close (connection, NULL, NULL, NULL);
     }
   g_object_unref (message);
@@ -694,7 +694,7 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
     g->fd = g_socket_get_fd (g_socket_connection_get_socket (pending->stream));
     g->relay = vgicd_relay_ref (vgicd_relay_of_stream (G_IO_STREAM (pending->stream)));
     g->pid = pending->pid;
-    g->closed_count = &server->daemon->peers_closed;
+    g->daemon = server->daemon;
     /* Before message processing starts, so no message escapes it. */
     g_dbus_connection_add_filter (connection, peer_filter, g, (GDestroyNotify) guard_free);
   }
@@ -750,7 +750,7 @@ on_first_byte (GSocket *sock, GIOCondition cond, gpointer data)
   relayed = fd < 0 ? NULL :
     vgicd_relay_new (fd, p->uid, p->pid, server->guid,
                      vgicd_relay_message_max (server->daemon->config->max_vcpus),
-                     &server->daemon->peers_closed, &error);
+                     server->daemon, &error);
   if (!relayed)
     {
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,

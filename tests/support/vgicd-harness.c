@@ -206,11 +206,20 @@ stop_pid (GPid *pid, int sig)
   *pid = 0;
 }
 
+static gboolean wait_for_manager (VgicdHarness *h, GError **error);
+
 VgicdHarness *
 vgicd_harness_start (const char *vgicd, const char *policy, const char *config,
                      GError **error)
 {
-  return harness_start (vgicd, policy, config, FALSE, error);
+  g_autoptr (VgicdHarness) h = harness_start (vgicd, policy, config, FALSE, error);
+
+  /* vgicd listens on its socket before it owns its name (and Manager1
+   * starts on a thread of its own): a test that asks GetStats at once
+   * would otherwise find no one there. */
+  if (!h || !wait_for_manager (h, error))
+    return NULL;
+  return g_steal_pointer (&h);
 }
 
 VgicdHarness *
@@ -339,13 +348,13 @@ vgicd_harness_kill_vgicd (VgicdHarness *h)
 }
 
 /* Wait until vgicd owns its name on the private bus (it may listen on its
- * socket first): up to 5 s. */
+ * socket first): up to 30 s (an ASan build on a busy machine). */
 static gboolean
 wait_for_manager (VgicdHarness *h, GError **error)
 {
   g_autoptr (GDBusConnection) bus = private_bus (h, error);
 
-  for (int i = 0; bus && i < 500; i++)
+  for (int i = 0; bus && i < 3000; i++)
     {
       g_autoptr (GVariant) r =
         g_dbus_connection_call_sync (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
@@ -364,7 +373,7 @@ wait_for_manager (VgicdHarness *h, GError **error)
     }
   if (bus)
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                 "vgicd did not take org.vgicd.Manager1 within 5 s");
+                 "vgicd did not take org.vgicd.Manager1 within 30 s");
   return FALSE;
 }
 

@@ -52,9 +52,6 @@ static const char *const allow_list[] = {
   "/usr/local/bin/qemu-system-*",
   "/usr/libexec/qemu-kvm",
   "/usr/local/libexec/qemu-kvm",
-#ifdef VGICD_TEST_EMULATOR_DIR
-  VGICD_TEST_EMULATOR_DIR "/qemu-system-*",
-#endif
   NULL,
 };
 
@@ -338,10 +335,14 @@ vgicd_emulator_has_vgicd (const char *emulator, const char *cache_dir, const cha
     cache_dir = VGICD_EMULATOR_CACHE;
   if (!vgicd_emulator_allowed (emulator))
     {
+      /* The path comes from another host's XML: escaped, it forges no
+       * line of libvirtd's log. */
+      g_autofree char *shown = g_strescape (emulator, NULL);
+
       if (why)
         *why = g_strdup_printf ("%s is not a QEMU the hook may run (not on its allow-list: "
                                 "/usr/bin/qemu-system-*, /usr/libexec/qemu-kvm and their "
-                                "/usr/local twins); not asked", emulator);
+                                "/usr/local twins); not asked", shown);
       return FALSE;
     }
   fd = open (emulator, O_PATH | O_CLOEXEC);

@@ -49,16 +49,215 @@ vgicd_vms_uuid_ok (const char *uuid)
   return n <= 64;
 }
 
+/*
+ * Theory of operation (vms.conf): GKeyFile refuses a whole file for one
+ * syntax error, and a file refused whole would let every VM it sets apart
+ * run in the host's mode: the policy would fail open.  So the file is cut
+ * here into its groups, line by line (a line whose first non-blank
+ * character is '[' opens a group, as GKeyFile reads it), and each group is
+ * parsed alone by GKeyFile, which keeps GKeyFile's syntax, escapes and
+ * UTF-8 checks.  A group that does not parse, or holds a bad value, costs
+ * only its own VM, which gets mode off (the most restrictive, always
+ * allowed); a line no group owns (a key before the first group, a group
+ * header that does not parse, and the lines under it) could concern any
+ * VM, so every VM gets mode off until the file is fixed.  Each is logged
+ * with file, line and key at every lookup (each attach), and counted.
+ */
+static guint broken_total;
+
+guint
+vgicd_vms_broken_total (void)
+{
+  return g_atomic_int_get (&broken_total);
+}
+
+/* fail_closed() - @policy becomes off, naming @conf:@line as the reason */
+static void
+fail_closed (VgicdVmPolicy *policy, const char *conf, guint line, const char *what,
+             char *buf, gsize buf_size)
+{
+  g_atomic_int_inc (&broken_total);
+  g_warning ("%s:%u: %s; the VMs it may concern run with vgicd off until it is fixed",
+             conf, line, what);
+  policy->mode = VGICD_MODE_OFF;
+  g_snprintf (buf, buf_size, "%s:%u unreadable (fails closed)", conf, line);
+  policy->source = buf;
+}
+
+/* key_of() - the key a line sets (up to '=' or the end), for messages */
+static char *
+key_of (const char *line)
+{
+  const char *eq = strchr (line, '=');
+  g_autofree char *key = eq ? g_strndup (line, eq - line) : g_strdup (line);
+
+  g_strstrip (key);
+  if (strlen (key) > 64)
+    key[64] = '\0';
+  return g_strescape (key, NULL);
+}
+
+/* line_of_key() - the line of @lines[first..last) that sets @key (1-based) */
+static guint
+line_of_key (char **lines, guint first, guint last, const char *key)
+{
+  for (guint i = last; i-- > first;)
+    {
+      g_autofree char *k = key_of (lines[i]);
+
+      if (strchr (lines[i], '=') && g_str_equal (k, key))
+        return i + 1;
+    }
+  return first + 1;
+}
+
+/* group_header() - the group @line opens, or NULL if it is not a header */
+static char *
+group_header (const char *line)
+{
+  g_autofree char *l = g_strstrip (g_strdup (line));
+  gsize n = strlen (l);
+
+  if (n < 2 || l[0] != '[' || l[n - 1] != ']')
+    return NULL;
+  return g_strndup (l + 1, n - 2);
+}
+
+/* apply_group() - apply the group @lines[first..last) (first is its header)
+ * to @policy; FALSE (policy made off) when it does not parse */
+static gboolean
+apply_group (char **lines, guint first, guint last, const char *conf, const char *group,
+             VgicdVmPolicy *policy, gboolean *found, char *buf, gsize buf_size)
+{
+  g_autoptr (GKeyFile) file = g_key_file_new ();
+  g_autoptr (GString) text = g_string_new (NULL);
+  g_autoptr (GError) error = NULL;
+  gboolean has_mode = FALSE, has_record = FALSE;
+  VgicdMode m;
+
+  /* One line at a time, so that the line GKeyFile refuses is known. */
+  for (guint i = first; i < last; i++)
+    {
+      g_string_append (text, lines[i]);
+      g_string_append_c (text, '\n');
+      if (!g_key_file_load_from_data (file, text->str, text->len, G_KEY_FILE_NONE, &error))
+        {
+          g_autofree char *key = key_of (lines[i]);
+          g_autofree char *what = g_strdup_printf ("[%s] key \"%s\": %s", group, key,
+                                                   error->message);
+
+          fail_closed (policy, conf, i + 1, what, buf, buf_size);
+          return FALSE;
+        }
+    }
+  if (!vgicd_config_read_mode (file, conf, group, &m, &has_mode, &error) ||
+      !vgicd_config_read_bool (file, conf, group, "Record", &policy->record, &has_record,
+                               &error))
+    {
+      const char *key = has_mode || !g_key_file_has_key (file, group, "Mode", NULL) ?
+                        "Record" : "Mode";
+      g_autofree char *what = g_strdup_printf ("[%s] key \"%s\": %s", group, key,
+                                               error->message);
+
+      fail_closed (policy, conf, line_of_key (lines, first, last, key), what, buf, buf_size);
+      return FALSE;
+    }
+  if (has_mode && vgicd_mode_stricter (m, policy->mode) != policy->mode)
+    {
+      policy->mode = vgicd_mode_stricter (m, policy->mode);
+      g_snprintf (buf, buf_size, "%s [%s]", conf, group);
+      policy->source = buf;
+    }
+  *found |= has_mode || has_record;
+  return TRUE;
+}
+
+/* static_policy() - apply /etc/vgicd/vms.conf's groups for @uuid, else
+ * @name, to @policy (see the theory of operation above) */
+static gboolean
+static_policy (const char *vms_conf, const char *uuid, const char *name,
+               VgicdVmPolicy *policy, char *buf, gsize buf_size, GError **error)
+{
+  g_autofree char *data = NULL;
+  g_auto (GStrv) lines = NULL;
+  GError *local = NULL;
+  guint n;
+
+  if (!g_file_get_contents (vms_conf, &data, NULL, &local))
+    {
+      if (g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        {
+          g_clear_error (&local);
+          return TRUE;
+        }
+      g_set_error (error, local->domain, local->code, "cannot read %s: %s", vms_conf,
+                   local->message);
+      g_error_free (local);
+      return FALSE;
+    }
+  lines = g_strsplit (data, "\n", -1);
+  n = g_strv_length (lines);
+
+  /* A line no group owns: fails closed for every VM. */
+  for (guint i = 0, in_group = FALSE; i < n; i++)
+    {
+      const char *l = lines[i] + strspn (lines[i], " \t\r");
+      g_autofree char *group = NULL;
+
+      if (*l == '[' && !(group = group_header (lines[i])))
+        {
+          g_autofree char *what = g_strdup_printf ("group header \"%s\" does not parse",
+                                                   g_strstrip (lines[i]));
+
+          fail_closed (policy, vms_conf, i + 1, what, buf, buf_size);
+          return TRUE;
+        }
+      in_group |= group != NULL;
+      if (!in_group && *l && *l != '#')
+        {
+          g_autofree char *key = key_of (l);
+          g_autofree char *what = g_strdup_printf ("key \"%s\" outside any group", key);
+
+          fail_closed (policy, vms_conf, i + 1, what, buf, buf_size);
+          return TRUE;
+        }
+    }
+
+  /* By UUID, then by name: the first that has groups for the VM decides. */
+  for (int by = 0; by < 2; by++)
+    {
+      const char *key = by ? name : uuid;
+      g_autofree char *want = NULL;
+      gboolean found = FALSE;
+
+      if (!key || !*key)
+        continue;
+      want = g_strdup_printf ("%s %s", by ? "name" : "uuid", key);
+      for (guint i = 0; i < n; i++)
+        {
+          g_autofree char *group = group_header (lines[i]);
+          guint end = i + 1;
+
+          if (!group || !g_str_equal (group, want))
+            continue;
+          while (end < n && lines[end][strspn (lines[end], " \t\r")] != '[')
+            end++;
+          if (!apply_group (lines, i, end, vms_conf, group, policy, &found, buf, buf_size))
+            return TRUE;
+        }
+      if (found)
+        break;
+    }
+  return TRUE;
+}
+
 gboolean
 vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
                   gboolean host_record, const char *uuid, const char *name, VgicdVmPolicy *policy,
                   char *buf, gsize buf_size, GError **error)
 {
   g_autoptr (GKeyFile) runtime = g_key_file_new ();
-  g_autoptr (GKeyFile) file = g_key_file_new ();
   GError *local = NULL;
-  VgicdMode m;
-  gboolean found;
 
   policy->mode = host;
   policy->source = "host";
@@ -90,43 +289,9 @@ vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
     }
 
   /* The host's static policy, by UUID, then by name. */
-  if (!vms_conf || !g_key_file_load_from_file (file, vms_conf, G_KEY_FILE_NONE, &local))
-    {
-      if (!local || g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-        {
-          g_clear_error (&local);
-          return TRUE;
-        }
-      g_set_error (error, local->domain, local->code, "cannot read %s: %s", vms_conf,
-                   local->message);
-      g_error_free (local);
-      return FALSE;
-    }
-  for (int by = 0; by < 2; by++)
-    {
-      const char *key = by ? name : uuid;
-      g_autofree char *group = NULL;
-      gboolean has_record = FALSE;
-
-      if (!key || !*key)
-        continue;
-      group = g_strdup_printf ("%s %s", by ? "name" : "uuid", key);
-
-      if (!vgicd_config_read_mode (file, vms_conf, group, &m, &found, error) ||
-          !vgicd_config_read_bool (file, vms_conf, group, "Record", &policy->record,
-                                   &has_record, error))
-        return FALSE;
-      if (found && vgicd_mode_stricter (m, policy->mode) != policy->mode)
-        {
-          policy->mode = vgicd_mode_stricter (m, policy->mode);
-          g_snprintf (buf, buf_size, "%s [%s]", vms_conf, group);
-          policy->source = buf;
-        }
-      found |= has_record;
-      if (found)
-        break;
-    }
-  return TRUE;
+  if (!vms_conf)
+    return TRUE;
+  return static_policy (vms_conf, uuid, name, policy, buf, buf_size, error);
 }
 
 gboolean

@@ -65,9 +65,12 @@ typedef struct {
  * @policy: (out): the result; @source points to a static string or into
  *	@buf; @record is the VM's group's Record= if it has one, else @host_record
  * @buf: room for @source
- * @error: set when a file that exists cannot be read or holds a bad value
- *	(the caller logs it and applies the host's mode: a broken policy file
- *	must not stop a migration)
+ * @error: set when a file that exists cannot be read at all (the caller
+ *	logs it and applies the host's mode: a broken policy file must not stop
+ *	a migration).  A vms.conf group that does not parse or holds a bad
+ *	value is not an error: it is logged (file, line, key), counted, and
+ *	its VM gets mode off; a line outside any readable group makes every
+ *	VM off (the policy fails closed, never open).
  */
 gboolean vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
                            gboolean host_record,
@@ -80,6 +83,9 @@ gboolean vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode 
  */
 gboolean vgicd_vms_write (const char *vms_dir, const char *uuid, const char *name,
                           VgicdVmChoice choice, GError **error);
+
+/* vgicd_vms_broken_total() - vms.conf lines that made a VM fail closed, since start */
+guint vgicd_vms_broken_total (void);
 
 /* vgicd_vms_uuid_ok() - a UUID safe to name a file by (hex digits and dashes) */
 gboolean vgicd_vms_uuid_ok (const char *uuid);

@@ -161,7 +161,8 @@ arg_unwelcome (xmlDoc *doc, char **why)
       *why = g_strdup ("the domain names no <emulator>");
       return TRUE;
     }
-  return !vgicd_emulator_has_vgicd (emulator, g_getenv ("VGICD_EMULATOR_CACHE"), why);
+  return !vgicd_emulator_has_vgicd (emulator, g_getenv ("VGICD_EMULATOR_CACHE"),
+                                    g_getenv ("VGICD_QEMU_CONF"), why);
 }
 
 static int

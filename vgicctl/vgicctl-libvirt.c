@@ -278,7 +278,7 @@ report (const Request *r, const Domain *d, gboolean active, gboolean arg_removed
     return;
   emulator = vgicd_domxml_text (d->doc, "devices/emulator");
   if (!vgicd_emulator_has_vgicd (emulator ? emulator : "/usr/bin/qemu-system-aarch64",
-                                 NULL, &why))
+                                 NULL, NULL, &why))
     fprintf (stderr, "vgicctl: %s: warning: this host's QEMU cannot use "
              "vgicd: %s; the domain runs without vgicd here until QEMU "
              "is updated\n", r->what, why);

@@ -148,8 +148,8 @@ INITRAMFS_LIBPATH="$QEMU_OUT:$STOCK_ROOT/usr/lib/aarch64-linux-gnu:$STOCK_ROOT/u
 stage=$NESTED_OUT/rootfs-l1
 initramfs_init "$stage"
 initramfs_busybox "$stage" "$NESTED_CACHE/busybox/bin/busybox"
-initramfs_elf "$stage" "$STOCK_ROOT/usr/bin/qemu-system-aarch64" /usr/bin/qemu-stock
-initramfs_elf "$stage" "$QEMU_OUT/qemu-system-aarch64" /usr/bin/qemu-patched
+initramfs_elf "$stage" "$STOCK_ROOT/usr/bin/qemu-system-aarch64" /usr/bin/qemu-system-stock
+initramfs_elf "$stage" "$QEMU_OUT/qemu-system-aarch64" /usr/bin/qemu-system-patched
 initramfs_elf "$stage" "$VGICD_BIN" /usr/sbin/vgicd
 initramfs_elf "$stage" "$HOOK_BIN" /usr/sbin/vgicd-qemu-hook
 initramfs_file "$stage" "$NESTED_OUT/qmp" /usr/bin/qmp 0755

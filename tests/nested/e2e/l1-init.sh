@@ -3,7 +3,7 @@
 # /init of the QEMU end-to-end tier's L1 machine (run-qemu-e2e.sh): an arm64
 # host with KVM, a real vgicd (--no-system-bus, Mode=auto, AllowUsers=root)
 # on the well-known socket, the patched qemu-system-aarch64
-# (/usr/bin/qemu-patched), Debian stable's stock one (/usr/bin/qemu-stock)
+# (/usr/bin/qemu-system-patched), Debian stable's stock one (/usr/bin/qemu-system-stock)
 # and libvirt's qemu hook (/usr/sbin/vgicd-qemu-hook).  No QEMU gets a
 # vgicd argument: the patched one uses the host's vgicd by default, and the
 # stock one gets the same command line, as the hook and vgicctl now leave
@@ -46,8 +46,8 @@ done
 
 Q=/tmp/q			# QMP sockets, consoles, traces, streams
 mkdir -p $Q /run/vgicd /etc/vgicd /var/log
-PQ=/usr/bin/qemu-patched
-SQ=/usr/bin/qemu-stock
+PQ=/usr/bin/qemu-system-patched
+SQ=/usr/bin/qemu-system-stock
 # The patched QEMU's default address (qemu-patch/, -Dvgicd_address).
 SOCK=/run/vgicd/vgicd.sock
 FAILS=0
@@ -520,7 +520,11 @@ if [ "$B" != 0 ]; then
 	# patched one (the hook writes nothing), and a domain without it is
 	# never written.
 	say "(b) the hook against the stock and the patched QEMU"
-	export VGICD_EMULATOR_CACHE=$Q/emulators VGICD_VMS_DIR=$Q/vms
+	# The hook asks only QEMUs on its allow-list (/usr/bin/qemu-system-*,
+	# hence the two names), as QEMU's user from libvirt's qemu.conf: here,
+	# as this L1's QEMUs run, root (numeric: the initramfs has no passwd).
+	printf 'user = "+0"\ngroup = "+0"\n' > $Q/qemu.conf
+	export VGICD_EMULATOR_CACHE=$Q/emulators VGICD_VMS_DIR=$Q/vms VGICD_QEMU_CONF=$Q/qemu.conf
 	for emu in $SQ $PQ; do
 		for arg in with without; do
 			x=$Q/dom-$arg.xml
@@ -554,13 +558,13 @@ if [ "$B" != 0 ]; then
 		done
 	done
 	c=$Q/emulators/emulators.conf
-	if grep -q '^\[/usr/bin/qemu-stock\]' $c && grep -q '^\[/usr/bin/qemu-patched\]' $c &&
+	if grep -q "^\\[$SQ\\]" $c && grep -q "^\\[$PQ\\]" $c &&
 		[ "$(grep -c '^Vgicd=true' $c)" = 1 ] && [ "$(grep -c '^Vgicd=false' $c)" = 1 ]; then
 		check "b.hook.answers-cached" PASS "one answer per QEMU: $(grep '^Vgicd=' $c | tr '\n' ' ')"
 	else
 		check "b.hook.answers-cached" FAIL "$(cat $c 2>&1)"
 	fi
-	unset VGICD_EMULATOR_CACHE VGICD_VMS_DIR
+	unset VGICD_EMULATOR_CACHE VGICD_VMS_DIR VGICD_QEMU_CONF
 fi
 
 # ---------------------------------------------------------------------------

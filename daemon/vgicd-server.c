@@ -127,6 +127,7 @@ typedef enum {
   DOOR_LOG_TIMEOUT,	/* first byte or handshake not in time */
   DOOR_LOG_UNATTACHED,	/* no Attach within AttachTimeout= */
   DOOR_LOG_ACCEPT,	/* accept() failed */
+  DOOR_LOG_LIMIT,	/* an attach over a limit (over_limit()) */
   DOOR_LOG_KINDS
 } DoorLogKind;
 
@@ -413,6 +414,35 @@ session_room (VgicdServer *server, uid_t uid, pid_t pid, GError **error)
   return FALSE;
 }
 
+/* The door's log lines other than step 1's: at most one of each kind
+ * every REFUSAL_LOG_US on the host, saying how many were not logged, so
+ * that a peer that reconnects in a loop cannot flood the journal (the
+ * counters have them all). */
+static void G_GNUC_PRINTF (4, 5)
+door_log (VgicdServer *server, DoorLogKind kind, GLogLevelFlags level, const char *format, ...)
+{
+  DoorLog *l = &server->logs[kind];
+  gint64 now = g_get_monotonic_time ();
+  g_autofree char *msg = NULL;
+  va_list args;
+
+  if (l->logged_us && now - l->logged_us < REFUSAL_LOG_US)
+    {
+      l->unlogged++;
+      return;
+    }
+  va_start (args, format);
+  msg = g_strdup_vprintf (format, args);
+  va_end (args);
+  if (l->unlogged)
+    g_log_structured (G_LOG_DOMAIN, level, "MESSAGE", "%s (and %u more like it since the "
+                      "last such line, not logged)", msg, l->unlogged);
+  else
+    g_log_structured (G_LOG_DOMAIN, level, "MESSAGE", "%s", msg);
+  l->logged_us = now;
+  l->unlogged = 0;
+}
+
 /* An attach over one of the host's limits (@error says which): counted,
  * logged, and answered org.vgicd.Error.Limit, which libvgicd reports as
  * denied (QEMU uses its own path). */
@@ -421,8 +451,10 @@ over_limit (Peer *p, GDBusMethodInvocation *inv, const GError *error)
 {
   p->server->daemon->totals.refused++;
   vgicd_daemon_changed (p->server->daemon);
-  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
-                    "MESSAGE", "refused an attach (pid %d): %s", (int) p->pid, error->message);
+  /* A process over its share that attaches again in a loop would
+   * otherwise write a line each time: the count has them all. */
+  door_log (p->server, DOOR_LOG_LIMIT, G_LOG_LEVEL_WARNING, "refused an attach (pid %d): %s",
+            (int) p->pid, error->message);
   g_dbus_method_invocation_return_dbus_error (inv, VGICD_DBUS_ERROR_LIMIT, error->message);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
@@ -577,34 +609,6 @@ pending_drop (Pending *p)
   pending_free (p);
 }
 
-/* The door's log lines other than step 1's: at most one of each kind
- * every REFUSAL_LOG_US on the host, saying how many were not logged, so
- * that a peer that reconnects in a loop cannot flood the journal (the
- * counters have them all). */
-static void G_GNUC_PRINTF (4, 5)
-door_log (VgicdServer *server, DoorLogKind kind, GLogLevelFlags level, const char *format, ...)
-{
-  DoorLog *l = &server->logs[kind];
-  gint64 now = g_get_monotonic_time ();
-  g_autofree char *msg = NULL;
-  va_list args;
-
-  if (l->logged_us && now - l->logged_us < REFUSAL_LOG_US)
-    {
-      l->unlogged++;
-      return;
-    }
-  va_start (args, format);
-  msg = g_strdup_vprintf (format, args);
-  va_end (args);
-  if (l->unlogged)
-    g_log_structured (G_LOG_DOMAIN, level, "MESSAGE", "%s (and %u more like it since the "
-                      "last such line, not logged)", msg, l->unlogged);
-  else
-    g_log_structured (G_LOG_DOMAIN, level, "MESSAGE", "%s", msg);
-  l->logged_us = now;
-  l->unlogged = 0;
-}
 
 /* The door closes an admitted peer: it stays in the list, and counted,
  * until GDBus has closed it ("closed", on_closed()). */

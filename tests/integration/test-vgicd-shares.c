@@ -454,6 +454,42 @@ test_session_shares (void)
     }
 }
 
+/* A process over its share that attaches again and again: every refusal
+ * is counted, but the log gets a line every 10 s at most (with how many
+ * it did not log), not one each: a QEMU retrying in a loop must not flood
+ * the journal. */
+static void
+test_refusals_logged_sparingly (void)
+{
+  g_autoptr (VgicdHarness) h = start ("MaxSessionsPerProcess=1\n");
+  g_autoptr (VgicSim) sim = make_sim (&shapes[0], TRUE);
+  g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, shapes[0].vcpus);
+  g_autoptr (VgicdClient) mine = honest (h, sim, &shapes[0], "mine", NULL);
+  const gint64 t0 = g_get_monotonic_time ();
+  g_autofree char *log = NULL;
+  guint lines = 0;
+  double seconds;
+
+  for (guint i = 0; i < 30; i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (VgicdClient) c = vgicd_test_connect (h, &error);
+
+      g_assert_no_error (error);
+      g_assert_false (vgicd_client_attach (c, vgic_sim_get_fd (sim), "again", NULL,
+                                           shapes[0].irqs, shapes[0].vcpus, mpidrs, &error));
+      g_assert_nonnull (strstr (error->message, "MaxSessionsPerProcess=1"));
+    }
+  seconds = (g_get_monotonic_time () - t0) / 1e6;
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), >=, 30);
+  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  for (const char *p = log; (p = strstr (p, "refused an attach")); p++)
+    lines++;
+  g_test_message ("30 refusals in %.1f s: %u log lines", seconds, lines);
+  g_assert_cmpuint (lines, >=, 1);
+  g_assert_cmpuint (lines, <=, 1 + (guint) (seconds / 10) + 1);
+}
+
 /* GetHistory's entries, as dictionaries. */
 static GPtrArray *
 history (VgicdHarness *h, const char *vm)
@@ -687,6 +723,7 @@ main (int argc, char **argv)
     return attacker_main (argc, argv);
   vgicd_test_init (&argc, &argv);
   g_test_add_func ("/vgicd/shares/sessions", test_session_shares);
+  g_test_add_func ("/vgicd/shares/refusals-logged-sparingly", test_refusals_logged_sparingly);
   g_test_add_func ("/vgicd/shares/forged-figures", test_forged_figures);
   g_test_add_func ("/vgicd/shares/history-claimed-uuid", test_history_claimed_uuid);
   g_test_add_func ("/vgicd/shares/history-flood", test_history_flood);

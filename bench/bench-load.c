@@ -1123,9 +1123,10 @@ static void
 caller_answered (GObject *source, GAsyncResult *result, gpointer data)
 {
   Caller *k = data;
-  g_autoptr (GVariant) reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result,
-                                                              NULL);
+  GVariant *reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, NULL);
 
+  /* The answer (or refusal) itself does not matter: the next call does. */
+  g_clear_pointer (&reply, g_variant_unref);
   if (!g_dbus_connection_is_closed (k->c))
     caller_call (k);
 }

@@ -97,7 +97,7 @@ static const VgicdConfigKey config_keys[] = {
    * attached), on the host and per process (SO_PEERCRED): a QEMU needs
    * one a VM, two while it attaches again; the host, MaxSessions= and
    * room for the door. */
-  NUMBER ("MaxConnections", "1536", 16, 65536, "number", max_connections,
+  NUMBER ("MaxConnections", "1280", 16, 65536, "number", max_connections,
           "connections to vgicd's socket, on the host"),
   NUMBER ("MaxConnectionsPerProcess", "32", 1, 65536, "number", max_connections_per_process,
           "connections to vgicd's socket, per process"),

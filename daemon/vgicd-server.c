@@ -27,7 +27,7 @@
  *      MaxConnectionsPerProcess= in all (32; a QEMU needs one a VM, two
  *      while it attaches again), and a newcomer over those is closed and
  *      counted; on the host, MaxHandshakes= in their handshake (128),
- *      MaxConnections= in all (1536), and the connections not attached
+ *      MaxConnections= in all (1280), and the connections not attached
  *      within the door's share of the descriptors (step 4).  A full host
  *      does not refuse the newcomer: the process holding the most
  *      connections not attached loses its oldest (shed: counted in

@@ -124,7 +124,7 @@ vgicd_metrics_text (VgicdDaemon *d)
     { "vgicd_record_bytes_saved_total", "State record bytes produced.", t->bytes_saved },
     { "vgicd_record_bytes_loaded_total", "State record bytes accepted.", t->bytes_loaded },
     { "vgicd_refused_total", "Peers refused (not on AllowUsers, or over a bound).", t->refused },
-    { "vgicd_peers_closed_total", "Admitted peers closed for what they sent.",
+    { "vgicd_peers_closed_total", "Admitted peers closed for what they sent or for not attaching in time.",
       (guint64) g_atomic_int_get (&d->peers_closed) },
   };
 

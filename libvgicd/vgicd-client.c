@@ -99,8 +99,9 @@ vgicd_client_connect (const char *address, int timeout_ms, GError **error)
           g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DENIED,
                        "vgicd at %s closed the connection before the D-Bus handshake: "
                        "this process's user (uid %u) may not use vgicd on this host, or "
-                       "too many connections are in their handshake; vgicd's log says "
-                       "which (%s)", address, (guint) getuid (), local->message);
+                       "the host's or this process's connections are at vgicd's bounds; "
+                       "vgicd's log says which (%s)", address, (guint) getuid (),
+                       local->message);
           return NULL;
         }
       g_set_error (error, VGICD_CLIENT_ERROR,

@@ -491,56 +491,6 @@ test_refusals_logged_sparingly (void)
   g_assert_cmpuint (lines, <=, 1 + (guint) (seconds / 10) + 1);
 }
 
-/* GetHistory's entries, as dictionaries. */
-static GPtrArray *
-history (VgicdHarness *h, const char *vm)
-{
-  g_autoptr (GVariant) reply = vgicd_harness_manager_call (h, "GetHistory",
-                                                           g_variant_new ("(su)", vm, 0),
-                                                           "(aa{sv})");
-  g_autoptr (GVariant) list = g_variant_get_child_value (reply, 0);
-  GPtrArray *out = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_dict_unref);
-
-  for (gsize i = 0; i < g_variant_n_children (list); i++)
-    {
-      g_autoptr (GVariant) e = g_variant_get_child_value (list, i);
-
-      g_ptr_array_add (out, g_variant_dict_new (e));
-    }
-  return out;
-}
-
-static const char *
-hstr (GPtrArray *a, guint i, const char *key)
-{
-  const char *s = NULL;
-
-  g_assert_true (g_variant_dict_lookup (g_ptr_array_index (a, i), key, "&s", &s));
-  return s;
-}
-
-static guint64
-hnum (GPtrArray *a, guint i, const char *key)
-{
-  g_autoptr (GVariant) v = g_variant_dict_lookup_value (g_ptr_array_index (a, i), key, NULL);
-
-  g_assert_nonnull (v);
-  if (g_variant_is_of_type (v, G_VARIANT_TYPE_BOOLEAN))
-    return g_variant_get_boolean (v);
-  if (g_variant_is_of_type (v, G_VARIANT_TYPE_INT64))
-    return (guint64) g_variant_get_int64 (v);
-  return g_variant_is_of_type (v, G_VARIANT_TYPE_UINT32) ? g_variant_get_uint32 (v)
-                                                         : g_variant_get_uint64 (v);
-}
-
-static void
-wait_sessions (VgicdHarness *h, guint64 n)
-{
-  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 10 && vgicd_harness_stat (h, "sessions") != n; i++)
-    g_usleep (10 * 1000);
-  g_assert_cmpuint (vgicd_harness_stat (h, "sessions"), ==, n);
-}
-
 /* N7: a peer saves one register per ioctl and reports that its ioctls
  * took 5 s, then 2^64-1 ns.  The honest VM's next batched save is given
  * an estimate within what vgicd's own clock allows (under the plausible
@@ -570,7 +520,7 @@ test_forged_figures (void)
       g_assert_nonnull (strstr (a->said, "save done"));
       g_assert_true (vgicd_client_save (c, &record, &error));
       g_assert_no_error (error);
-      mine = history (h, uuid);
+      mine = history (h, uuid, 0);
       last = mine->len - 1;
       g_assert_cmpstr (hstr (mine, last, "path"), ==, "batch");
       g_assert_true (hnum (mine, last, "single-estimated"));
@@ -605,7 +555,7 @@ test_history_claimed_uuid (void)
   vgicd_client_free (c);
   wait_sessions (h, 0);
   a = attacker_start (h, "claim", uuid, "0", NULL);
-  by_uuid = history (h, uuid);
+  by_uuid = history (h, uuid, 0);
   for (guint i = 0; i < by_uuid->len; i++)
     {
       g_test_message ("%s: %s", uuid, hstr (by_uuid, i, "vm"));
@@ -614,7 +564,7 @@ test_history_claimed_uuid (void)
   /* Not renamed. */
   g_assert_cmpuint (named, ==, 1);
   /* Nothing added under its name, and each entry says whose it is. */
-  by_name = history (h, "honest-vm");
+  by_name = history (h, "honest-vm", 0);
   g_assert_cmpuint (by_name->len, ==, 1);
   g_assert_cmpuint (hnum (by_name, 0, "pid"), ==, (guint64) getpid ());
   for (guint i = 0; i < by_uuid->len; i++)
@@ -639,10 +589,10 @@ test_history_flood (void)
 
   vgicd_client_free (c);
   a = attacker_start (h, "claim", "0f3c1a2e-0000-4000-8000-00000000f1ff", "40", NULL);
-  mine = history (h, uuid);
+  mine = history (h, uuid, 0);
   g_assert_cmpuint (mine->len, ==, 1);
   g_assert_cmpstr (hstr (mine, 0, "vm"), ==, "honest-vm");
-  all = history (h, "");
+  all = history (h, "", 0);
   for (guint i = 0; i < all->len; i++)
     theirs += !g_str_equal (hstr (all, i, "vm"), "honest-vm");
   g_test_message ("the flood's entries kept: %u", theirs);

@@ -263,3 +263,52 @@ old_peer_run (OldPeer *p, VgicSim *sim, const char *method, GVariant *args, guin
       g_variant_unref (reply);
     }
 }
+
+GPtrArray *
+history (VgicdHarness *h, const char *vm, guint limit)
+{
+  g_autoptr (GVariant) reply = vgicd_harness_manager_call (h, "GetHistory",
+                                                           g_variant_new ("(su)", vm, limit),
+                                                           "(aa{sv})");
+  g_autoptr (GVariant) list = g_variant_get_child_value (reply, 0);
+  GPtrArray *out = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_dict_unref);
+
+  for (gsize i = 0; i < g_variant_n_children (list); i++)
+    {
+      g_autoptr (GVariant) e = g_variant_get_child_value (list, i);
+
+      g_ptr_array_add (out, g_variant_dict_new (e));
+    }
+  return out;
+}
+
+const char *
+hstr (GPtrArray *a, guint i, const char *key)
+{
+  const char *s = NULL;
+
+  g_assert_true (g_variant_dict_lookup (g_ptr_array_index (a, i), key, "&s", &s));
+  return s;
+}
+
+guint64
+hnum (GPtrArray *a, guint i, const char *key)
+{
+  g_autoptr (GVariant) v = g_variant_dict_lookup_value (g_ptr_array_index (a, i), key, NULL);
+
+  g_assert_nonnull (v);
+  if (g_variant_is_of_type (v, G_VARIANT_TYPE_BOOLEAN))
+    return g_variant_get_boolean (v);
+  if (g_variant_is_of_type (v, G_VARIANT_TYPE_INT64))
+    return (guint64) g_variant_get_int64 (v);
+  return g_variant_is_of_type (v, G_VARIANT_TYPE_UINT32) ? g_variant_get_uint32 (v)
+                                                         : g_variant_get_uint64 (v);
+}
+
+void
+wait_sessions (VgicdHarness *h, guint64 n)
+{
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 10 && vgicd_harness_stat (h, "sessions") != n; i++)
+    g_usleep (10 * 1000);
+  g_assert_cmpuint (vgicd_harness_stat (h, "sessions"), ==, n);
+}

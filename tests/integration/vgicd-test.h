@@ -73,6 +73,16 @@ VgicdClient *attach_uuid (VgicdHarness *h, VgicSim *sim, const Shape *s, const c
                           const char *uuid);
 VgicdClient *attach (VgicdHarness *h, VgicSim *sim, const Shape *s, const char *name);
 
+/* history() - GetHistory (@vm, @limit) of @h's vgicd, as a list of
+ * GVariantDicts; hstr(), hnum() - the @key of its entry @i (a number of
+ * any of its types; the test fails when the key is missing) */
+GPtrArray *history (VgicdHarness *h, const char *vm, guint limit);
+const char *hstr (GPtrArray *a, guint i, const char *key);
+guint64 hnum (GPtrArray *a, guint i, const char *key);
+/* wait_sessions() - until @h's vgicd has @n sessions (GetStats), within
+ * VGICD_TEST_PATIENCE_MS; fails the test otherwise */
+void wait_sessions (VgicdHarness *h, guint64 n);
+
 /* What a save for vgicd's record can see of @sim, every SPI's route
  * included, as a record (one-by-one reads, bypassing vgicd);
  * visible_state_n() also gives the number of reads that save makes. */

@@ -36,17 +36,8 @@ export VGICD_QEMU_CONF=$T/qemu.conf
 printf '# as libvirt reads it\nuser = "%s"\n' "$QUSER" > "$VGICD_QEMU_CONF"
 export SECRET_IN_HOOK_ENV=leaks
 
-N=0
-FAILS=0
-ok() { N=$((N + 1)); echo "ok $N - $1"; }
-not_ok() {
-	N=$((N + 1)); FAILS=$((FAILS + 1)); echo "not ok $N - $1"
-	shift
-	for l in "$@"; do echo "# $l"; done
-	[ -s "$T/err" ] && sed 's/^/#   stderr: /' "$T/err"
-	return 0
-}
-check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d" "failed: $*"; fi; }
+# shellcheck source=tests/libvirt/tap.sh
+. "$(dirname "$0")/tap.sh"
 
 # fixture EMULATOR - the domain with the old argument, naming EMULATOR
 fixture() {
@@ -122,5 +113,4 @@ check "swap: the binary that answered is the one opened (inode $OLD_INO)" \
 check "swap: the remembered stamp is the opened file's" \
 	grep -q "^Stamp=[0-9]*:$OLD_INO:" "$VGICD_EMULATOR_CACHE/emulators.conf"
 
-echo "1..$N"
-[ "$FAILS" = 0 ]
+tap_end

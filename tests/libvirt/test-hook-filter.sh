@@ -39,21 +39,8 @@ for f in "$FIXTURES"/*.xml; do
 	sed 's|<emulator>[^<]*</emulator>|<emulator>/bin/false</emulator>|' "$f" > "$FIX/$(basename "$f")"
 done
 
-N=0
-FAILS=0
-ok() { N=$((N + 1)); echo "ok $N - $1"; }
-not_ok() {
-	N=$((N + 1)); FAILS=$((FAILS + 1)); echo "not ok $N - $1"
-	shift
-	for l in "$@"; do echo "# $l"; done
-	[ -s "$T/err" ] && sed 's/^/#   stderr: /' "$T/err"
-	return 0
-}
-check() { # check DESCRIPTION COMMAND...
-	local d=$1
-	shift
-	if "$@"; then ok "$d"; else not_ok "$d" "failed: $*"; fi
-}
+# shellcheck source=tests/libvirt/tap.sh
+. "$(dirname "$0")/tap.sh"
 
 VALIDATE=$(command -v virt-xml-validate || true)
 [ -f /usr/share/libvirt/schemas/domain.rng ] || VALIDATE=
@@ -260,5 +247,4 @@ check "a broken configuration warns and falls back to the default socket" \
 	grep -q "assuming the socket is /run/vgicd/vgicd.sock" "$T/err"
 vgicd_down
 
-echo "1..$N"
-[ "$FAILS" = 0 ]
+tap_end

@@ -526,6 +526,31 @@ external_auth (gboolean fds)
   return g_string_free (auth, FALSE);
 }
 
+/* Send @len bytes of @data on @fd with @n_fds descriptors @fds; the bytes
+ * sent, or -1 with errno. */
+static ssize_t
+send_with_fds (int fd, const void *data, gsize len, const int *fds, guint n_fds, int flags)
+{
+  union { struct cmsghdr h; char space[CMSG_SPACE (SCM_MAX * sizeof (int))]; } control;
+  struct iovec iov = { (void *) data, len };
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+  if (n_fds)
+    {
+      struct cmsghdr *cm;
+
+      memset (&control, 0, sizeof control);
+      msg.msg_control = control.space;
+      msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
+      cm = CMSG_FIRSTHDR (&msg);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
+      memcpy (CMSG_DATA (cm), fds, n_fds * sizeof (int));
+    }
+  return sendmsg (fd, &msg, flags | MSG_NOSIGNAL);
+}
+
 /* The D-Bus handshake by hand (@auth), then the call @blob again and
  * again, each with @n_fds descriptors @fds (none if 0), never reading;
  * again whenever vgicd closes the connection.  System calls only, so that
@@ -534,7 +559,6 @@ static G_NORETURN void
 flood (const char *path, const char *auth, const guint8 *blob, gsize len, const int *fds,
        guint n_fds, guint *done)
 {
-  union { struct cmsghdr h; char space[CMSG_SPACE (64 * sizeof (int))]; } control;
   char buf[256];
 
   g_assert (n_fds <= 64);
@@ -552,22 +576,7 @@ flood (const char *path, const char *auth, const guint8 *blob, gsize len, const 
         }
       for (;;)
         {
-          struct iovec iov = { (void *) blob, len };
-          struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-          if (n_fds)
-            {
-              struct cmsghdr *cm;
-
-              msg.msg_control = control.space;
-              msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
-              cm = CMSG_FIRSTHDR (&msg);
-              cm->cmsg_level = SOL_SOCKET;
-              cm->cmsg_type = SCM_RIGHTS;
-              cm->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
-              memcpy (CMSG_DATA (cm), fds, n_fds * sizeof (int));
-            }
-          if (sendmsg (fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
+          if (send_with_fds (fd, blob, len, fds, n_fds, MSG_DONTWAIT) >= 0)
             (*done)++;
           else if (errno == EAGAIN)
             usleep (1000);
@@ -967,31 +976,6 @@ declared_message (guint32 declared, gsize *len)
   memcpy (blob + *len - 5, &array_len, 4);
   *len -= 1;		/* the body's one byte: the stream brings the rest */
   return blob;
-}
-
-/* Send @len bytes of @data on @fd with @n_fds descriptors @fds; the bytes
- * sent, or -1 with errno. */
-static ssize_t
-send_with_fds (int fd, const void *data, gsize len, const int *fds, guint n_fds, int flags)
-{
-  union { struct cmsghdr h; char space[CMSG_SPACE (SCM_MAX * sizeof (int))]; } control;
-  struct iovec iov = { (void *) data, len };
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-  if (n_fds)
-    {
-      struct cmsghdr *cm;
-
-      memset (&control, 0, sizeof control);
-      msg.msg_control = control.space;
-      msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
-      cm = CMSG_FIRSTHDR (&msg);
-      cm->cmsg_level = SOL_SOCKET;
-      cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
-      memcpy (CMSG_DATA (cm), fds, n_fds * sizeof (int));
-    }
-  return sendmsg (fd, &msg, flags | MSG_NOSIGNAL);
 }
 
 /* FD_PARTS (N1b): one connection (fd passing agreed) sends a message of

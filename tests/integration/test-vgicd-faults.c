@@ -181,7 +181,7 @@ campaign_check (VgicdHarness *h, guint fds0, VgicdClient *bystander, GBytes *bys
   g_autoptr (GError) error = NULL;
 
   g_assert_cmpint (kill (h->vgicd_pid, 0), ==, 0);
-  g_assert_cmpuint (vgicd_harness_stat (h, "sessions"), ==, 3);
+  wait_sessions (h, 3);	/* a closed peer's detach reaches vgicd in its own time */
   g_assert_cmpuint (vgicd_harness_open_fds (h), <=, fds0);
   g_assert_true (vgicd_client_save (bystander, &again, &error));
   g_assert_no_error (error);
@@ -338,7 +338,7 @@ test_fault_campaign (void)
     assert_untouched (dst, before);
     faults++;
   }
-  g_assert_cmpuint (vgicd_harness_stat (h, "sessions"), ==, 3);
+  wait_sessions (h, 3);	/* a closed peer's detach reaches vgicd in its own time */
   g_test_message ("%u faults, vgicd up, 3 sessions, %u descriptors (%u before)", faults,
                   vgicd_harness_open_fds (h), fds0);
 }

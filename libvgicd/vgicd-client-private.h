@@ -25,6 +25,12 @@
 
 struct _VgicdClient {
   GDBusConnection *connection;
+  /* The context the connection was made in: GDBus sends it the
+   * connection's last events (its "closed" signal holds a reference to
+   * the connection, which holds one to the context), so it is drained at
+   * free, or each client would leave both behind, and the context's
+   * eventfd with them. */
+  GMainContext *ctx;
   char *address;
   int timeout_ms;
   gboolean timeout_chosen;	/* the caller named it: the host's does not apply */

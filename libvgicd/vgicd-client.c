@@ -112,6 +112,7 @@ vgicd_client_connect (const char *address, int timeout_ms, GError **error)
     }
   c = g_new0 (VgicdClient, 1);
   c->connection = conn;
+  c->ctx = g_main_context_ref (ctx);
   c->address = g_strdup (address);
   c->timeout_ms = timeout_ms;
   c->timeout_chosen = chosen;
@@ -521,6 +522,13 @@ vgicd_client_free (VgicdClient *c)
     {
       g_dbus_connection_close_sync (c->connection, NULL, NULL);
       g_object_unref (c->connection);
+    }
+  if (c->ctx)
+    {
+      /* The connection's last sources, and with them the connection. */
+      while (g_main_context_iteration (c->ctx, FALSE))
+        ;
+      g_main_context_unref (c->ctx);
     }
   g_free (c->session_path);
   g_free (c->kernel_batch_probe);

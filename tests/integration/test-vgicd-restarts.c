@@ -382,6 +382,44 @@ test_sighup_reload (void)
   g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED);
 }
 
+/* This process's open descriptors. */
+static guint
+own_fds (void)
+{
+  g_autoptr (GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  guint n = 0;
+
+  g_assert_nonnull (dir);
+  while (g_dir_read_name (dir))
+    n++;
+  return n;
+}
+
+/* A QEMU connects again after each restart of vgicd, and each VM of a
+ * process attaches once: what a client held goes with
+ * vgicd_client_free().  (Each connection once left its handshake's
+ * GMainContext behind, with its eventfd and the connection itself: a
+ * thousand cycles, a thousand descriptors.) */
+static void
+test_client_leaves_nothing (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[0];
+  g_autoptr (VgicSim) sim = make_sim (s, TRUE);
+  guint before;
+
+  /* The first cycles start what stays for the process's life (GDBus's
+   * worker thread and its context); the earlier tests' harnesses may
+   * still be closing a descriptor or two meanwhile, hence the margin,
+   * far below one a cycle. */
+  for (guint i = 0; i < 20; i++)
+    vgicd_client_free (attach (h, sim, s, "first"));
+  before = own_fds ();
+  for (guint i = 0; i < 200; i++)
+    vgicd_client_free (attach (h, sim, s, "cycle"));
+  g_assert_cmpuint (own_fds (), <=, before + 4);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -393,5 +431,6 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/killed-at-each-step", test_killed_at_each_step);
   g_test_add_func ("/vgicd/socket-activated", test_socket_activated);
   g_test_add_func ("/vgicd/sighup-reload", test_sighup_reload);
+  g_test_add_func ("/vgicd/client-leaves-nothing", test_client_leaves_nothing);
   return g_test_run ();
 }

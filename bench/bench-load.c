@@ -1183,6 +1183,24 @@ attack_sessions (const char *address, guint *done)
       }
 }
 
+/* In a forked attacker, before anything else: it dies with the bench, and
+ * it starts a session of its own, which the row's other attackers share.
+ * On a host the attackers never share vgicd's scheduling group: systemd
+ * puts vgicd in system.slice, the QEMUs in machine.slice and a local
+ * user's processes in user.slice, siblings of equal weight.  Here,
+ * without systemd, the kernel's autogroups (one per session) stand in for
+ * those slices: the attackers are one group, the honest QEMU (this
+ * process) another, and the harness starts vgicd and the bus each in a
+ * session of its own.  Without this, 40 churning QEMUs or a flooder and
+ * the bus it keeps busy weigh many times vgicd in one group, a contention
+ * no host gives them. */
+static void
+attacker_setup (void)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  setsid ();
+}
+
 /* Root's attacker becomes @user (the unprivileged local user of N2). */
 static void
 become (const char *user)
@@ -1277,27 +1295,40 @@ attack_start (Attacker *a)
       char *argv[] = { (char *) "bench-load", kind, address, path, count, n, m, bus, user, NULL };
       char self[64];
 
+      guint processes = a->how == DOOR ? DOOR_PROCESSES : a->how == CHURN ? CHURN_PROCESSES : 1;
+
       g_snprintf (self, sizeof self, "/proc/%d/exe", (int) getpid ());
-      for (guint i = 0;
-           i < (a->how == DOOR ? DOOR_PROCESSES : a->how == CHURN ? CHURN_PROCESSES : 1); i++)
+      /* The row's attackers share one session, led by a process that
+       * only waits for them (attacker_setup() says why). */
+      a->child[0] = fork ();
+      if (a->child[0] < 0)
+        die ("fork", NULL);
+      if (a->child[0] > 0)
+        return;
+      attacker_setup ();
+      for (guint i = 0; i < processes; i++)
         {
-          a->child[i] = fork ();
-          if (a->child[i] < 0)
-            die ("fork", NULL);
-          if (a->child[i] == 0)
+          pid_t pid = fork ();
+
+          if (pid < 0)
+            _exit (127);
+          if (pid == 0)
             {
               prctl (PR_SET_PDEATHSIG, SIGKILL);
               execv (self, argv);
               _exit (127);
             }
         }
-      return;
+      while (wait (NULL) > 0)
+        ;
+      _exit (0);
     }
   a->child[0] = fork ();
   if (a->child[0] < 0)
     die ("fork", NULL);
   if (a->child[0] == 0)
     {
+      attacker_setup ();
       if (a->how == SILENT)
         silent_child (a->h->socket_path, a->done);
       flood (a->h->socket_path, auth, blob, len, NULL, 0, a->done);
@@ -1573,7 +1604,7 @@ fill_history (VgicdHarness *h, guint vms)
             die ("fork", NULL);
           if (*slot == 0)
             {
-              prctl (PR_SET_PDEATHSIG, SIGKILL);
+              attacker_setup ();
               execv (self, argv);
               _exit (127);
             }
@@ -1756,11 +1787,15 @@ under_attack (VgicdHarness **hp, Attack how)
     }
   died = !vgicd_alive (h);
   g_atomic_int_set (&a.stop, 1);
+  /* The whole session (its leader's process group), then its members,
+   * which the leader's death hands to this process (a subreaper). */
   for (guint i = 0; i < G_N_ELEMENTS (a.child); i++)
     if (a.child[i] > 0)
       {
-        kill (a.child[i], SIGKILL);
+        kill (-a.child[i], SIGKILL);
         waitpid (a.child[i], NULL, 0);
+        while (waitpid (-a.child[i], NULL, 0) > 0)
+          ;
       }
   g_atomic_int_set (&smp.stop, 1);
   g_thread_join (st);
@@ -2010,6 +2045,8 @@ main (int argc, char **argv)
   opt_nofile = MAX (opt_nofile, 256);
   attack_names_init ();
   notes = g_string_new (NULL);
+  /* A row's attackers are reaped here when their session's leader dies. */
+  prctl (PR_SET_CHILD_SUBREAPER, 1);
   /* ClientTimeout= at its default: part 2's VMs saving all at once must
    * not fall back at the bound QEMUs get (issue 31).  It ran at 5000
    * until then, as what it measured was what they wait, not the bound. */

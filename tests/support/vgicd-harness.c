@@ -33,11 +33,15 @@ bus_config (const char *dir, const char *policy, GError **error)
 }
 
 /* Children die with the harness's process, even if it crashes, and keep
- * none of its output pipes open (a test runner waits for those). */
+ * none of its output pipes open (a test runner waits for those).  Each is
+ * a session of its own, as a service is a cgroup of its own under
+ * systemd: where the kernel schedules by autogroup, the processes a test
+ * or a benchmark starts beside vgicd do not share its group. */
 static void
 child_setup (gpointer data)
 {
   prctl (PR_SET_PDEATHSIG, SIGTERM);
+  setsid ();
 }
 
 /* A unix socket exists from bind() on, but refuses connections until

@@ -4,8 +4,8 @@
 # beside the steps in between.  Sourced (by common.sh).
 #
 #   bg_start NAME LOG CMD...   run CMD in the background at nice $BG_NICE
-#                              (default 10), outside the heavy-work lock,
-#                              output to LOG
+#                              (default 10; 0 for the critical path),
+#                              outside the heavy-work lock, output to LOG
 #   bg_wait NAME               wait for it; say how long it ran and how long
 #                              the caller waited (also as a line of the
 #                              step table); its exit status (the end of its

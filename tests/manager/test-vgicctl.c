@@ -901,7 +901,8 @@ test_rate_limit (Fixture *f, gconstpointer data)
   g_autoptr (GVariant) again = NULL;
   Flood fl = { 0 };
   const guint n = 100;		/* in flight at once: the bus refuses a connection's 129th */
-  gint64 until = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
+  /* Long enough for a slow machine; the loops end as soon as they can. */
+  gint64 until = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
   guint wake = g_timeout_add (50, tick, NULL);
 
   c = g_dbus_connection_new_for_address_sync (bus_address,
@@ -929,7 +930,10 @@ test_rate_limit (Fixture *f, gconstpointer data)
   g_assert_cmpuint (fl.other, ==, 0);
   g_assert_cmpuint (fl.ok, >=, 32);
   g_assert_cmpuint (fl.ok, <, n);
-  g_assert_cmpuint (fl.limited, ==, 1);
+  /* One error a second: the burst arrives well within one, on any
+   * machine, but not necessarily within the same second boundary. */
+  g_assert_cmpuint (fl.limited, >=, 1);
+  g_assert_cmpuint (fl.limited, <=, 2);
   assert_contains (fl.message, "too many calls");
   /* counted, each of them; and another caller (conn) is served meanwhile */
   g_assert_cmpuint (stats_u64 ("manager-refused"), ==, n - fl.ok);

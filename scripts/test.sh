@@ -38,12 +38,11 @@
 #      installed with dpkg -i, virsh migrate of a real KVM guest.
 # The longest builds of 8-10 (the patched kernel and QEMU, the virsh tier's
 # L1 root) and the 6.1 check run in the background from the start, and the
-# packages of 6 (the clean chroots), the Debian QEMU packaging check and
-# the policies beside the nested tiers, in the CPU the other steps leave
-# idle (scripts/lib/background.sh), each at a niceness by when its step
-# needs it; the 6.1 check, the bookworm packages (and the nspawn run from
-# them), the packaging check and the policies are collected at the end.
-# The closing table says how long each ran and how long its step waited.
+# Debian QEMU packaging check and the policies of 6 beside the nested
+# tiers, in the CPU the other steps leave idle (scripts/lib/background.sh),
+# each at a niceness by when its step needs it; the 6.1 check, the
+# packaging check and the policies are collected at the end.  The closing
+# table says how long each ran and how long its step waited.
 # It ends with one line "N passed, M failed" and exits non-zero on failure.
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
@@ -110,7 +109,7 @@ step_begin "packages"
 need_packages "${PKGS_BUILD[@]}" "${PKGS_BENCH[@]}" "${PKGS_FUZZ[@]}" "${PKGS_CROSS[@]}" "${PKGS_VIRSH_ROOT[@]}"
 # Apart, as the tiers install them: in one transaction with the native
 # -dev packages, apt could take pkgconf:arm64 for pkg-config's dependency.
-need_packages "${PKGS_KERNEL[@]}" "${PKGS_QEMU[@]}" "${PKGS_POLICY[@]}" "${PKGS_CHROOT[@]}"
+need_packages "${PKGS_KERNEL[@]}" "${PKGS_QEMU[@]}" "${PKGS_POLICY[@]}"
 step_end
 
 # Builds that only the last steps need run in the background from here on,
@@ -121,15 +120,16 @@ step_end
 # virsh tier's L1 root (tests/nested/virsh/rootfs.sh: Debian 13 arm64 by
 # mmdebstrap, every maintainer script under qemu-user, one core for about
 # 9 minutes) and the Debian 12 series check, whose result is collected at
-# the end.  Their niceness follows the order in which steps need them.
-# The kernel is the run's critical path: every step from the nested tier
-# on boots it, and from there on L1 under TCG leaves 40-50 % of the CPU
-# idle, so it runs at the steps' own priority (in a cold run at nice 10
-# it finished 44 minutes in, and the nested tier waited 611 s for it);
-# the L1 root, needed last, at 15; the 6.1 check at 19.  The patched QEMU
-# starts after the aarch64 build, whose libvgicd it links.
+# the end.  Their niceness follows the order in which steps need them:
+# the kernel first (the nested tier), the L1 root last of the three (the
+# virsh tier), the 6.1 check only at the end.  On a kernel with autogroup
+# scheduling (this machine's, Debian's) it weighs only inside each job's
+# own session, so each job still gets a group's share of the CPU: in the
+# cold fresh root of 9ea431f the jobs at nice 15 and 19 ended first and
+# the nested tier waited 611 s for the kernel (background.sh).  The
+# patched QEMU starts after the aarch64 build, whose libvgicd it links.
 trap bg_stop_all EXIT
-BG_NICE=0 bg_start "patched kernel" "$VGICD_BUILD/kernel-background.log" \
+bg_start "patched kernel" "$VGICD_BUILD/kernel-background.log" \
 	bash kernel-patch/build-kernel.sh --no-install
 BG_NICE=15 bg_start "L1 root" "$VGICD_BUILD/virsh-rootfs.log" bash tests/nested/virsh/rootfs.sh
 BG_NICE=19 bg_start "6.1 check" "$VGICD_BUILD/kernel-6.1-check.log" \
@@ -229,28 +229,27 @@ run_tier "nspawn (build tree)" bash tests/systemd/run-nspawn.sh
 step_end
 
 
+step_begin "Debian packages in clean chroots: bookworm/amd64, trixie/arm64"
+# As Debian's buildds build them: from the source package, in a clean chroot
+# of the suite, each checked by that suite's lintian.  Debian 12 native runs
+# the test suite (seconds; it is what checks the <!nocheck> Build-Depends),
+# Debian 13 is cross-built for arm64 (nocheck: arm64 cannot run here), which
+# covers what differs between the suites and the cross Build-Depends at
+# once.  trixie/amd64 and bookworm/arm64 are HACKING.md's commands.  The
+# chroots and downloads are cached in /var/cache/vgicd/deb-chroot: about
+# 1.5 and 2.5 minutes warm, 3 and 2.5 cold (measured on 2 cores).
+run_tier "Debian packages (bookworm/amd64 chroot)" bash tests/debian/build-chroot.sh bookworm amd64
+run_tier "Debian packages (trixie/arm64 chroot, cross)" bash tests/debian/build-chroot.sh trixie arm64
+step_end
+
+step_begin "booted systemd (nspawn) from the installed .debs"
+run_tier "nspawn (from .debs)" bash tests/systemd/run-nspawn.sh \
+	--from-deb "${VGICD_CACHE:-/var/cache/vgicd}/deb-chroot/bookworm-amd64"
+step_end
+
 step_begin "two libvirtd: the hook in live migrations"
 run_tier "libvirtd migrations" bash tests/libvirt/run-libvirtd.sh "$VGICD_BUILD/gcc"
 step_end
-
-# The Debian packages, as Debian's buildds build them: from the source
-# package, in a clean chroot of the suite, each checked by that suite's
-# lintian.  Debian 12 native runs the test suite (seconds; it is what
-# checks the <!nocheck> Build-Depends), Debian 13 is cross-built for arm64
-# (nocheck: arm64 cannot run here), which covers what differs between the
-# suites and the cross Build-Depends at once.  trixie/amd64 and
-# bookworm/arm64 are HACKING.md's commands.  Both are mostly one core's
-# dpkg, compiler and lintian, so they run in the background beside the
-# nested tiers, whose L1 under TCG leaves a core idle for a third of its
-# time or more: trixie/arm64 first in priority, since the virsh tier
-# installs its packages; bookworm/amd64's feed the nspawn run from the
-# .debs at the end.  In the foreground, before the nested tiers, the two
-# took 12 minutes of a cold run (388 and 330 s, beside the background
-# builds); warm, about 1.5 and 2.5 minutes.
-BG_NICE=5 bg_start "Debian packages (trixie/arm64 chroot, cross)" "$VGICD_BUILD/chroot-trixie-arm64.log" \
-	bash tests/debian/build-chroot.sh trixie arm64
-BG_NICE=10 bg_start "Debian packages (bookworm/amd64 chroot)" "$VGICD_BUILD/chroot-bookworm-amd64.log" \
-	bash tests/debian/build-chroot.sh bookworm amd64
 
 # Two checks that nothing after them needs run in the background from
 # here on, beside the nested tiers: L1 under TCG leaves a core idle for a
@@ -299,19 +298,10 @@ step_begin "virsh migrate, nested: libvirt, the arm64 .debs, AppArmor (a to f)"
 # About 8.5 minutes in L1, 5.5 more than a and f alone; a fresh root of the
 # whole .ci/run with a and f took 40m08s (tests/nested/README.md has the
 # tier's own figures).
-# The packages are the trixie/arm64 chroot build's, waited for here.
-run_tier "Debian packages (trixie/arm64 chroot, cross)" bg_wait "Debian packages (trixie/arm64 chroot, cross)"
-tail -n 3 "$VGICD_BUILD/chroot-trixie-arm64.log"
+# The packages are the trixie/arm64 chroot build's, from the step above.
 bg_wait "L1 root" || true	# the tier builds it again and says why it fails
 run_tier "virsh migrate (a to f)" env VGICD_VIRSH_DEBS="$VGICD_CACHE/deb-chroot/trixie-arm64" \
 	bash tests/nested/run-virsh-e2e.sh --vcpus-big 8
-step_end
-
-step_begin "Debian packages in a clean bookworm/amd64 chroot (background); nspawn from them"
-run_tier "Debian packages (bookworm/amd64 chroot)" bg_wait "Debian packages (bookworm/amd64 chroot)"
-tail -n 3 "$VGICD_BUILD/chroot-bookworm-amd64.log"
-run_tier "nspawn (from .debs)" bash tests/systemd/run-nspawn.sh \
-	--from-deb "${VGICD_CACHE:-/var/cache/vgicd}/deb-chroot/bookworm-amd64"
 step_end
 
 step_begin "QEMU series in Debian 13's qemu packaging: quilt stack, configure (background)"

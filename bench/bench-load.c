@@ -1526,19 +1526,11 @@ typedef struct {
 static guint
 open_fds (GPid pid, char **error)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", (int) pid);
   g_autoptr (GError) local = NULL;
-  g_autoptr (GDir) dir = g_dir_open (path, 0, &local);
-  guint n = 0;
+  guint n = vgicd_count_fds (pid, &local);
 
-  if (!dir)
-    {
-      if (!*error)
-        *error = g_strdup (local->message);
-      return 0;
-    }
-  while (g_dir_read_name (dir))
-    n++;
+  if (local && !*error)
+    *error = g_strdup (local->message);
   return n;
 }
 

@@ -336,8 +336,14 @@ vgicd_harness_status_kib (VgicdHarness *h, const char *key)
 guint
 vgicd_harness_open_fds (VgicdHarness *h)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", (int) h->vgicd_pid);
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+  return vgicd_count_fds (h->vgicd_pid, NULL);
+}
+
+guint
+vgicd_count_fds (GPid pid, GError **error)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", (int) pid);
+  g_autoptr (GDir) dir = g_dir_open (path, 0, error);
   guint n = 0;
 
   while (dir && g_dir_read_name (dir))

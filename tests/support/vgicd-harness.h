@@ -68,6 +68,11 @@ guint64 vgicd_harness_status_kib (VgicdHarness *h, const char *key);
 /* vgicd_harness_open_fds() - how many descriptors vgicd holds open */
 guint vgicd_harness_open_fds (VgicdHarness *h);
 
+/* vgicd_count_fds() - how many descriptors process @pid holds open (its
+ * /proc/PID/fd); 0 and @error set if /proc cannot say, never a count that
+ * looks right */
+guint vgicd_count_fds (GPid pid, GError **error);
+
 /* vgicd_harness_kill_vgicd() - SIGKILL vgicd (for failure tests) */
 void vgicd_harness_kill_vgicd (VgicdHarness *h);
 

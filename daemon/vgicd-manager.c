@@ -402,6 +402,13 @@ daemon_changed (gpointer data)
 
 /* ---- GDBus's worker thread: who called, who left ---- */
 
+/* @c's tokens at @now: refilled since its last call, at most a burst. */
+static double
+caller_tokens (const Caller *c, gint64 now)
+{
+  return MIN (RATE_BURST, c->tokens + (now - c->when) * RATE_PER_SEC / G_USEC_PER_SEC);
+}
+
 /* Whether @sender may make one more call now (and take its token); a
  * caller not seen yet starts with a full bucket.  *@tell: refused, and not
  * told so for a second.  Callers gone or idle are forgotten when there are
@@ -424,8 +431,7 @@ caller_take (Callers *callers, const char *sender, gint64 now, gboolean *tell)
           Caller *old = value;
 
           if (g_strcmp0 (key, sender) != 0 &&
-              (old->gone ||
-               old->tokens + (now - old->when) * RATE_PER_SEC / G_USEC_PER_SEC >= RATE_BURST))
+              (old->gone || caller_tokens (old, now) >= RATE_BURST))
             g_hash_table_iter_remove (&it);
         }
     }
@@ -438,7 +444,7 @@ caller_take (Callers *callers, const char *sender, gint64 now, gboolean *tell)
       c->told = now - G_USEC_PER_SEC;
       g_hash_table_insert (callers->table, g_strdup (sender), c);
     }
-  c->tokens = MIN (RATE_BURST, c->tokens + (now - c->when) * RATE_PER_SEC / G_USEC_PER_SEC);
+  c->tokens = caller_tokens (c, now);
   c->when = now;
   if (c->tokens < 1.0)
     {

@@ -39,10 +39,11 @@
 # The longest builds of 8-10 (the patched kernel and QEMU, the virsh tier's
 # L1 root) and the 6.1 check run in the background from the start, and the
 # Debian QEMU packaging check and the policies of 6 beside the nested
-# tiers, in the CPU the other steps leave idle (scripts/lib/background.sh),
-# each at a niceness by when its step needs it; the 6.1 check, the
-# packaging check and the policies are collected at the end.  The closing
-# table says how long each ran and how long its step waited.
+# tiers (scripts/lib/background.sh), each at a nice by when its step needs
+# it: the kernel, the critical path, ahead of the steps; the 6.1 check, the
+# packaging check and the policies, collected at the end, behind them.
+# The closing table says how long each ran, when it ended and how long its
+# step waited.
 # It ends with one line "N passed, M failed" and exits non-zero on failure.
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
@@ -113,26 +114,26 @@ need_packages "${PKGS_KERNEL[@]}" "${PKGS_QEMU[@]}" "${PKGS_POLICY[@]}"
 step_end
 
 # Builds that only the last steps need run in the background from here on,
-# taking the CPU the steps below leave idle (scripts/lib/background.sh says
-# what that gains and costs); each step that needs one waits for it.  Cold,
-# they are the run's longest builds: the nested tiers' patched 6.12 kernel
-# (kernel-patch/build-kernel.sh, both cores for about 11 minutes), the
-# virsh tier's L1 root (tests/nested/virsh/rootfs.sh: Debian 13 arm64 by
-# mmdebstrap, every maintainer script under qemu-user, one core for about
-# 9 minutes) and the Debian 12 series check, whose result is collected at
-# the end.  Their niceness follows the order in which steps need them:
-# the kernel first (the nested tier), the L1 root last of the three (the
-# virsh tier), the 6.1 check only at the end.  On a kernel with autogroup
-# scheduling (this machine's, Debian's) it weighs only inside each job's
-# own session, so each job still gets a group's share of the CPU: in the
-# cold fresh root of 9ea431f the jobs at nice 15 and 19 ended first and
-# the nested tier waited 611 s for the kernel (background.sh).  The
+# beside the steps below (scripts/lib/background.sh says how the CPU is
+# shared); each step that needs one waits for it.  Cold, they are the
+# run's longest builds: the nested tiers' patched 6.12 kernel
+# (kernel-patch/build-kernel.sh: about 1,600 s of CPU, 14 minutes of both
+# cores alone), the virsh tier's L1 root (tests/nested/virsh/rootfs.sh:
+# Debian 13 arm64 by mmdebstrap, every maintainer script under qemu-user,
+# one core for about 9 minutes) and the Debian 12 series check, whose
+# result is collected at the end.  Their nice follows the order in which
+# steps need them.  The kernel is the run's critical path: every step from
+# the nested tier on boots it, and from there on L1 under TCG leaves 40 to
+# 50 % of the CPU idle for what is left.  So it runs ahead of the steps
+# (nice -5, on its autogroup): at the steps' own weight it had half a core
+# and the nested tier waited 611 s for it in the last cold run alone.  The
+# L1 root, needed last of the three, at 5; the 6.1 check at 10.  The
 # patched QEMU starts after the aarch64 build, whose libvgicd it links.
 trap bg_stop_all EXIT
-bg_start "patched kernel" "$VGICD_BUILD/kernel-background.log" \
+BG_NICE=-5 bg_start "patched kernel" "$VGICD_BUILD/kernel-background.log" \
 	bash kernel-patch/build-kernel.sh --no-install
-BG_NICE=15 bg_start "L1 root" "$VGICD_BUILD/virsh-rootfs.log" bash tests/nested/virsh/rootfs.sh
-BG_NICE=19 bg_start "6.1 check" "$VGICD_BUILD/kernel-6.1-check.log" \
+BG_NICE=5 bg_start "L1 root" "$VGICD_BUILD/virsh-rootfs.log" bash tests/nested/virsh/rootfs.sh
+BG_NICE=10 bg_start "6.1 check" "$VGICD_BUILD/kernel-6.1-check.log" \
 	bash kernel-patch/build-kernel.sh --base 6.1 --check-only --no-install
 
 step_begin "native build and tests (gcc, -Werror)"
@@ -190,8 +191,9 @@ run_suites "$VGICD_BUILD/aarch64" --suite planner --suite record --suite fuzz --
 step_end
 # The patched QEMU (qemu-patch/build-qemu.sh: the Debian source, the series,
 # both configurations and the link; about 4 minutes of both cores cold)
-# for the build check and the nested QEMU tiers.
-bg_start "patched QEMU" "$VGICD_BUILD/qemu-background.log" bash qemu-patch/build-qemu.sh
+# for the build check and the nested QEMU tiers, at the steps' own nice:
+# the QEMU tier needs it right after the nested tier.
+BG_NICE=0 bg_start "patched QEMU" "$VGICD_BUILD/qemu-background.log" bash qemu-patch/build-qemu.sh
 
 step_begin "bounded pause: a stuck or dying vgicd (bench/bench-stuck-vgicd)"
 # Prints the figures (docs/operations.md quotes them); fails only when a
@@ -255,13 +257,14 @@ step_end
 # here on, beside the nested tiers: L1 under TCG leaves a core idle for a
 # third of its time or more, and the two are mostly one core's work (dpkg
 # in a chroot, downloads, configure; apparmor_parser and checkmodule).
-# Their results are collected at the end, so they run at the lowest
-# priority, behind the patched QEMU that the QEMU tier needs next.  The
+# Their results are collected at the end, so they run at nice 10 (on
+# their autogroups), behind the steps and the patched QEMU that the QEMU
+# tier needs next, like the 6.1 check.  The
 # packaging check builds the aarch64 libvgicd its configure finds, under
 # the lock that the QEMU builds share (qemu-patch/lib.sh).
-BG_NICE=19 bg_start "Debian QEMU packaging" "$VGICD_BUILD/qemu-debian-check.log" \
+BG_NICE=10 bg_start "Debian QEMU packaging" "$VGICD_BUILD/qemu-debian-check.log" \
 	bash qemu-patch/build-debian-qemu.sh --check
-BG_NICE=19 bg_start "confinement policies" "$VGICD_BUILD/policies.log" \
+BG_NICE=10 bg_start "confinement policies" "$VGICD_BUILD/policies.log" \
 	bash tests/security/check-policies.sh "$VGICD_BUILD/gcc"
 
 step_begin "nested arm64 KVM tier (patched and stock 6.12 kernels)"
@@ -317,7 +320,7 @@ step_end
 step_begin "kernel series for Debian 12 (6.1): git am, W=1, selftest, checkpatch"
 # No 6.1 boot: the nested tiers boot 6.12, the stable host kernel, and a
 # second kernel build and boot would not fit the cold 60 minutes.
-# Run in the background from the start, at the lowest priority (mostly
+# Run in the background from the start, behind the steps (nice 10; mostly
 # one core: xz, git, checkpatch).
 run_tier "kernel series 6.1 check" bg_wait "6.1 check"
 sed -n 's/^\[build-kernel\] //; /^done:/,$p' "$VGICD_BUILD/kernel-6.1-check.log"

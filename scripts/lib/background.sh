@@ -4,38 +4,68 @@
 # beside the steps in between.  Sourced (by common.sh).
 #
 #   bg_start NAME LOG CMD...   run CMD in the background at nice $BG_NICE
-#                              (default 10), outside the heavy-work lock,
-#                              output to LOG
-#   bg_wait NAME               wait for it; say how long it ran and how long
-#                              the caller waited (also as a line of the
-#                              step table); its exit status (the end of its
-#                              log is printed when it failed)
+#                              (default 10; negative for the run's
+#                              critical path), outside the heavy-work
+#                              lock, output to LOG
+#   bg_wait NAME               wait for it; say how long it ran, when it
+#                              ended and how long the caller waited (also
+#                              as a line of the step table); its exit
+#                              status (the end of its log is printed when
+#                              it failed)
 #   bg_stop_all                end every job still running (an EXIT trap)
 #
 # Theory of operation: on two cores the test run is not CPU-bound
 # throughout.  Package installs (dpkg is single-threaded), downloads, the
 # chroots' mmdebstrap, libFuzzer (one process), tests waiting on sockets
-# and timers leave a core or both idle for minutes.  A build that only a
-# late step needs (the L1 root, the nested tiers' kernel, the patched QEMU)
-# takes that idle CPU when started early at nice 10: the steps in the
-# foreground, at nice 0, keep most of the CPU whenever they want it, and the
-# build gets the rest.  What is not done by the time its step comes is then
-# finished at full speed while that step waits.  Among the jobs, a higher
-# BG_NICE puts those needed late behind the one the next step needs.  But
-# where the kernel schedules by autogroup (sched_autogroup_enabled=1, as
-# on this machine and in Debian's kernels), each job's setsid makes it a
-# group of its own, and a nice weighs only inside its group: every job
-# then has a group's share, as much as all the steps together.  The
-# CPU work is the same either way; what it costs is contention: in a cold
-# fresh root the dpkg-heavy steps (the clean chroots, nspawn) ran two to
-# four times slower beside the jobs, and the whole run gained about 3
-# minutes (hence force-unsafe-io in the test roots, debian-apt.sh).  The
-# jobs bypass the heavy-work lock (VGICD_HEAVY_HELD=1): holding it would
-# stop every heavy step meanwhile.  Each job gets a session of its own
-# (setsid), so that ending it ends its whole tree (make's compilers,
-# mmdebstrap's qemu-user).
+# and timers, L1 under TCG in the nested tiers leave a core or both idle
+# for minutes.  A build that only a late step needs takes that idle CPU
+# when started early at a higher nice, and what is not done by the time
+# its step comes is finished while that step waits.  The order of need
+# sets the nice: the patched kernel is the run's critical path (every step
+# from the nested tier on boots it, and it is about 1,600 s of CPU cold),
+# so it runs AHEAD of the steps, at a negative nice; the patched QEMU and
+# the L1 root, needed a few steps later, at or just behind the steps; what
+# is only collected at the end, far behind.  The jobs bypass the
+# heavy-work lock (VGICD_HEAVY_HELD=1): holding it would stop every heavy
+# step meanwhile.  Each job gets a session of its own (setsid), so that
+# ending it ends its whole tree (make's compilers, mmdebstrap's qemu-user).
+#
+# Why the nice goes on the autogroup (bg_job): where the kernel schedules
+# by autogroup (CONFIG_SCHED_AUTOGROUP, on in Debian's kernels and on this
+# machine), each session is a group, the CPU is shared between groups by
+# the group's own nice, and a process's nice weighs only inside its group.
+# A plain `nice -n 10` on a job in a session of its own then gives it as
+# much CPU as all the steps together.  The steps make sessions of their
+# own as well (the test harness's vgicd and bus, nspawn's containers,
+# bench-load's attackers), so even a job at the steps' group weight gets
+# less than a core: in two cold fresh roots the kernel at group nice 0
+# had 0.5 of a core on average and ended 46 and 54 minutes in, and the
+# nested tier waited 611 and 1,752 s for it.
 
 declare -A BG_PID=() BG_T0=() BG_LOG=()
+# When the script that sourced this began, for "ended N s into the run".
+BG_RUN_T0=$(date +%s)
+
+# bg_job NICE ENDFILE CMD... - the job itself, in its new session: its
+# group's and its own niceness, CMD, then the time it ended into ENDFILE
+# (the step that collects it may come much later) and CMD's exit status.
+# Without autogroups /proc/self/autogroup is missing and the process nice
+# alone does the work; a nice that cannot be set is said in the job's log
+# (a negative one needs root), and the job runs at the nice it has.
+# shellcheck disable=SC2317,SC2329 # run by bg_start through bash -c
+bg_job() {
+	local nice=$1 endfile=$2 rc=0
+	shift 2
+	if [ -e /proc/self/autogroup ]; then
+		echo "$nice" 2>/dev/null >/proc/self/autogroup ||
+			echo "bg_job: could not set this job's autogroup nice to $nice; it has: $(cat /proc/self/autogroup)"
+	fi
+	renice -n "$nice" -p $$ >/dev/null 2>&1 ||
+		echo "bg_job: could not renice this job to $nice; it runs at nice $(nice)"
+	"$@" || rc=$?
+	date +%s >"$endfile"
+	return $rc
+}
 
 bg_start() {
 	local name=$1 log=$2
@@ -43,20 +73,24 @@ bg_start() {
 	mkdir -p "$(dirname "$log")"
 	BG_T0[$name]=$(date +%s)
 	BG_LOG[$name]=$log
-	VGICD_HEAVY_HELD=1 setsid nice -n "${BG_NICE:-10}" "$@" >"$log" 2>&1 </dev/null &
+	rm -f "$log.end"
+	VGICD_HEAVY_HELD=1 setsid bash -c "$(declare -f bg_job); bg_job \"\$@\"" bg_job \
+		"${BG_NICE:-10}" "$log.end" "$@" >"$log" 2>&1 </dev/null &
 	BG_PID[$name]=$!
 	echo "started in the background: $name (log: $log)"
 }
 
 bg_wait() {
-	local name=$1 t end line rc=0
+	local name=$1 t end ran line rc=0
 	[ -n "${BG_PID[$name]:-}" ] || { echo "bg_wait: no job $name" >&2; return 1; }
 	t=$(date +%s)
 	wait "${BG_PID[$name]}" || rc=$?
 	unset "BG_PID[$name]"
 	end=$(date +%s)
-	line=$(printf '%-44s %7d s (in the background; %d s of it waited for)' \
-		"  $name" "$(( end - BG_T0[$name] ))" "$(( end - t ))")
+	# How long it ran: to the end it wrote, not to this step.
+	ran=$(cat "${BG_LOG[$name]}.end" 2>/dev/null || echo "$end")
+	line=$(printf '%-44s %7d s (in the background, ended %d s into the run; %d s of it waited for)' \
+		"  $name" "$(( ran - BG_T0[$name] ))" "$(( ran - BG_RUN_T0 ))" "$(( end - t ))")
 	STEP_TIMES+=("$line")
 	echo "$name (background, started $(( t - BG_T0[$name] )) s before this step): waited $(( end - t )) s for it, exit $rc"
 	if [ $rc -ne 0 ]; then

@@ -96,14 +96,18 @@ expect() {
 }
 
 # expect_match WHAT TEXT REGEX
+# grep reads TEXT from a here-string, not from a pipe: under pipefail, a
+# grep that stops at its first match (-q, -m1) can leave a writer on the
+# other end of a pipe to die of SIGPIPE, which set -e then takes for a
+# failed check, silently (a busy cold run did, with the match there).
 expect_match() {
-	if ! printf '%s\n' "$2" | grep -Eq -- "$3"; then
+	if ! grep -Eq -- "$3" <<<"$2"; then
 		echo "!! $1: no match for /$3/ in:"
 		printf '%s\n' "$2" | sed 's/^/     /'
 		return 1
 	fi
 	local line
-	line=$(printf '%s\n' "$2" | grep -E -m1 -- "$3" | sed 's/^ *//')
+	line=$(grep -E -m1 -- "$3" <<<"$2" | sed 's/^ *//')
 	case $line in "$1"*) echo "   $line" ;; *) echo "   $1: $line" ;; esac
 }
 
@@ -282,7 +286,7 @@ c_status() {
 	# STATUS= follows the session's close, which vgicd sees a moment later.
 	for _ in $(seq 20); do
 		out=$(in_ct systemctl status vgicd.service --no-pager --lines=0 || true)
-		printf '%s\n' "$out" | grep -q '0 session(s), 1 saves, 1 loads' && break
+		grep -q '0 session(s), 1 saves, 1 loads' <<<"$out" && break
 		sleep 0.1
 	done
 	printf '%s\n' "$out" | sed 's/^/   | /'
@@ -418,7 +422,7 @@ c_metrics() {
 	expect "client exit status" "$RC" 0
 	for _ in $(seq 30); do
 		file=$(in_ct cat "$dir/vgicd.prom" 2>/dev/null || true)
-		printf '%s\n' "$file" | grep -q '^vgicd_saves_total 1$' && break
+		grep -q '^vgicd_saves_total 1$' <<<"$file" && break
 		sleep 0.1
 	done
 	expect_match "the textfile" "$file" '^vgicd_saves_total 1$'

@@ -214,22 +214,19 @@ typedef struct {
 static void
 print_row (const Row *r)
 {
-  char extra[32] = "-", worst[32] = "-", other[32] = "-";
+  char pause[32] = "-", extra[32] = "-", worst[32] = "-", other[32] = "-";
 
-  if (r->runs == 0)
-    {
-      printf ("| %-34s | %8s | %8s | %8s | %8s | %s\n", r->name, "-", "-", "-", "-", r->note);
-      return;
-    }
-  if (!r->no_extra)
+  /* A row with no run (no stop landed mid-save) prints "-" throughout. */
+  if (r->runs > 0)
+    g_snprintf (pause, sizeof pause, "%.1f", figures_median (r->pause, r->runs));
+  if (r->runs > 0 && !r->no_extra)
     {
       g_snprintf (extra, sizeof extra, "%.1f", figures_median (r->extra, r->runs));
       g_snprintf (worst, sizeof worst, "%.1f", figures_max (r->extra, r->runs));
     }
-  if (!r->no_other)
+  if (r->runs > 0 && !r->no_other)
     g_snprintf (other, sizeof other, "%.1f", figures_median (r->other, r->runs));
-  printf ("| %-34s | %8.1f | %8s | %8s | %8s | %s\n", r->name,
-          figures_median (r->pause, r->runs), extra, worst, other, r->note);
+  printf ("| %-34s | %8s | %8s | %8s | %8s | %s\n", r->name, pause, extra, worst, other, r->note);
 }
 
 /* Stop vgicd (SIGSTOP) part-way through saves: run i after

@@ -296,22 +296,6 @@ child_become (gpointer data)
     _exit (127);
 }
 
-/* Copy @src to @dir/@name, readable and executable by everyone. */
-static char *
-copy_for_everyone (const char *src, const char *dir, const char *name)
-{
-  g_autoptr (GError) error = NULL;
-  g_autofree char *data = NULL;
-  char *dst = g_build_filename (dir, name, NULL);
-  gsize len;
-
-  g_assert_true (g_file_get_contents (src, &data, &len, &error));
-  g_assert_true (g_file_set_contents (dst, data, (gssize) len, &error));
-  g_assert_no_error (error);
-  g_assert_cmpint (chmod (dst, 0755), ==, 0);
-  return dst;
-}
-
 /* Run vgicd-peer as @pw against @h; its one line of output. */
 static char *
 run_peer_as (VgicdHarness *h, struct passwd *pw)

@@ -121,12 +121,16 @@ flood_main (const char *address)
 
 /* ---- The test ---- */
 
-/* A flooder as nobody, or (@root) as an operator allowed everything. */
+/* A flooder as nobody, or (@root) as an operator allowed everything: this
+ * program and its libvgicd, copied to @h's folder (nobody may not reach
+ * the build tree). */
 static GPid
-spawn_flooder (const char *address, gboolean root)
+spawn_flooder (VgicdHarness *h, gboolean root)
 {
   g_autoptr (GError) error = NULL;
   g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *exe = NULL, *lib = NULL;
+  g_auto (GStrv) envp = g_get_environ ();
   /* At nice 10: what is measured is the work vgicd does for the calls,
    * not how the kernel shares the CPUs with a process that spins (any
    * user can run one; vgicd.service's weight is the answer to that). */
@@ -134,6 +138,10 @@ spawn_flooder (const char *address, gboolean root)
   GPid pid;
 
   g_assert_nonnull (self);
+  g_assert_nonnull (g_getenv ("VGICD_LIBVGICD"));
+  exe = copy_for_everyone (self, h->dir, "flooder");
+  lib = copy_for_everyone (g_getenv ("VGICD_LIBVGICD"), h->dir, "libvgicd.so.0");
+  envp = g_environ_setenv (envp, "LD_LIBRARY_PATH", h->dir, TRUE);
   g_ptr_array_add (argv, "nice");
   g_ptr_array_add (argv, "-n");
   g_ptr_array_add (argv, "10");
@@ -145,11 +153,11 @@ spawn_flooder (const char *address, gboolean root)
       g_ptr_array_add (argv, "--clear-groups");
       g_ptr_array_add (argv, "--");
     }
-  g_ptr_array_add (argv, self);
+  g_ptr_array_add (argv, exe);
   g_ptr_array_add (argv, "--flood");
-  g_ptr_array_add (argv, (gpointer) address);
+  g_ptr_array_add (argv, (gpointer) h->bus_address);
   g_ptr_array_add (argv, NULL);
-  g_spawn_async (NULL, (char **) argv->pdata, NULL,
+  g_spawn_async (NULL, (char **) argv->pdata, envp,
                  G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error);
   g_assert_no_error (error);
   return pid;
@@ -235,7 +243,7 @@ flood (gboolean root)
   g_assert_null (strchr (path, ','));
   g_assert_cmpint (chmod (path, 0777), ==, 0);
   for (guint i = 0; i < FLOODERS; i++)
-    flooders[i] = spawn_flooder (h->bus_address, root);
+    flooders[i] = spawn_flooder (h, root);
   /* Let the flood build up (the flooders' own start), then migrate. */
   g_usleep (G_USEC_PER_SEC);
   for (guint i = 0; i < 8; i++)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* vgicd-test.c - what the test-vgicd-*.c programs share (see vgicd-test.h). */
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <gio/gunixfdlist.h>
 
 #include "vgic-direct.h"
@@ -311,4 +312,19 @@ wait_sessions (VgicdHarness *h, guint64 n)
   for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 10 && vgicd_harness_stat (h, "sessions") != n; i++)
     g_usleep (10 * 1000);
   g_assert_cmpuint (vgicd_harness_stat (h, "sessions"), ==, n);
+}
+
+char *
+copy_for_everyone (const char *src, const char *dir, const char *name)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *data = NULL;
+  char *dst = g_build_filename (dir, name, NULL);
+  gsize len;
+
+  g_assert_true (g_file_get_contents (src, &data, &len, &error));
+  g_assert_true (g_file_set_contents (dst, data, (gssize) len, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (chmod (dst, 0755), ==, 0);
+  return dst;
 }

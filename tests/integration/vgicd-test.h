@@ -83,6 +83,12 @@ guint64 hnum (GPtrArray *a, guint i, const char *key);
  * VGICD_TEST_PATIENCE_MS; fails the test otherwise */
 void wait_sessions (VgicdHarness *h, guint64 n);
 
+/* copy_for_everyone() - copy @src to @dir/@name, readable and executable
+ * by everyone: what a test runs as another user runs from the harness's
+ * folder (which everyone may enter), not from the build tree, which may be
+ * in a private folder (a clone made with mktemp -d); the copy's path */
+char *copy_for_everyone (const char *src, const char *dir, const char *name);
+
 /* What a save for vgicd's record can see of @sim, every SPI's route
  * included, as a record (one-by-one reads, bypassing vgicd);
  * visible_state_n() also gives the number of reads that save makes. */

@@ -15,10 +15,13 @@
 # blocks, and is named as such when the time is up; VGICD_BUILD and
 # VGICD_CACHE point into a temporary folder; and, when this runs as root,
 # the scripts run as nobody, so that one that does not answer --help cannot
-# install packages or write outside the temporary folder.
+# install packages or write outside the temporary folder; they run from a
+# copy of the source tree in that folder, since nobody may not enter the
+# checkout (a clone made with mktemp -d is private to root).
 import fcntl
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,6 +79,19 @@ def lock_waiters(lock_path):
         return [line for line in f if "->" in line and ident in line.split()]
 
 
+# Top-level folders the copy leaves out: .git and what .gitignore names.
+NOT_COPIED = shutil.ignore_patterns(".git", "build*", "_build*", ".cache", "out", "__pycache__")
+
+
+def copy_tree(dst):
+    """The source tree, without .git and build output, at @dst (0755)."""
+    shutil.copytree(ROOT, dst, symlinks=True,
+                    ignore=lambda d, names: NOT_COPIED(d, names) if d == ROOT else
+                    shutil.ignore_patterns("__pycache__")(d, names))
+    os.chmod(dst, 0o755)
+    return dst
+
+
 def demote():
     os.setgroups([])
     os.setgid(65534)
@@ -93,9 +109,10 @@ with tempfile.TemporaryDirectory(prefix="vgicd-help.") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("VGICD_")}
         env.update(VGICD_HEAVY_LOCK=lock_path, VGICD_BUILD=os.path.join(tmp, "build"),
                    VGICD_CACHE=os.path.join(tmp, "cache"), HOME=tmp)
+        src = copy_tree(os.path.join(tmp, "src")) if os.geteuid() == 0 else ROOT
         for rel, shell in scripts():
             checked.append(rel)
-            proc = subprocess.Popen(shell + [os.path.join(ROOT, rel), "--help"], cwd=tmp, env=env,
+            proc = subprocess.Popen(shell + [os.path.join(src, rel), "--help"], cwd=tmp, env=env,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, start_new_session=True,
                                     preexec_fn=demote if os.geteuid() == 0 else None)

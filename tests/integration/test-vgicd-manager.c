@@ -121,15 +121,13 @@ flood_main (const char *address)
 
 /* ---- The test ---- */
 
-/* A flooder as nobody, or (@root) as an operator allowed everything: this
- * program and its libvgicd, copied to @h's folder (nobody may not reach
- * the build tree). */
+/* A flooder as nobody, or (@root) as an operator allowed everything:
+ * @exe, this program copied to @h's folder with its libvgicd (nobody may
+ * not reach the build tree). */
 static GPid
-spawn_flooder (VgicdHarness *h, gboolean root)
+spawn_flooder (VgicdHarness *h, const char *exe, gboolean root)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
-  g_autofree char *exe = NULL, *lib = NULL;
   g_auto (GStrv) envp = g_get_environ ();
   /* At nice 10: what is measured is the work vgicd does for the calls,
    * not how the kernel shares the CPUs with a process that spins (any
@@ -137,10 +135,6 @@ spawn_flooder (VgicdHarness *h, gboolean root)
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   GPid pid;
 
-  g_assert_nonnull (self);
-  g_assert_nonnull (g_getenv ("VGICD_LIBVGICD"));
-  exe = copy_for_everyone (self, h->dir, "flooder");
-  lib = copy_for_everyone (g_getenv ("VGICD_LIBVGICD"), h->dir, "libvgicd.so.0");
   envp = g_environ_setenv (envp, "LD_LIBRARY_PATH", h->dir, TRUE);
   g_ptr_array_add (argv, "nice");
   g_ptr_array_add (argv, "-n");
@@ -153,7 +147,7 @@ spawn_flooder (VgicdHarness *h, gboolean root)
       g_ptr_array_add (argv, "--clear-groups");
       g_ptr_array_add (argv, "--");
     }
-  g_ptr_array_add (argv, exe);
+  g_ptr_array_add (argv, (gpointer) exe);
   g_ptr_array_add (argv, "--flood");
   g_ptr_array_add (argv, (gpointer) h->bus_address);
   g_ptr_array_add (argv, NULL);
@@ -206,6 +200,8 @@ flood (gboolean root)
                                                     "Mode=auto\nAllowUsers=root\n", &error);
   const Shape *small = &shapes[1], *honest = &shapes[2];
   const char *path;
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *exe = NULL, *lib = NULL;
   GPid flooders[FLOODERS];
   guint64 saves;
 
@@ -242,8 +238,15 @@ flood (gboolean root)
   path = h->bus_address + strlen ("unix:path=");
   g_assert_null (strchr (path, ','));
   g_assert_cmpint (chmod (path, 0777), ==, 0);
+  /* Copied once, before any flooder starts: a copy made while another
+   * flooder execs it would be, for an instant, a new file not yet
+   * executable (setpriv: Permission denied). */
+  g_assert_nonnull (self);
+  g_assert_nonnull (g_getenv ("VGICD_LIBVGICD"));
+  exe = copy_for_everyone (self, h->dir, "flooder");
+  lib = copy_for_everyone (g_getenv ("VGICD_LIBVGICD"), h->dir, "libvgicd.so.0");
   for (guint i = 0; i < FLOODERS; i++)
-    flooders[i] = spawn_flooder (h, root);
+    flooders[i] = spawn_flooder (h, exe, root);
   /* Let the flood build up (the flooders' own start), then migrate. */
   g_usleep (G_USEC_PER_SEC);
   for (guint i = 0; i < 8; i++)

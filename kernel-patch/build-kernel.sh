@@ -20,15 +20,19 @@
 # (it must apply cleanly); configure tinyconfig + config/arm64-nested.config
 # + config/debian-<base>.config; build `Image` with ccache (not with
 # --check-only); build the KVM selftest vgic_batch_regs as a static arm64
-# binary; fail on compiler warnings (W=1) in the files the series touches;
-# run checkpatch.pl --strict on the series.
+# binary, and upstream's vGIC selftests (every KVM selftest of the tree's
+# arm64 list whose source touches the GIC: vgic_init, vgic_irq,
+# vgic_lpi_stress, arch_timer...), which the nested tier runs on the stock
+# and the patched kernel; fail on compiler warnings (W=1) in the files the
+# series touches; run checkpatch.pl --strict on the series.
 #
 # Every heavy step holds the project's heavy-work lock (scripts/lib/heavy.sh),
 # so builds sharing this 2-core machine never overlap.
 #
-# Progress goes to stderr.  stdout carries exactly two lines, last:
+# Progress goes to stderr.  stdout carries exactly three lines, last:
 #   IMAGE=<path of arch/arm64/boot/Image>
 #   SELFTEST=<path of the static vgic_batch_regs binary, or empty>
+#   PEERS=<folder of upstream's vGIC selftests, static, or empty>
 # so a caller can `eval "$(kernel-patch/build-kernel.sh)"`.  The same lines are
 # written to <build folder>/build.env.
 set -euo pipefail
@@ -46,7 +50,8 @@ usage: $0 [options]
                   measure a part of it: give --work another folder too)
   --work DIR      work folder (default \${VGICD_CACHE:-/var/cache/vgicd}/kernel-BASE)
   --no-patch      build the pristine kernel (no batch group), in DIR/pristine
-  --no-selftest   do not build the selftest (SELFTEST= is then empty)
+  --no-selftest   do not build the selftests (SELFTEST= and PEERS= are
+                  then empty)
   --no-install    do not apt-get install anything
   --no-checkpatch do not run checkpatch.pl on the series
   --fresh         unpack the source again even if the work folder is current
@@ -233,6 +238,7 @@ ccache_stats=$(ccache -s 2>/dev/null | grep -iE '^ *(hits|misses)' | tr -s ' ' |
 
 # --- Selftest ----------------------------------------------------------------
 selftest_bin=
+peers_dir=
 if [ "$selftest" = 1 ] && [ "$patched" = 1 ]; then
 	step_begin "selftest" >&2
 	log "building the selftest vgic_batch_regs (static)"
@@ -248,6 +254,39 @@ if [ "$selftest" = 1 ] && [ "$patched" = 1 ]; then
 		{ cat "$build/selftest.log" >&2; die "selftest build failed"; }
 	grep -E 'warning:|error:' "$build/selftest.log" >>"$warn_log" || true
 	selftest_bin=$kst/$st_dir/vgic_batch_regs
+	step_end
+
+	# Upstream's own: the tree's arm64 tests (TEST_GEN_PROGS_aarch64 up to
+	# 6.14, _arm64 after) whose source, or arch half of a split test
+	# (arch_timer), names the GIC.  Found, not listed, so that a base's
+	# new vGIC test is not left out; the list goes to the log.
+	step_begin "upstream vGIC selftests" >&2
+	kvm_st=$src/tools/testing/selftests/kvm
+	mk=$kvm_st/Makefile.kvm
+	[ -f "$mk" ] || mk=$kvm_st/Makefile
+	peers=()
+	for t in $(sed -n 's/^TEST_GEN_PROGS_\(aarch64\|arm64\)[ \t]*+\{0,1\}=[ \t]*\([^$]*\)$/\2/p' "$mk"); do
+		case $t in */vgic_batch_regs) continue ;; esac
+		srcs=("$kvm_st/$t.c")
+		[[ $t == */* ]] || srcs+=("$kvm_st/$st_dir/$t.c")
+		if grep -qsE 'vgic|GICD_|GICR_|KVM_DEV_TYPE_ARM_VGIC' "${srcs[@]}"; then
+			peers+=("$t")
+		fi
+	done
+	[ ${#peers[@]} -gt 0 ] || die "no vGIC selftest found in $mk"
+	log "building upstream's vGIC selftests (static): ${peers[*]}"
+	heavy make -C "$kvm_st" \
+		CC="ccache ${CROSS_COMPILE}gcc" OUTPUT="$kst" \
+		LINUX_HDR_PATH="$hdr/include/" KHDR_INCLUDES="-isystem $hdr/include" \
+		EXTRA_CFLAGS=-static -j"$jobs" \
+		"${peers[@]/#/$kst/}" >"$build/peers.log" 2>&1 ||
+		{ tail -n 40 "$build/peers.log" >&2; die "upstream selftest build failed, see $build/peers.log"; }
+	peers_dir=$build/kselftest/peers
+	rm -rf "$peers_dir"
+	mkdir -p "$peers_dir"
+	for t in "${peers[@]}"; do
+		cp "$kst/$t" "$peers_dir/${t##*/}"
+	done
 	step_end
 fi
 
@@ -287,4 +326,4 @@ fi
 	fi
 } >&2
 
-printf 'IMAGE=%s\nSELFTEST=%s\n' "$image" "$selftest_bin" | tee "$build/build.env"
+printf 'IMAGE=%s\nSELFTEST=%s\nPEERS=%s\n' "$image" "$selftest_bin" "$peers_dir" | tee "$build/build.env"

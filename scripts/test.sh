@@ -248,12 +248,10 @@ step_begin "nested arm64 KVM tier (patched and stock 6.12 kernels)"
 # would otherwise run build-kernel.sh again only to find it current (83,
 # 55 and 37 s of the critical path in the last cold run).  When the job
 # failed, they build it themselves and say why it fails.
+# (tests/nested/lib/kernel.sh reads the job's IMAGE=, SELFTEST= and
+# PEERS= lines from its log.)
 if bg_wait "patched kernel"; then
-	k_image=$(sed -n 's/^IMAGE=//p' "$VGICD_BUILD/kernel-background.log" | tail -n 1)
-	k_selftest=$(sed -n 's/^SELFTEST=//p' "$VGICD_BUILD/kernel-background.log" | tail -n 1)
-	if [ -f "$k_image" ]; then
-		export NESTED_PATCHED_IMAGE=$k_image NESTED_PATCHED_SELFTEST=$k_selftest
-	fi
+	export NESTED_PATCHED_ENV=$VGICD_BUILD/kernel-background.log
 fi
 BG_NICE=0 bg_start "Debian packages (trixie/arm64 chroot, cross)" "$VGICD_BUILD/chroot-trixie-arm64.log" \
 	bash tests/debian/build-chroot.sh trixie arm64
@@ -270,8 +268,13 @@ BG_NICE=10 bg_start "confinement policies" "$VGICD_BUILD/policies.log" \
 # root).
 BG_NICE=5 bg_start "booted systemd (nspawn, build tree)" "$VGICD_BUILD/nspawn-tree.log" \
 	bash tests/systemd/run-nspawn.sh
-# The patched kernel must not be skipped quietly in CI.
-run_tier "nested tier" env VGICD_NESTED_REQUIRE_PATCHED=1 bash tests/nested/run-nested.sh
+# The patched kernel must not be skipped quietly in CI.  Upstream's vGIC
+# selftests run on both kernels but dirty_log_perf_test, a performance
+# test that only sets up a vGIC: 161 and 178 s of L1's time on the two
+# kernels, against 20 s for all the others
+# (`bash tests/nested/run-nested.sh` runs it too).
+run_tier "nested tier" env VGICD_NESTED_REQUIRE_PATCHED=1 \
+	bash tests/nested/run-nested.sh --skip-peers dirty_log_perf_test
 step_end
 
 step_begin "QEMU series: apply to QEMU 10.0.13, cross-compile (-Werror)"

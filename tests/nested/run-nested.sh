@@ -4,11 +4,16 @@
 # under qemu-system-aarch64 (TCG), save and restore real vGIC state through
 # libvgicd and the real vgicd, on a kernel with the batch group (built by
 # kernel-patch/build-kernel.sh, Linux 6.12 of Debian 13) and on Debian 13's
-# stock arm64 kernel (the unpatched baseline).
+# stock arm64 kernel (the unpatched baseline).  Both kernels also run
+# upstream's own vGIC selftests (the KVM arm64 selftests of the patched
+# kernel's source tree that touch the GIC, built by build-kernel.sh): the
+# patched kernel must give each the verdict the stock kernel gives.
 #
 # From a fresh Debian 12 machine, as root:
 #   bash tests/nested/run-nested.sh [--only stock|patched] [--sizes 4,64,256]
 #                                   [--timeout SECONDS] [--enforce-target]
+#                                   [--peers all|none|NAME,...] [--skip-peers NAME,...]
+#                                   [--peer-timeout SECONDS]
 #                                   [--inject-mismatch]   (self-check: must FAIL)
 #                                   [--source-never-ran]  (save a source VM that never ran)
 #
@@ -16,8 +21,14 @@
 #   VGICD_CACHE       downloads and unpacked packages (default /var/cache/vgicd;
 #                     the nested tier uses $VGICD_CACHE/nested)
 #   VGICD_BUILD       build folders (default _build); logs go to $VGICD_BUILD/nested
-#   NESTED_PATCHED_IMAGE / NESTED_PATCHED_SELFTEST
-#                     a prebuilt patched kernel (skips build-kernel.sh)
+#   NESTED_PATCHED_IMAGE / NESTED_PATCHED_SELFTEST / NESTED_PATCHED_PEERS
+#                     a prebuilt patched kernel, its selftest and the folder
+#                     of upstream's vGIC selftests (skips build-kernel.sh);
+#                     NESTED_PATCHED_ENV: a file with build-kernel.sh's
+#                     IMAGE=, SELFTEST= and PEERS= lines instead
+#   VGICD_NESTED_PEERS, VGICD_NESTED_SKIP_PEERS, VGICD_NESTED_PEER_TIMEOUT
+#                     defaults of --peers (all), --skip-peers (none) and
+#                     --peer-timeout (600)
 #   VGICD_NESTED_REQUIRE_PATCHED=1
 #                     fail, rather than skip, when there is no patched kernel
 #
@@ -37,11 +48,17 @@ ONLY=
 SIZES=${VGICD_NESTED_SIZES:-4,64,256}
 TIMEOUT=${VGICD_NESTED_TIMEOUT:-900}
 TEST_ARGS=
+PEERS=${VGICD_NESTED_PEERS:-all}
+SKIP_PEERS=${VGICD_NESTED_SKIP_PEERS:-}
+PEER_TIMEOUT=${VGICD_NESTED_PEER_TIMEOUT:-600}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) ONLY=$2; shift 2 ;;
 	--sizes) SIZES=$2; shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
+	--peers) PEERS=$2; shift 2 ;;
+	--skip-peers) SKIP_PEERS=$2; shift 2 ;;
+	--peer-timeout) PEER_TIMEOUT=$2; shift 2 ;;
 	--enforce-target | --inject-mismatch | --source-never-ran) TEST_ARGS="${TEST_ARGS:+${TEST_ARGS}_}$1"; shift ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-nested.sh: unknown argument $1" >&2; exit 2 ;;
@@ -75,7 +92,7 @@ if [ "$ONLY" != stock ]; then
 	if [ -n "$PATCHED_MISSING" ]; then
 		echo "patched kernel: unavailable: $PATCHED_MISSING"
 	else
-		echo "patched kernel: $PATCHED_IMAGE${PATCHED_SELFTEST:+, selftest $PATCHED_SELFTEST}"
+		echo "patched kernel: $PATCHED_IMAGE${PATCHED_SELFTEST:+, selftest $PATCHED_SELFTEST}${PATCHED_PEERS:+, upstream selftests in $PATCHED_PEERS}"
 		patched_config=$(dirname "$PATCHED_IMAGE")/../../../.config
 		if [ -f "$patched_config" ]; then
 			(kernel_config_check "$patched_config") || echo "patched kernel: the boot may fail (above)"
@@ -109,12 +126,63 @@ initramfs_pack "$stage" "$NESTED_OUT/base.cpio"
 echo "base initramfs: $(du -h "$NESTED_OUT/base.cpio" | cut -f1), $(find "$stage" -type f | wc -l) files"
 step_end
 
+# Upstream's vGIC selftests, in both kernels' initramfs (the binaries of
+# the patched tree: the series adds a test but changes none of theirs).
+# Without a patched build there are none to run: the stock boot runs
+# without them, as before.  Arguments for TCG: arch_timer waits for each
+# timer interrupt 100 us past its deadline by default, and under emulation
+# one arrives milliseconds late on either kernel; -e gives it 200 ms (each
+# of its 10 iterations waits that long, 2 s in all).
+declare -A PEER_ARGS=([arch_timer]="-e 200000")
+PEER_CPIO=
+if [ "$PEERS" != none ] && [ -n "${PATCHED_PEERS:-}" ]; then
+	step_begin "userland: upstream vGIC selftests"
+	peer_stage=$NESTED_OUT/rootfs-peers
+	rm -rf "$peer_stage"
+	mkdir -p "$peer_stage/selftest/peers"
+	peer_names=()
+	if [ "$PEERS" = all ]; then
+		for t in "$PATCHED_PEERS"/*; do peer_names+=("${t##*/}"); done
+	else
+		for name in ${PEERS//,/ }; do peer_names+=("$name"); done
+	fi
+	for name in "${peer_names[@]}"; do
+		[[ ",$SKIP_PEERS," == *",$name,"* ]] && continue
+		[ -f "$PATCHED_PEERS/$name" ] ||
+			nested_die "--peers: no upstream selftest $name in $PATCHED_PEERS (see the folder)"
+		initramfs_file "$peer_stage" "$PATCHED_PEERS/$name" "/selftest/peers/$name" 0755
+		if [ -n "${PEER_ARGS[$name]:-}" ]; then
+			mkdir -p "$peer_stage/selftest/peer-args"
+			echo "${PEER_ARGS[$name]}" > "$peer_stage/selftest/peer-args/$name"
+		fi
+	done
+	[ -n "$SKIP_PEERS" ] && echo "upstream vGIC selftests left out (--skip-peers): $SKIP_PEERS"
+	PEER_CPIO=$NESTED_OUT/peers.cpio
+	initramfs_pack "$peer_stage" "$PEER_CPIO"
+	echo "upstream vGIC selftests: $(ls "$peer_stage/selftest/peers" | paste -sd' ') ($(du -h "$PEER_CPIO" | cut -f1))"
+	step_end
+fi
+
+# peer_verdict RC[,RC] - kselftest's exit status as a word; the second
+# status is a failed test's second run (init.sh), whose verdict counts.
+peer_verdict() {
+	local last=${1##*,} again=
+	[ "$last" = "$1" ] || again=" (2nd run)"
+	case $last in
+	0) echo "pass$again" ;;
+	4) echo "skip$again" ;;
+	124 | 143) echo timeout ;;
+	*) echo "fail($last)" ;;
+	esac
+}
+
 # boot ROLE IMAGE EXPECT [SELFTEST] - one kernel, one boot, one verdict.
 boot() {
 	local role=$1 image=$2 expect=$3 selftest=${4:-} initrd log marker t0 t1 rc=0
 	initrd=$NESTED_OUT/$role.initrd
 	log=$NESTED_OUT/$role.log
 	cp "$NESTED_OUT/base.cpio" "$initrd"
+	[ -z "$PEER_CPIO" ] || cat "$PEER_CPIO" >> "$initrd"
 	if [ -n "$selftest" ]; then
 		local extra=$NESTED_OUT/rootfs-$role name
 		name=$(basename "$selftest")
@@ -133,7 +201,7 @@ boot() {
 	echo "booting $image (log: $log, timeout ${TIMEOUT}s)"
 	t0=$(nested_clock)
 	nested_boot "$image" "$initrd" "$log" "$TIMEOUT" \
-		"vgicd_nested_role=$role vgicd_nested_expect=$expect vgicd_nested_sizes=$SIZES${TEST_ARGS:+ vgicd_nested_args=$TEST_ARGS}" ||
+		"vgicd_nested_role=$role vgicd_nested_expect=$expect vgicd_nested_sizes=$SIZES vgicd_nested_peer_timeout=$PEER_TIMEOUT${TEST_ARGS:+ vgicd_nested_args=$TEST_ARGS}" ||
 		rc=$?
 	t1=$(nested_clock)
 	step_end
@@ -141,6 +209,9 @@ boot() {
 	tr -d '\r' < "$log" | sed -n '/^NESTED: \/init started/,$p' | grep -av -e '^\[ *[0-9.]*\] ' -e '^NESTED-ROW: ' || true
 	# The table's rows, for bench/report.py (bench/run-bench.sh).
 	tr -d '\r' < "$log" | sed -n 's/^NESTED-ROW: //p' > "$NESTED_OUT/$role-rows.jsonl" || true
+	# Upstream's selftests: NAME RC SECONDS, compared after both boots.
+	tr -d '\r' < "$log" | sed -n 's/^NESTED-PEER: \([^ ]*\) rc=\([0-9,]*\) \(.*\)/\1 \2 \3/p' \
+		> "$NESTED_OUT/$role-peers.txt" || true
 	marker=$(nested_marker "$log" "VGICD-NESTED-RESULT:")
 	if [ $rc -eq 124 ]; then
 		RESULTS+=("$role: FAIL (timed out after ${TIMEOUT}s; log $log)")
@@ -159,10 +230,11 @@ boot() {
 		FAILED=$((FAILED + 1))
 	fi
 	# Where the boot's time went, from the guest's own clock.
-	local init_at test_at self_at
+	local init_at test_at self_at peers_at
 	init_at=$(tr -d '\r' < "$log" | sed -n 's/^NESTED-TIME: init \([0-9.]*\) .*/\1/p')
 	test_at=$(tr -d '\r' < "$log" | sed -n 's/^NESTED-TIME: test-done \([0-9.]*\) .*/\1/p')
 	self_at=$(tr -d '\r' < "$log" | sed -n 's/^NESTED-TIME: selftest-done \([0-9.]*\) .*/\1/p')
+	peers_at=$(tr -d '\r' < "$log" | sed -n 's/^NESTED-TIME: peers-done \([0-9.]*\) .*/\1/p')
 	STEP_TIMES+=("$(printf '  %-42s %7s s' "$role: kernel boot to /init (guest clock)" "${init_at:-?}")")
 	if [ -n "$init_at" ] && [ -n "$test_at" ]; then
 		STEP_TIMES+=("$(printf '  %-42s %7.1f s' "$role: vgicd + vgic-nested-test" "$(echo "$test_at - $init_at" | bc)")")
@@ -170,7 +242,40 @@ boot() {
 	if [ -n "$self_at" ] && [ -n "$test_at" ]; then
 		STEP_TIMES+=("$(printf '  %-42s %7.1f s' "$role: kernel selftest" "$(echo "$self_at - $test_at" | bc)")")
 	fi
+	if [ -n "$peers_at" ] && [ -n "${self_at:-$test_at}" ]; then
+		STEP_TIMES+=("$(printf '  %-42s %7.1f s' "$role: upstream vGIC selftests" "$(echo "$peers_at - ${self_at:-$test_at}" | bc)")")
+	fi
 	: "$t0" "$t1"
+}
+
+# peers_compare - upstream's selftests on both kernels, one row each; the
+# patched kernel fails the tier when it gives any test another verdict
+# than the stock kernel (a test that fails on both is reported, not
+# held against the series).
+peers_compare() {
+	local name rc secs sv pv differ=()
+	local -A srs=() ssec=() prs=() psec=()
+	[ -n "$PEER_CPIO" ] || return 0
+	while read -r name rc secs; do srs[$name]=$rc; ssec[$name]=$secs; done < <(cat "$NESTED_OUT/stock-peers.txt" 2>/dev/null)
+	while read -r name rc secs; do prs[$name]=$rc; psec[$name]=$secs; done < <(cat "$NESTED_OUT/patched-peers.txt" 2>/dev/null)
+	echo
+	echo "upstream vGIC selftests (wall clock in L1 under TCG):"
+	printf '  %-24s %-16s %7s   %-16s %7s\n' test stock s patched s
+	for name in "$NESTED_OUT"/rootfs-peers/selftest/peers/*; do
+		name=${name##*/}
+		sv="not run" pv="not run"
+		[ -z "${srs[$name]+x}" ] || sv=$(peer_verdict "${srs[$name]}")
+		[ -z "${prs[$name]+x}" ] || pv=$(peer_verdict "${prs[$name]}")
+		printf '  %-24s %-16s %7s   %-16s %7s\n' "$name" "$sv" "${ssec[$name]:--}" "$pv" "${psec[$name]:--}"
+		# A pass is a pass, at the first run or the second.
+		[ "${sv% (2nd run)}" = "${pv% (2nd run)}" ] || differ+=("$name: stock $sv, patched $pv")
+	done
+	if [ ${#differ[@]} -gt 0 ]; then
+		RESULTS+=("upstream vGIC selftests: FAIL ($(IFS=';'; echo "${differ[*]}"))")
+		FAILED=$((FAILED + 1))
+	else
+		RESULTS+=("upstream vGIC selftests: PASS (the same verdict on both kernels)")
+	fi
 }
 
 if [ "$ONLY" != patched ]; then
@@ -189,6 +294,7 @@ if [ "$ONLY" != stock ]; then
 	fi
 fi
 
+[ -n "$ONLY" ] || [ -n "${PATCHED_MISSING:-}" ] || peers_compare
 print_step_times
 echo
 printf 'nested tier: %s\n' "${RESULTS[@]}"

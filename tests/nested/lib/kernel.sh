@@ -10,8 +10,12 @@
 #                           the patched kernel's Debian options
 #                           (kernel-patch/config/debian-6.12.config) are the
 #                           stock kernel's
-#   nested_patched_kernel   sets PATCHED_IMAGE, PATCHED_SELFTEST (may be
-#                           empty), or PATCHED_MISSING with the reason
+#   nested_patched_kernel   sets PATCHED_IMAGE, PATCHED_SELFTEST and
+#                           PATCHED_PEERS (may be empty), or PATCHED_MISSING
+#                           with the reason
+#   nested_kernel_env FILE  the same three from FILE's last IMAGE=,
+#                           SELFTEST= and PEERS= lines (build-kernel.sh's
+#                           output, or a log that holds it)
 
 # kernel_config_check CONFIG - the options the nested tier relies on must be
 # built in (there are no modules in the initramfs).
@@ -63,25 +67,40 @@ nested_debian_config_check() {
 	echo "kernel config: the $(grep -c '^CONFIG_' "$frag") options of debian-6.12.config are Debian's"
 }
 
+# nested_kernel_env FILE - see the top.
+nested_kernel_env() {
+	PATCHED_IMAGE=$(sed -n 's/^IMAGE=//p' "$1" | tail -n1)
+	PATCHED_SELFTEST=$(sed -n 's/^SELFTEST=//p' "$1" | tail -n1)
+	PATCHED_PEERS=$(sed -n 's/^PEERS=//p' "$1" | tail -n1)
+}
+
 # nested_patched_kernel - build the patched kernel with
-# kernel-patch/build-kernel.sh (its last output lines are IMAGE=<path> and
-# SELFTEST=<path>), or take NESTED_PATCHED_IMAGE / NESTED_PATCHED_SELFTEST.
+# kernel-patch/build-kernel.sh (its last output lines are IMAGE=<path>,
+# SELFTEST=<path> and PEERS=<folder>), or take NESTED_PATCHED_ENV (a file
+# with those lines: scripts/test.sh's background build) or
+# NESTED_PATCHED_IMAGE / NESTED_PATCHED_SELFTEST / NESTED_PATCHED_PEERS.
 nested_patched_kernel() {
 	local script="$VGICD_ROOT/kernel-patch/build-kernel.sh" log="$NESTED_OUT/build-kernel.log"
 	PATCHED_IMAGE=${NESTED_PATCHED_IMAGE:-}
 	PATCHED_SELFTEST=${NESTED_PATCHED_SELFTEST:-}
+	PATCHED_PEERS=${NESTED_PATCHED_PEERS:-}
 	PATCHED_MISSING=
-	[ -z "$PATCHED_IMAGE" ] || return 0
-	if [ ! -f "$script" ]; then
-		PATCHED_MISSING="kernel-patch/build-kernel.sh is not in the tree"
-		return 0
+	if [ -z "$PATCHED_IMAGE" ] && [ -n "${NESTED_PATCHED_ENV:-}" ]; then
+		nested_kernel_env "$NESTED_PATCHED_ENV"
 	fi
-	# The script takes the heavy-work lock around its heavy steps itself.
-	bash "$script" >"$log" 2>&1 || { tail -n 30 "$log" >&2; nested_die "build-kernel.sh failed (log: $log)"; }
-	PATCHED_IMAGE=$(sed -n 's/^IMAGE=//p' "$log" | tail -n1)
-	PATCHED_SELFTEST=$(sed -n 's/^SELFTEST=//p' "$log" | tail -n1)
+	if [ -z "$PATCHED_IMAGE" ]; then
+		if [ ! -f "$script" ]; then
+			PATCHED_MISSING="kernel-patch/build-kernel.sh is not in the tree"
+			return 0
+		fi
+		# The script takes the heavy-work lock around its heavy steps itself.
+		bash "$script" >"$log" 2>&1 || { tail -n 30 "$log" >&2; nested_die "build-kernel.sh failed (log: $log)"; }
+		nested_kernel_env "$log"
+	fi
 	[ -n "$PATCHED_IMAGE" ] && [ -f "$PATCHED_IMAGE" ] ||
-		nested_die "build-kernel.sh printed no usable IMAGE= line (log: $log)"
+		nested_die "no usable IMAGE= line from build-kernel.sh (log: ${NESTED_PATCHED_ENV:-$log})"
 	[ -z "$PATCHED_SELFTEST" ] || [ -f "$PATCHED_SELFTEST" ] ||
 		nested_die "build-kernel.sh: SELFTEST=$PATCHED_SELFTEST does not exist"
+	[ -z "$PATCHED_PEERS" ] || [ -d "$PATCHED_PEERS" ] ||
+		nested_die "build-kernel.sh: PEERS=$PATCHED_PEERS does not exist"
 }

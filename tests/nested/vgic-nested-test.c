@@ -1113,6 +1113,53 @@ ratio (guint64 slow, guint64 fast)
   return (double) slow / (double) MAX (fast, 1);
 }
 
+/* Where a one-by-one access's time goes, at 8 to 512 vCPUs: vgicd's
+ * calibrated line a + b x n (ns; daemon/vgicd-calibrate.c) splits into the
+ * all-vCPU lock (b x n: every access takes each vCPU's mutex), the
+ * register's own work (c: what the same access costs inside a batch, the
+ * kernel time of the largest batched save over its registers) and the
+ * rest of a call (a - c: the system call, the attribute's copy and decode,
+ * kvm->lock).  A batch pays the lock and the call once per ioctl instead
+ * of once per register, so the first and last columns are its gain; the
+ * lock's share is also what skipping the vCPU locks alone would save. */
+static void
+print_split (const Row *rows, guint n_rows, double a, double b, gboolean kernel_batch)
+{
+  static const guint sizes[] = { 8, 16, 32, 64, 128, 256, 512 };
+  double c = 0;
+
+  for (guint i = 0; i < n_rows; i++)
+    if (kernel_batch && rows[i].save_st.ioctls && rows[i].save_regs)
+      c = (double) rows[i].save_st.kernel_ns / rows[i].save_regs;
+  if (c > a)
+    c = a;
+  g_print ("\nWhere a one-by-one access's time goes (vgicd's calibration: %.0f ns + %.1f ns "
+           "per vCPU; %s):\n", a, b,
+           c > 0 ? "the register's own work from the largest batched save's kernel time"
+                 : "no batch here, so the call and the register's work are one column");
+  if (c > 0)
+    g_print ("%-6s %10s | %12s %12s %12s\n", "vCPUs", "ns/access", "vCPU locks", "call",
+             "register");
+  else
+    g_print ("%-6s %10s | %12s %16s\n", "vCPUs", "ns/access", "vCPU locks", "call + register");
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      double lock = b * sizes[i], total = a + lock;
+
+      if (c > 0)
+        g_print ("%-6u %10.0f | %11.1f%% %11.1f%% %11.1f%%\n", sizes[i], total,
+                 100 * lock / total, 100 * (a - c) / total, 100 * c / total);
+      else
+        g_print ("%-6u %10.0f | %11.1f%% %15.1f%%\n", sizes[i], total, 100 * lock / total,
+                 100 * a / total);
+    }
+  if (c > 0)
+    g_print ("(register: %.0f ns an access inside a batch, measured; every row is the "
+             "calibrated line at that size, not a run of it)\n", c);
+  g_print ("NESTED-SPLIT: {\"base_ns\": %.1f, \"per_vcpu_ns\": %.2f, \"register_ns\": %.1f}\n",
+           a, b, c);
+}
+
 static void
 print_table (const Row *rows, guint n_rows, gboolean kernel_batch)
 {
@@ -1157,6 +1204,8 @@ print_table (const Row *rows, guint n_rows, gboolean kernel_batch)
                ms (rows[i].save[PATH_QEMU]), ms (rows[i].load[PATH_QEMU]));
   else
     g_print ("vgicd logged no calibration (its log: %s)\n", opt_vgicd_log ? opt_vgicd_log : "none");
+  if (base > 0)
+    print_split (rows, n_rows, base, per, kernel_batch);
   /* The same rows for bench/report.py (run-nested.sh collects them into
    * ROLE-rows.jsonl): best wall times in ms, by path. */
   for (guint i = 0; i < n_rows; i++)

@@ -269,12 +269,15 @@ BG_NICE=10 bg_start "confinement policies" "$VGICD_BUILD/policies.log" \
 BG_NICE=5 bg_start "booted systemd (nspawn, build tree)" "$VGICD_BUILD/nspawn-tree.log" \
 	bash tests/systemd/run-nspawn.sh
 # The patched kernel must not be skipped quietly in CI.  Upstream's vGIC
-# selftests run on both kernels but dirty_log_perf_test, a performance
-# test that only sets up a vGIC: 161 and 178 s of L1's time on the two
-# kernels, against 20 s for all the others
-# (`bash tests/nested/run-nested.sh` runs it too).
+# selftests run on both kernels but two (`bash tests/nested/run-nested.sh`
+# runs them too): dirty_log_perf_test, a performance test that only sets
+# up a vGIC (161 and 178 s of L1's time on the two kernels, against 20 s
+# for all the others), and arch_timer_edge_cases, a timer test whose
+# deadlines are 10 to 20 ms of guest time: beside the background builds
+# of a cold run, L1 stalls longer than that and it failed twice on the
+# stock kernel while passing on the patched one (idle, it passes on both).
 run_tier "nested tier" env VGICD_NESTED_REQUIRE_PATCHED=1 \
-	bash tests/nested/run-nested.sh --skip-peers dirty_log_perf_test
+	bash tests/nested/run-nested.sh --skip-peers dirty_log_perf_test,arch_timer_edge_cases
 step_end
 
 step_begin "QEMU series: apply to QEMU 10.0.13, cross-compile (-Werror)"

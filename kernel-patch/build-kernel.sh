@@ -239,6 +239,7 @@ ccache_stats=$(ccache -s 2>/dev/null | grep -iE '^ *(hits|misses)' | tr -s ' ' |
 # --- Selftest ----------------------------------------------------------------
 selftest_bin=
 peers_dir=
+peers_unbuilt=()
 if [ "$selftest" = 1 ] && [ "$patched" = 1 ]; then
 	step_begin "selftest" >&2
 	log "building the selftest vgic_batch_regs (static)"
@@ -275,18 +276,30 @@ if [ "$selftest" = 1 ] && [ "$patched" = 1 ]; then
 	done
 	[ ${#peers[@]} -gt 0 ] || die "no vGIC selftest found in $mk"
 	log "building upstream's vGIC selftests (static): ${peers[*]}"
-	heavy make -C "$kvm_st" \
+	# -k: one that does not build on this base (6.1's vgic_init wants a
+	# linux/bitfield.h its tools/include lacks) leaves the others; which
+	# did not is said here and in the summary, and none built is an error.
+	rm -f "${peers[@]/#/$kst/}"
+	heavy make -k -C "$kvm_st" \
 		CC="ccache ${CROSS_COMPILE}gcc" OUTPUT="$kst" \
 		LINUX_HDR_PATH="$hdr/include/" KHDR_INCLUDES="-isystem $hdr/include" \
 		EXTRA_CFLAGS=-static -j"$jobs" \
-		"${peers[@]/#/$kst/}" >"$build/peers.log" 2>&1 ||
-		{ tail -n 40 "$build/peers.log" >&2; die "upstream selftest build failed, see $build/peers.log"; }
+		"${peers[@]/#/$kst/}" >"$build/peers.log" 2>&1 || true
 	peers_dir=$build/kselftest/peers
 	rm -rf "$peers_dir"
 	mkdir -p "$peers_dir"
+	peers_unbuilt=()
 	for t in "${peers[@]}"; do
-		cp "$kst/$t" "$peers_dir/${t##*/}"
+		if [ -x "$kst/$t" ]; then
+			cp "$kst/$t" "$peers_dir/${t##*/}"
+		else
+			peers_unbuilt+=("$t")
+		fi
 	done
+	[ ${#peers_unbuilt[@]} -lt ${#peers[@]} ] ||
+		{ tail -n 40 "$build/peers.log" >&2; die "no upstream vGIC selftest built, see $build/peers.log"; }
+	[ ${#peers_unbuilt[@]} -eq 0 ] ||
+		log "upstream vGIC selftests that do not build on this base, left out: ${peers_unbuilt[*]} (see $build/peers.log)"
 	step_end
 fi
 
@@ -320,6 +333,8 @@ fi
 	log "  time total: $(( $(now) - t_start ))s"
 	[ -n "$ccache_stats" ] && log "  ccache: $ccache_stats"
 	log "  no compiler warnings in: $(echo $touched | tr ' ' ',')"
+	[ ${#peers_unbuilt[@]} -eq 0 ] ||
+		log "  upstream vGIC selftests not built on this base: ${peers_unbuilt[*]}"
 	if [ "$checkpatch" = 1 ] && [ ${#series[@]} -gt 0 ]; then
 		log "  checkpatch --strict:"
 		printf '%s' "$cp_summary" | sed 's/^/[build-kernel]     /'

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "vgicd/kvm-call.h"
+#include "vgicd-throwaway.h"
 
 #define PREFIX "calibration: "
 #define SMALL 1
@@ -37,9 +38,6 @@
 
 #if defined(__aarch64__)
 
-/* Guest-physical bases of the throwaway vGIC: the virt machine's. */
-#define DIST_BASE 0x08000000ULL
-#define REDIST_BASE 0x080a0000ULL
 #define GICD_IPRIORITYR 0x0400
 
 static double
@@ -56,40 +54,10 @@ now_ns (void)
 static double
 time_reads (int kvm, guint n, const char **what, int *err)
 {
-  struct kvm_vcpu_init init;
-  struct kvm_create_device dev = { .type = KVM_DEV_TYPE_ARM_VGIC_V3 };
-  guint64 dist = DIST_BASE, redist = REDIST_BASE;
-  g_autofree int *vcpus = g_new (int, n);
-  int vm, gic = -1;
+  VgicdThrowawayVm t;
   double best = 0;
-  guint made = 0;
 
-  *what = "KVM_CREATE_VM";
-  vm = kvm_call (kvm, KVM_CREATE_VM, 0);
-  if (vm < 0)
-    return 0;
-  *what = "KVM_ARM_PREFERRED_TARGET";
-  if (kvm_call (vm, KVM_ARM_PREFERRED_TARGET, &init) < 0)
-    goto out;
-  *what = "KVM_CREATE_VCPU";
-  for (; made < n; made++)
-    {
-      vcpus[made] = ioctl (vm, KVM_CREATE_VCPU, (unsigned long) made);
-      if (vcpus[made] < 0 || kvm_call (vcpus[made], KVM_ARM_VCPU_INIT, &init) < 0)
-        {
-          if (vcpus[made] >= 0)
-            made++;
-          goto out;
-        }
-    }
-  *what = "the vGICv3 (create, addresses, init)";
-  if (kvm_call (vm, KVM_CREATE_DEVICE, &dev) < 0)
-    goto out;
-  gic = (int) dev.fd;
-  if (kvm_device_set (gic, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_DIST, &dist) < 0 ||
-      kvm_device_set (gic, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_REDIST,
-                      &redist) < 0 ||
-      kvm_device_set (gic, KVM_DEV_ARM_VGIC_GRP_CTRL, KVM_DEV_ARM_VGIC_CTRL_INIT, NULL) < 0)
+  if (!vgicd_throwaway_vm_new (kvm, n, &t, what))
     goto out;
   *what = "KVM_GET_DEVICE_ATTR";
   for (guint r = 0; r < ROUNDS; r++)
@@ -105,7 +73,7 @@ time_reads (int kvm, guint n, const char **what, int *err)
                                        .attr = GICD_IPRIORITYR + 32 + 4 * (i % 8),
                                        .addr = (guint64) (uintptr_t) &value };
 
-          if (kvm_call (gic, KVM_GET_DEVICE_ATTR, &a) < 0)
+          if (kvm_call (t.gic, KVM_GET_DEVICE_ATTR, &a) < 0)
             {
               best = 0;
               goto out;
@@ -118,12 +86,7 @@ time_reads (int kvm, guint n, const char **what, int *err)
   *what = NULL;
 out:
   *err = errno;
-  if (gic >= 0)
-    close (gic);
-  for (guint i = 0; i < made; i++)
-    if (vcpus[i] >= 0)
-      close (vcpus[i]);
-  close (vm);
+  vgicd_throwaway_vm_close (&t);
   return *what ? 0 : best;
 }
 

@@ -41,6 +41,7 @@ typedef struct {
   int kernel_batch;		/* -1 unknown, 0 no, 1 yes */
   char *kernel_batch_source;	/* "start-up probe: ...", or why not and the VMs' claims */
   gboolean kernel_batch_probed;	/* kernel_batch is vgicd's own probe's answer */
+  gboolean kernel_batch_foreign;	/* that probe found a group 10 of another layout */
   char *kernel_batch_unprobed;	/* unprobed: why ("no probe (Probe=false)", the probe's error) */
   GPtrArray *sessions;		/* VgicdSession *, attached */
   /* What a VM's first save assumes of round 2: the GICR_TYPER.PLPIS and AP

@@ -272,7 +272,8 @@ main (int argc, char **argv)
 
   if (v.daemon.config->probe)
     {
-      kb = vgicd_probe_kernel_batch (VGICD_KVM_DEVICE, &kb_source);
+      kb = vgicd_probe_kernel_batch (VGICD_KVM_DEVICE, &v.daemon.kernel_batch_foreign,
+                                     &kb_source);
       v.daemon.kernel_batch = kb;
       v.daemon.kernel_batch_probed = kb >= 0;
       g_free (v.daemon.kernel_batch_source);

@@ -12,12 +12,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "vgicd/kvm-call.h"
-#include "vgicd/vgic-entry.h"
+#include "vgic-batch-probe.h"
+#include "vgicd-throwaway.h"
 
 /* The code below is compiled on every host so that an x86-64 build catches
  * mistakes in it; it only runs where a vGICv3 can exist. */
@@ -29,21 +27,17 @@
 
 #define PREFIX "start-up probe: "
 
-static int
-unknown (char **source, const char *what, int err)
-{
-  *source = g_strdup_printf (PREFIX "%s: %s", what, g_strerror (err));
-  return -1;
-}
-
 /* vgicd_probe_kernel_batch() - see vgicd-probe.h */
 int
-vgicd_probe_kernel_batch (const char *kvm_path, char **source)
+vgicd_probe_kernel_batch (const char *kvm_path, gboolean *foreign, char **source)
 {
-  struct kvm_create_device dev = { .type = KVM_DEV_TYPE_ARM_VGIC_V3 };
-  int kvm = -1, vm = -1, ret, err;
+  VgicdThrowawayVm t;
+  g_autofree char *why = NULL;
+  const char *what = NULL;
+  int kvm, ret;
 
-  g_return_val_if_fail (source != NULL, -1);
+  g_return_val_if_fail (source != NULL && foreign != NULL, -1);
+  *foreign = FALSE;
 
   if (!HOST_IS_ARM64)
     {
@@ -53,37 +47,26 @@ vgicd_probe_kernel_batch (const char *kvm_path, char **source)
 
   kvm = open (kvm_path, O_RDWR | O_CLOEXEC);
   if (kvm < 0)
-    return unknown (source, kvm_path, errno);
-
-  /* Type 0: the default IPA size on arm64; the VM only has to exist. */
-  vm = kvm_call (kvm, KVM_CREATE_VM, 0);
-  if (vm < 0)
     {
-      err = errno;
+      *source = g_strdup_printf (PREFIX "%s: %s", kvm_path, g_strerror (errno));
+      return -1;
+    }
+  /* One vCPU (affinity 0, which the probe reads) and an initialized vGIC,
+   * never run: the probe reads its registers, batched and one by one. */
+  if (!vgicd_throwaway_vm_new (kvm, 1, &t, &what))
+    {
+      *source = g_strdup_printf (PREFIX "a throwaway VM: %s: %s", what, g_strerror (errno));
+      vgicd_throwaway_vm_close (&t);
       close (kvm);
-      return unknown (source, "KVM_CREATE_VM", err);
+      return -1;
     }
   close (kvm);
-
-  if (ioctl (vm, KVM_CREATE_DEVICE, &dev) < 0)
-    {
-      err = errno;
-      close (vm);
-      return unknown (source, "KVM_CREATE_DEVICE (vGICv3)", err);
-    }
-
-  {
-    struct kvm_vgic_batch_abi abi;
-    char buf[VGIC_BATCH_PROBE_DESCRIBE_MAX];
-
-    ret = vgic_batch_probe ((int) dev.fd, &abi);
-    close ((int) dev.fd);
-    close (vm);
-    *source = g_strdup_printf (PREFIX "%s",
-                               vgic_batch_probe_describe (ret, &abi, buf, sizeof buf));
-  }
+  ret = vgic_batch_probe (t.gic, &why);
+  vgicd_throwaway_vm_close (&t);
+  *source = g_strdup_printf (PREFIX "%s", why);
   if (ret < 0)
     return -1;
-  /* A group 10 of another ABI is no batch group for vgicd. */
+  /* A group 10 of another layout is no batch group for vgicd. */
+  *foreign = ret == VGIC_BATCH_PROBE_FOREIGN;
   return ret == VGIC_BATCH_PROBE_OURS ? 1 : 0;
 }

@@ -12,16 +12,18 @@
 /**
  * vgicd_probe_kernel_batch() - ask the kernel through a throwaway VM
  * @kvm_path: the KVM device, normally VGICD_KVM_DEVICE
+ * @foreign: (out): TRUE when the kernel has a group 10 of another layout
  * @source: (out): what the answer rests on, for KernelBatchSource, e.g.
  *	"start-up probe: /dev/kvm: No such file or directory"
  *
- * Opens @kvm_path, creates a VM (IPA size type 0) and a vGICv3 device in it,
- * and runs the batch ABI handshake (vgic_batch_probe(), vgic-entry.h): a
- * group 10 of another layout counts as none.  Everything is
- * closed again before returning.  On a host that is not arm64 the kernel
- * cannot answer, so nothing is opened.
+ * Opens @kvm_path, creates a VM of one vCPU with an initialized vGICv3
+ * (vgicd-throwaway.h), and runs the batch group's probe on it
+ * (vgic_batch_probe(): a batch of reads against single reads, in memory a
+ * group of another layout cannot write outside of).  Everything is closed
+ * again before returning.  On a host that is not arm64 the kernel cannot
+ * answer, so nothing is opened.
  *
- * Return: 1 the kernel has batch, 0 it has not, -1 unknown (@source says
- * why).
+ * Return: 1 the kernel has the batch group, verified; 0 it has none (or
+ * one of another layout: @foreign); -1 unknown (@source says why).
  */
-int vgicd_probe_kernel_batch (const char *kvm_path, char **source);
+int vgicd_probe_kernel_batch (const char *kvm_path, gboolean *foreign, char **source);

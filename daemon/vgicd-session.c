@@ -106,10 +106,13 @@ parse_vm (VgicdSession *s, GVariant *vm, GError **error)
     s->kernel_batch_abi = g_strdup (s->kernel_batch ? VGICD_BATCH_ABI_OURS : VGICD_BATCH_ABI_ABSENT);
   if (!g_variant_lookup (vm, VGICD_VM_KERNEL_BATCH_PROBE, "s", &s->kernel_batch_probe))
     s->kernel_batch_probe = g_strdup ("");
-  /* A batch group is driven only when it is this project's: a peer that
-   * says "kernel batch" of another ABI (which libvgicd never does) runs
-   * one by one, as the log line at attach says. */
-  if (s->kernel_batch && strcmp (s->kernel_batch_abi, VGICD_BATCH_ABI_OURS) != 0)
+  /* A batch group is driven only when its behaviour was verified on this
+   * host: "ours" is the executor's probe on the VM's own vGIC; "unknown"
+   * (it could not tell, e.g. a vCPU ran when it attached) is settled by
+   * vgicd's own probe in vgicd_session_new(); anything else runs one by
+   * one, as the log line at attach says. */
+  if (s->kernel_batch && strcmp (s->kernel_batch_abi, VGICD_BATCH_ABI_OURS) != 0 &&
+      strcmp (s->kernel_batch_abi, VGICD_BATCH_ABI_UNKNOWN) != 0)
     s->kernel_batch = FALSE;
   if (!text_ok (s->kernel_batch_abi, 16) ||
       !text_ok (s->kernel_batch_probe, VGICD_VM_KERNEL_BATCH_PROBE_MAX))
@@ -250,6 +253,24 @@ vgicd_session_new (VgicdDaemon *daemon, GDBusConnection *connection, GVariant *v
     {
       vgicd_session_free (s);
       return NULL;
+    }
+  /* vgicd's own start-up probe, where it has one, overrides: a group it
+   * found to be another layout is never driven, and one the executor could
+   * not verify is driven only if the probe verified it. */
+  if (s->kernel_batch && (daemon->kernel_batch_foreign ||
+                          (strcmp (s->kernel_batch_abi, VGICD_BATCH_ABI_UNKNOWN) == 0 &&
+                           !(daemon->kernel_batch_probed && daemon->kernel_batch == 1))))
+    {
+      char *executor = s->kernel_batch_probe;
+
+      s->kernel_batch = FALSE;
+      s->kernel_batch_probe =
+        g_strdup_printf ("%s (its executor: %s)", daemon->kernel_batch_foreign
+                         ? "vgicd's start-up probe found the kernel's group 10 to be "
+                           "another batch interface"
+                         : "neither its executor nor vgicd's start-up probe could verify "
+                           "the kernel's vGIC batch group", *executor ? executor : "-");
+      g_free (executor);
     }
   /* The largest step of any operation on this shape: a restore's writes
    * with LPIs and four APRs per group, after its guards (QEMU's three reads,

@@ -100,11 +100,14 @@ typedef enum {
 VgicdClient *vgicd_client_connect (const char *address, int timeout_ms, GError **error);
 
 /**
- * vgicd_client_probe_batch() - does the kernel behind @vgic_fd have the vGIC
- * batch group of this project's ABI?  KVM_DEV_ARM_VGIC_GRP_BATCH_REGS must
- * answer KVM_VGIC_BATCH_ATTR_ABI with this build's magic number, version and
- * structure sizes; a group 10 of any other layout counts as none.
- * Return: 1 yes, 0 no, or a negative errno.
+ * vgicd_client_probe_batch() - does the kernel behind @vgic_fd have this
+ * project's vGIC batch group?  KVM_DEV_ARM_VGIC_GRP_BATCH_REGS must exist
+ * and a batch of reads must agree with single reads of the same registers
+ * (the probe can tell a group 10 of another layout, and never lets one
+ * write outside its own memory).  Reads only.  The vGIC must be
+ * initialized and its vCPUs not running.
+ * Return: 1 yes, 0 no (none, or another layout), or a negative errno
+ * when it could not tell (-EBUSY: a vCPU runs).
  */
 int vgicd_client_probe_batch (int vgic_fd);
 
@@ -122,7 +125,9 @@ int vgicd_client_probe_batch (int vgic_fd);
  * @error: set on failure
  *
  * Probes the kernel (vgicd_client_probe_batch()) and tells vgicd the
- * result.  Call it once, after the vGIC is initialized.
+ * result.  Call it once, after the vGIC is initialized, best while the
+ * vCPUs do not run (a probe that meets a running vCPU cannot verify the
+ * group; vgicd's own probe then decides).
  */
 gboolean vgicd_client_attach (VgicdClient *client, int vgic_fd, const char *name,
                               const char *uuid, uint32_t nr_irqs, uint32_t nr_vcpus,

@@ -21,21 +21,6 @@ now_ns (void)
   return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-int
-vgic_exec_probe_batch (int dev_fd, char **why)
-{
-  struct kvm_vgic_batch_abi abi;
-  int probe = vgic_batch_probe (dev_fd, &abi);
-
-  if (why)
-    {
-      char buf[VGIC_BATCH_PROBE_DESCRIBE_MAX];
-
-      *why = g_strdup (vgic_batch_probe_describe (probe, &abi, buf, sizeof buf));
-    }
-  return probe;
-}
-
 gboolean
 vgic_exec_check (const struct kvm_vgic_batch_entry *entries, uint32_t n,
                  VgicExecDir dir, GError **error)
@@ -49,6 +34,12 @@ vgic_exec_check (const struct kvm_vgic_batch_entry *entries, uint32_t n,
           g_set_error (error, VGIC_EXEC_ERROR, 1,
                        "entry %u: group %u is not a vGIC register group; "
                        "refusing to run the list", i, e->group);
+          return FALSE;
+        }
+      if (e->reserved != 0)
+        {
+          g_set_error (error, VGIC_EXEC_ERROR, 3,
+                       "entry %u: its reserved field is not 0; refusing to run the list", i);
           return FALSE;
         }
       if (dir == VGIC_EXEC_WRITE && !vgic_entry_value_fits (e->group, e->value))
@@ -93,12 +84,10 @@ run_single (int fd, struct kvm_vgic_batch_entry *entries, uint32_t n,
       report->ioctls++;
       if (ioctl (fd, req, &attr) < 0)
         {
-          e->error = -errno;
-          report->error = e->error;
+          report->error = -errno;
           report->error_index = i;
           return FALSE;
         }
-      e->error = 0;
       if (dir == VGIC_EXEC_READ)
         e->value = wide ? v64 : v32;
       report->done++;
@@ -114,7 +103,7 @@ run_batch (int fd, struct kvm_vgic_batch_entry *entries, uint32_t n,
 
   for (uint32_t off = 0; off < n;)
     {
-      uint32_t chunk = MIN (n - off, (uint32_t) KVM_VGIC_BATCH_MAX_ENTRIES);
+      uint32_t chunk = MIN (n - off, VGICD_BATCH_CHUNK);
       struct kvm_vgic_batch batch = {
         .nr_entries = chunk,
         .entries = (uint64_t) (uintptr_t) &entries[off],
@@ -128,20 +117,14 @@ run_batch (int fd, struct kvm_vgic_batch_entry *entries, uint32_t n,
       report->ioctls++;
       if (ioctl (fd, req, &attr) < 0)
         {
-          int err = -errno;
-          uint32_t bad = MIN (batch.nr_done, chunk - 1);
+          /* The kernel wrote nr_done before anything else: the entries
+           * before it are done, the one at it failed (or, for a batch
+           * refused as a whole before any access, nr_done is 0). */
+          uint32_t done = MIN (batch.nr_done, chunk - 1);
 
-          /* A decode failure marks its entry without running any; an apply
-           * failure stops at entry nr_done.  Report the marked one. */
-          for (uint32_t i = 0; i < chunk; i++)
-            if (entries[off + i].error != 0)
-              {
-                bad = i;
-                break;
-              }
-          report->done += MIN (batch.nr_done, bad);
-          report->error = entries[off + bad].error ? entries[off + bad].error : err;
-          report->error_index = off + bad;
+          report->done += done;
+          report->error = -errno;
+          report->error_index = off + done;
           return FALSE;
         }
       report->done += chunk;
@@ -158,8 +141,6 @@ vgic_exec_run (int dev_fd, struct kvm_vgic_batch_entry *entries, uint32_t n,
   gboolean ok;
 
   memset (report, 0, sizeof (*report));
-  for (uint32_t i = 0; i < n; i++)
-    entries[i].error = 0;
   ok = via == VGIC_EXEC_BATCH ? run_batch (dev_fd, entries, n, dir, report)
                               : run_single (dev_fd, entries, n, dir, report);
   report->ns = now_ns () - t0;

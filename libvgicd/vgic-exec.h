@@ -20,29 +20,18 @@ typedef enum {
 } VgicExecDir;
 
 typedef enum {
-  VGIC_EXEC_BATCH,	/* one ioctl per chunk of <= KVM_VGIC_BATCH_MAX_ENTRIES */
+  VGIC_EXEC_BATCH,	/* one ioctl per chunk of <= VGICD_BATCH_CHUNK */
   VGIC_EXEC_SINGLE,	/* one ioctl per entry */
 } VgicExecVia;
 
 typedef struct {
   uint32_t done;	/* entries completed */
   int32_t error;	/* 0, or -errno of the entry that failed */
-  uint32_t error_index;	/* index of that entry, when error != 0 */
+  uint32_t error_index;	/* index of that entry, when error != 0 (a batch
+			 * refused as a whole, before any access: its first) */
   uint32_t ioctls;	/* device ioctls issued */
   uint64_t ns;		/* time spent issuing them */
 } VgicExecReport;
-
-/**
- * vgic_exec_probe_batch() - does the kernel behind @dev_fd have this
- * project's batch group?  vgic_batch_probe() (vgic-entry.h): group 10 must
- * answer the ABI attribute with this build's magic, version and sizes; a
- * group 10 of another layout counts as no batch group.
- * @why: if not NULL, receives what was found, in words (g_free())
- * Return: VGIC_BATCH_PROBE_OURS (1), _ABSENT (0), _FOREIGN (2: a group 10
- * of another layout, never to be used), or a negative errno for an answer
- * that is none of these.
- */
-int vgic_exec_probe_batch (int dev_fd, char **why);
 
 /**
  * vgic_exec_check() - refuse a list the executor must not run: a group other
@@ -61,7 +50,7 @@ gboolean vgic_exec_check (const struct kvm_vgic_batch_entry *entries, uint32_t n
  * vgic_exec_run() - execute @n accesses on @dev_fd
  * @dev_fd: the vGIC device fd
  * @entries: the accesses; must have passed vgic_exec_check().  Reads fill in
- *	.value; every entry's .error is set (0, or -errno for the failing one)
+ *	.value (of the entries done)
  * @n: number of entries
  * @dir: read or write
  * @via: batched, or one ioctl per entry with a u32 buffer (u64 for

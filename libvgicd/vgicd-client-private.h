@@ -37,9 +37,9 @@ struct _VgicdClient {
   gint64 wait_budget_us;	/* what a save or load may still wait for vgicd */
 
   int vgic_fd;
-  gboolean kernel_batch;
+  gboolean kernel_batch;	/* the group may be driven if vgicd says so */
   const char *kernel_batch_abi;	/* VGICD_BATCH_ABI_*, sent at attach */
-  char *kernel_batch_probe;	/* vgic_batch_probe_describe(), sent at attach */
+  char *kernel_batch_probe;	/* vgic_batch_probe()'s words, sent at attach */
   char *session_path;
   char *mode;
   int window_fd;

@@ -15,11 +15,13 @@
 #include <gio/gio.h>
 #include <gio/gunixfdlist.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vgic-batch-probe.h"
 #include "vgicd-client-private.h"
 #include "vgicd/protocol.h"
 #include "vgicd/vgic-entry.h"
@@ -124,9 +126,9 @@ vgicd_client_connect (const char *address, int timeout_ms, GError **error)
 int
 vgicd_client_probe_batch (int vgic_fd)
 {
-  int probe = vgic_exec_probe_batch (vgic_fd, NULL);
+  int probe = vgic_batch_probe (vgic_fd, NULL);
 
-  /* A foreign group 10 is no batch group for the caller. */
+  /* A group 10 of another layout is no batch group for the caller. */
   return probe == VGIC_BATCH_PROBE_FOREIGN ? 0 : probe;
 }
 
@@ -193,10 +195,14 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
     char *why = NULL;
 
     /* What the probe found goes to vgicd in words: a group 10 of another
-     * ABI is a fallback vgicd logs and counts (no silent fallbacks). */
-    int probe = vgic_exec_probe_batch (vgic_fd, &why);
+     * layout is a fallback vgicd logs and counts (no silent fallbacks).  A
+     * group the probe could not verify (a vCPU ran, at a re-attach while
+     * the guest runs) is "unknown": vgicd's own probe settles it. */
+    int probe = vgic_batch_probe (vgic_fd, &why);
+    struct kvm_device_attr has = { .group = KVM_DEV_ARM_VGIC_GRP_BATCH_REGS, .attr = 0 };
 
-    c->kernel_batch = probe == VGIC_BATCH_PROBE_OURS;
+    c->kernel_batch = probe == VGIC_BATCH_PROBE_OURS ||
+                      (probe < 0 && ioctl (vgic_fd, KVM_HAS_DEVICE_ATTR, &has) == 0);
     c->kernel_batch_abi = probe == VGIC_BATCH_PROBE_OURS ? VGICD_BATCH_ABI_OURS
                           : probe == VGIC_BATCH_PROBE_ABSENT ? VGICD_BATCH_ABI_ABSENT
                           : probe == VGIC_BATCH_PROBE_FOREIGN ? VGICD_BATCH_ABI_FOREIGN

@@ -268,47 +268,12 @@ has_attr (VgicSimShm *m, const struct kvm_device_attr *attr)
       return attr->attr == KVM_DEV_ARM_VGIC_CTRL_INIT ||
              attr->attr == KVM_DEV_ARM_VGIC_SAVE_PENDING_TABLES ? 0 : -ENXIO;
     case KVM_DEV_ARM_VGIC_GRP_BATCH_REGS:
-      /* kernel-patch/: the group's two attrs; a foreign one takes any. */
-      if (m->batch == VGIC_SIM_BATCH_FOREIGN)
-        return 0;
-      return m->batch == VGIC_SIM_BATCH_OURS &&
-             (attr->attr == KVM_VGIC_BATCH_ATTR_REGS || attr->attr == KVM_VGIC_BATCH_ATTR_ABI)
-             ? 0 : -ENXIO;
+      /* kernel-patch/: attr 0 only (the foreign model too, so that only
+       * the probe's batch can tell it apart). */
+      return m->batch != VGIC_SIM_BATCH_NONE && attr->attr == 0 ? 0 : -ENXIO;
     default:
       return -ENXIO;
     }
-}
-
-/* KVM_GET_DEVICE_ATTR(10, KVM_VGIC_BATCH_ATTR_ABI), as kernel-patch/ 0004. */
-static int
-batch_abi (guint64 addr, const VgicSimUser *user)
-{
-  const struct kvm_vgic_batch_abi abi = {
-    .magic = KVM_VGIC_BATCH_ABI_MAGIC,
-    .version = KVM_VGIC_BATCH_ABI_VERSION,
-    .batch_size = sizeof (struct kvm_vgic_batch),
-    .entry_size = sizeof (struct kvm_vgic_batch_entry),
-    .max_entries = KVM_VGIC_BATCH_MAX_ENTRIES,
-  };
-
-  return user->write (user->ctx, addr, &abi, sizeof abi) ? -EFAULT : 0;
-}
-
-/* A group 10 of another batch ABI (vgic_sim_set_foreign_batch()): its own
- * header, of which only an empty batch is modelled. */
-static int
-foreign_batch (VgicSimShm *m, guint64 addr, const VgicSimUser *user)
-{
-  struct {
-    guint64 entries;
-    guint32 nr;
-    guint32 flags;
-  } h;
-
-  vgic_sim_count (m, foreign_calls, 1);
-  if (user->read (user->ctx, addr, &h, sizeof h))
-    return -EFAULT;
-  return h.nr == 0 ? 0 : -EINVAL;
 }
 
 int
@@ -342,15 +307,12 @@ vgic_sim_device_ioctl (VgicSimShm *m, unsigned int request, guint64 arg,
       return has_attr (m, &attr);
     }
 
-  if (attr.group == KVM_DEV_ARM_VGIC_GRP_BATCH_REGS && m->batch == VGIC_SIM_BATCH_FOREIGN)
-    return foreign_batch (m, attr.addr, user);
-  if (attr.group == KVM_DEV_ARM_VGIC_GRP_BATCH_REGS && m->batch == VGIC_SIM_BATCH_OURS)
+  if (attr.group == KVM_DEV_ARM_VGIC_GRP_BATCH_REGS && m->batch != VGIC_SIM_BATCH_NONE)
     {
-      /* kernel-patch/: a batch, or the read-only ABI description. */
-      if (attr.attr == KVM_VGIC_BATCH_ATTR_ABI && !write)
-        return batch_abi (attr.addr, user);
-      if (attr.attr != KVM_VGIC_BATCH_ATTR_REGS)
+      if (attr.attr != 0)
         return -ENXIO;
+      if (m->batch == VGIC_SIM_BATCH_FOREIGN)
+        return vgic_sim_batch_foreign (m, write, attr.addr, user);
       vgic_sim_count (m, batch_calls, 1);
       return vgic_sim_batch (m, write, attr.addr, user);
     }

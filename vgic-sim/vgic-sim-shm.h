@@ -172,5 +172,8 @@ int vgic_sim_sysreg_access (VgicSimShm *m, guint32 vcpu, gboolean write,
 /* ---- vgic-sim-batch.c ---- */
 int vgic_sim_batch (VgicSimShm *m, gboolean write, guint64 addr,
                     const VgicSimUser *user);
+/* group 10 of another layout (VGIC_SIM_BATCH_FOREIGN) */
+int vgic_sim_batch_foreign (VgicSimShm *m, gboolean write, guint64 addr,
+                            const VgicSimUser *user);
 /* vgic_sim_fault_injected() - consume an armed single-call failure */
 int vgic_sim_single_injected (VgicSimShm *m);

@@ -122,15 +122,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicSim, vgic_sim_free)
 void vgic_sim_set_batch (VgicSim *sim, gboolean on);
 
 /**
- * vgic_sim_set_foreign_batch() - make group 10 another batch ABI: a kernel
- * with a different batch series for this device under the same macro name
- * and group number.  It answers KVM_HAS_DEVICE_ATTR(10, any attr) with 0
- * (so the bare HAS probe accepts it); GET/SET(10, any attr) read its own
- * 16-byte header { __u64 entries; __u32 nr; __u32 flags }: nr == 0 is an
- * empty batch and succeeds with nothing written (what this project's ABI
- * read into a zeroed buffer looks like to it); anything else is refused
- * with -EINVAL, as this project's layout misread.  Every such call counts
- * in foreign_calls, so a test can tell the probe's one read from a batch.
+ * vgic_sim_set_foreign_batch() - make group 10 another batch layout: a
+ * kernel with a different batch series for this device under the same
+ * macro name and group number.  It answers KVM_HAS_DEVICE_ATTR(10, 0) with
+ * 0, as this project's does, and takes the same header, but its entries
+ * are { __u32 group; __u32 flags; __u64 attr; __u64 addr }: each value
+ * goes through a pointer, as in struct kvm_device_attr (a modelled layout,
+ * not any posted series' code).  It works, for a caller of that layout; a
+ * batch of this project's layout makes it use each entry's value as a
+ * pointer.  Every GET/SET counts in foreign_calls.
  */
 void vgic_sim_set_foreign_batch (VgicSim *sim);
 

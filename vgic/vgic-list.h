@@ -72,7 +72,7 @@ vgic_list_add (VgicList *list, uint32_t group, uint64_t attr, uint64_t value)
   if (G_UNLIKELY (list->len == list->alloc))
     vgic_list_grow (list, list->len + 1);
   list->entries[list->len++] =
-    (VgicEntry) { .group = group, .error = 0, .attr = attr, .value = value };
+    (VgicEntry) { .group = group, .reserved = 0, .attr = attr, .value = value };
 }
 
 /* vgic_list_append() - append @n entries (their values and errors too) */

@@ -541,7 +541,7 @@ parse_entries (const Layout *l)
       const guint8 *p = l->entries + (gsize) ENTRY_LEN * i;
 
       entries[i].group = get_le32 (p);
-      entries[i].error = 0;
+      entries[i].reserved = 0;
       entries[i].attr = get_le64 (p + 4);
       entries[i].value = get_le64 (p + 12);
     }

@@ -129,7 +129,7 @@ values_new (const Entry *entries, gsize n, gboolean merge, GError **error)
           continue;
         }
       base[out] = *e;
-      base[out].error = 0;
+      base[out].reserved = 0;
       *slot = ++out;
     }
   g_array_set_size (values->entries, out);

@@ -16,6 +16,7 @@
  */
 #pragma once
 
+#include <stddef.h>	/* offsetof */
 #include <linux/types.h>
 #include <linux/kvm.h>	/* struct kvm_device_attr, KVM_{GET,SET,HAS}_DEVICE_ATTR */
 
@@ -146,74 +147,65 @@
  * The batch group: this project's kernel UAPI (docs/kernel-interface.md, and
  * kernel-patch/).  Group 10, because 9 is taken upstream.
  *
- * Each entry behaves exactly like one GET/SET of @group.  Entries run in
- * array order under one acquisition of the VM's locks.  Decode errors (bad
- * group, mpidr, sysreg, encoding, high value bits on SET) fail the whole call
- * before any entry is applied; apply stops at the first handler error, sets
- * that entry's @error, and @nr_done counts the entries completed before it.
+ * KVM_{GET,SET}_DEVICE_ATTR with attr 0 and addr pointing to a struct
+ * kvm_vgic_batch.  Each entry behaves exactly like one GET/SET of @group.
+ * The kernel takes the VM's locks, then checks every entry as
+ * KVM_HAS_DEVICE_ATTR would (any failure applies nothing, nr_done 0), then
+ * applies them in array order and stops at the first failure: nr_done is
+ * the index of the first entry not completed, the return code its error.
+ * Only a GET copies entries back (the completed ones).  Discovery is
+ * KVM_HAS_DEVICE_ATTR(10, 0); any other attr is -ENXIO; flags extend it.
+ * The kernel's limit on nr_entries is an implementation limit (-E2BIG
+ * above it), at least VGICD_BATCH_CHUNK.
  *
- * The probe is KVM_GET_DEVICE_ATTR(group 10, KVM_VGIC_BATCH_ATTR_ABI) into a
- * zeroed struct kvm_vgic_batch_abi, every field compared with the values
- * below (vgic_batch_abi_is_ours() in vgic-entry.h).  KVM_HAS_DEVICE_ATTR
- * alone is not enough: another batch series for this device, posted with
- * the same macro name and the obvious group number, has a different layout,
- * and a kernel of it would accept the old probe.
+ * A group 10 is not trusted on HAS alone: another batch series for this
+ * device uses the same macro name and number with a layout of its own.
+ * vgic-batch-probe.h verifies the group's behaviour before any batch.
  *
  * Theory of operation of the guard below: these definitions are never
  * skipped quietly.  A system header (the installed <asm/kvm.h>) that
- * defines KVM_DEV_ARM_VGIC_GRP_BATCH_REGS either is this project's UAPI
- * (a kernel built with kernel-patch/ exported its headers), and then says
- * so with the same KVM_VGIC_BATCH_ABI_MAGIC and version, whose structures
- * are checked against the sizes below; or it is some other batch UAPI, and
- * the build stops with an error that says which.
+ * defines KVM_DEV_ARM_VGIC_GRP_BATCH_REGS provides the two structures, and
+ * the assertions at the end check every field's offset and the sizes: a
+ * header of another layout does not build (tests/uapi).
  */
-#define VGICD_BATCH_ABI_MAGIC		0x52424756u	/* "VGBR" in memory */
-#define VGICD_BATCH_ABI_VERSION		1u
 #define VGICD_BATCH_ENTRY_SIZE		24u
 #define VGICD_BATCH_HEADER_SIZE		24u
+/* Entries per batch call: the kernel's documented minimum of its limit. */
+#define VGICD_BATCH_CHUNK		4096u
 
-#ifdef KVM_DEV_ARM_VGIC_GRP_BATCH_REGS
-#if !defined(KVM_VGIC_BATCH_ABI_MAGIC) || !defined(KVM_VGIC_BATCH_ABI_VERSION)
-#error "a system header defines KVM_DEV_ARM_VGIC_GRP_BATCH_REGS without this project's KVM_VGIC_BATCH_ABI_MAGIC: another batch UAPI, which vgicd does not speak (include this header before it, or build against headers without it)"
-#elif KVM_VGIC_BATCH_ABI_MAGIC != VGICD_BATCH_ABI_MAGIC || KVM_VGIC_BATCH_ABI_VERSION != VGICD_BATCH_ABI_VERSION || KVM_DEV_ARM_VGIC_GRP_BATCH_REGS != 10
-#error "the system's KVM_DEV_ARM_VGIC_GRP_BATCH_REGS UAPI is another version of the batch ABI than this header's"
-#endif
-#else
+#ifndef KVM_DEV_ARM_VGIC_GRP_BATCH_REGS
 #define KVM_DEV_ARM_VGIC_GRP_BATCH_REGS		10
-#define KVM_VGIC_BATCH_ATTR_REGS		0	/* a batch */
-#define KVM_VGIC_BATCH_ATTR_ABI			1	/* GET: struct kvm_vgic_batch_abi */
-#define KVM_VGIC_BATCH_MAX_ENTRIES		4096
-#define KVM_VGIC_BATCH_ABI_MAGIC		VGICD_BATCH_ABI_MAGIC
-#define KVM_VGIC_BATCH_ABI_VERSION		VGICD_BATCH_ABI_VERSION
 
 struct kvm_vgic_batch_entry {
 	__u32 group;	/* DIST_REGS, REDIST_REGS, CPU_SYSREGS or LEVEL_INFO */
-	__s32 error;	/* out: 0 or -errno for this entry */
+	__u32 reserved;	/* must be 0 */
 	__u64 attr;	/* encoded as kvm_device_attr.attr for @group */
 	__u64 value;	/* in (SET) / out (GET); [63:32] zero except CPU_SYSREGS */
 };
 
-struct kvm_vgic_batch {		/* kvm_device_attr.attr = ATTR_REGS, .addr = &batch */
-	__u32 nr_entries;	/* 1..KVM_VGIC_BATCH_MAX_ENTRIES */
+struct kvm_vgic_batch {		/* kvm_device_attr.attr = 0, .addr = &batch */
+	__u32 nr_entries;	/* 1..the kernel's limit (at least 4096) */
 	__u32 flags;		/* must be 0 */
-	__u32 nr_done;		/* out: entries completed */
+	__u32 nr_done;		/* out: index of the first entry not completed */
 	__u32 reserved;		/* must be 0 */
 	__u64 entries;		/* user pointer to the entry array */
 };
-
-struct kvm_vgic_batch_abi {	/* GET, kvm_device_attr.attr = ATTR_ABI */
-	__u32 magic;		/* KVM_VGIC_BATCH_ABI_MAGIC */
-	__u32 version;		/* KVM_VGIC_BATCH_ABI_VERSION */
-	__u32 batch_size;	/* sizeof (struct kvm_vgic_batch) */
-	__u32 entry_size;	/* sizeof (struct kvm_vgic_batch_entry) */
-	__u32 max_entries;	/* KVM_VGIC_BATCH_MAX_ENTRIES */
-	__u32 reserved[3];	/* 0 */
-};
 #endif
 
+#define VGICD_BATCH_LAYOUT(type, field, off) \
+  _Static_assert (offsetof (struct type, field) == (off), \
+                  #type "." #field " is not the layout vgicd speaks")
+VGICD_BATCH_LAYOUT (kvm_vgic_batch_entry, group, 0);
+VGICD_BATCH_LAYOUT (kvm_vgic_batch_entry, reserved, 4);
+VGICD_BATCH_LAYOUT (kvm_vgic_batch_entry, attr, 8);
+VGICD_BATCH_LAYOUT (kvm_vgic_batch_entry, value, 16);
+VGICD_BATCH_LAYOUT (kvm_vgic_batch, nr_entries, 0);
+VGICD_BATCH_LAYOUT (kvm_vgic_batch, flags, 4);
+VGICD_BATCH_LAYOUT (kvm_vgic_batch, nr_done, 8);
+VGICD_BATCH_LAYOUT (kvm_vgic_batch, reserved, 12);
+VGICD_BATCH_LAYOUT (kvm_vgic_batch, entries, 16);
+#undef VGICD_BATCH_LAYOUT
 _Static_assert (sizeof (struct kvm_vgic_batch_entry) == VGICD_BATCH_ENTRY_SIZE,
 		"struct kvm_vgic_batch_entry is not the layout vgicd speaks");
 _Static_assert (sizeof (struct kvm_vgic_batch) == VGICD_BATCH_HEADER_SIZE,
 		"struct kvm_vgic_batch is not the layout vgicd speaks");
-_Static_assert (sizeof (struct kvm_vgic_batch_abi) == 32,
-		"struct kvm_vgic_batch_abi is not the layout vgicd speaks");

@@ -9,12 +9,8 @@
  */
 #pragma once
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/ioctl.h>
 
 #include "vgicd/kvm-vgic-batch.h"
 
@@ -53,109 +49,4 @@ static inline bool
 vgic_entry_value_fits (uint32_t group, uint64_t value)
 {
   return vgic_entry_group_is_wide (group) || value <= UINT32_MAX;
-}
-
-/**
- * vgic_batch_abi_is_ours() - is the description a kernel returned for
- * KVM_GET_DEVICE_ATTR(KVM_DEV_ARM_VGIC_GRP_BATCH_REGS, KVM_VGIC_BATCH_ATTR_ABI)
- * exactly the batch ABI this build speaks?  Every field is compared: a
- * kernel whose group 10 is another layout, answering into the zeroed
- * buffer in its own way (or not at all), must never be given a batch.
- */
-static inline bool
-vgic_batch_abi_is_ours (const struct kvm_vgic_batch_abi *abi)
-{
-  return abi->magic == KVM_VGIC_BATCH_ABI_MAGIC &&
-         abi->version == KVM_VGIC_BATCH_ABI_VERSION &&
-         abi->batch_size == sizeof (struct kvm_vgic_batch) &&
-         abi->entry_size == sizeof (struct kvm_vgic_batch_entry) &&
-         abi->max_entries == KVM_VGIC_BATCH_MAX_ENTRIES &&
-         abi->reserved[0] == 0 && abi->reserved[1] == 0 && abi->reserved[2] == 0;
-}
-
-/* What a probe of the batch group found (vgic_batch_probe()). */
-typedef enum {
-  VGIC_BATCH_PROBE_ABSENT = 0,	/* no group 10: an unpatched kernel */
-  VGIC_BATCH_PROBE_OURS = 1,	/* this project's ABI */
-  VGIC_BATCH_PROBE_FOREIGN = 2,	/* a group 10 that is not this ABI */
-} VgicBatchProbe;
-
-/**
- * vgic_batch_probe() - the handshake both sides run on a vGICv3 device fd
- * @dev_fd: the vGICv3 device fd
- * @abi: receives what the kernel answered (zeroed first), for the log
- *
- * KVM_HAS_DEVICE_ATTR(10, KVM_VGIC_BATCH_ATTR_REGS) == -ENXIO means no group
- * 10; otherwise the ABI attribute is read into a zeroed buffer larger than
- * the structure (a foreign layout that reads a bigger header finds zeros,
- * no entry and no pointer, so the read cannot make it touch anything) and
- * compared field by field.
- * Return: a VgicBatchProbe, or a negative errno for an answer that fits
- * neither (HAS failing with another errno).
- */
-static inline int
-vgic_batch_probe (int dev_fd, struct kvm_vgic_batch_abi *abi)
-{
-  union {
-    struct kvm_vgic_batch_abi abi;
-    uint64_t room[16];	/* 128 zero bytes */
-  } buf = { .room = { 0 } };
-  struct kvm_device_attr has = {
-    .group = KVM_DEV_ARM_VGIC_GRP_BATCH_REGS,
-    .attr = KVM_VGIC_BATCH_ATTR_REGS,
-  };
-  struct kvm_device_attr get = {
-    .group = KVM_DEV_ARM_VGIC_GRP_BATCH_REGS,
-    .attr = KVM_VGIC_BATCH_ATTR_ABI,
-    .addr = (uint64_t) (uintptr_t) &buf,
-  };
-  int err;
-
-  *abi = buf.abi;
-  if (ioctl (dev_fd, KVM_HAS_DEVICE_ATTR, &has) < 0)
-    {
-      err = errno;
-      return err == ENXIO ? VGIC_BATCH_PROBE_ABSENT : -err;
-    }
-  /* Any failure of the read is a group 10 that does not speak this ABI
-   * (the kernel with this ABI always answers it). */
-  if (ioctl (dev_fd, KVM_GET_DEVICE_ATTR, &get) < 0)
-    return VGIC_BATCH_PROBE_FOREIGN;
-  *abi = buf.abi;
-  return vgic_batch_abi_is_ours (abi) ? VGIC_BATCH_PROBE_OURS : VGIC_BATCH_PROBE_FOREIGN;
-}
-
-/**
- * vgic_batch_probe_describe() - @probe (a vgic_batch_probe() result) and
- * what the kernel answered, in words, for logs and vgicctl, into @buf
- * (VGIC_BATCH_PROBE_DESCRIBE_MAX bytes are always enough)
- * Return: @buf
- */
-#define VGIC_BATCH_PROBE_DESCRIBE_MAX 256
-static inline char *
-vgic_batch_probe_describe (int probe, const struct kvm_vgic_batch_abi *abi,
-                           char *buf, size_t size)
-{
-  switch (probe)
-    {
-    case VGIC_BATCH_PROBE_OURS:
-      snprintf (buf, size, "the kernel has the vGIC batch group (ABI %u)", abi->version);
-      break;
-    case VGIC_BATCH_PROBE_ABSENT:
-      snprintf (buf, size, "the kernel has no vGIC batch group");
-      break;
-    case VGIC_BATCH_PROBE_FOREIGN:
-      snprintf (buf, size, "the kernel's device-attr group %u is not this batch ABI "
-                "(it answered magic 0x%08x version %u sizes %u/%u; expected 0x%08x "
-                "version %u sizes %zu/%zu): not used",
-                KVM_DEV_ARM_VGIC_GRP_BATCH_REGS, abi->magic, abi->version,
-                abi->batch_size, abi->entry_size, KVM_VGIC_BATCH_ABI_MAGIC,
-                KVM_VGIC_BATCH_ABI_VERSION, sizeof (struct kvm_vgic_batch),
-                sizeof (struct kvm_vgic_batch_entry));
-      break;
-    default:
-      snprintf (buf, size, "probing the vGIC batch group failed: %s", strerror (-probe));
-      break;
-    }
-  return buf;
 }

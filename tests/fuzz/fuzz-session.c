@@ -260,9 +260,13 @@ attach (GVariant *vm)
   if (!s && (!error || !error->message || !*error->message ||
              daemon_state.sessions->len != before))
     abort ();
-  /* A batch group of another ABI is never driven, whatever the peer says
-   * (seed-raw-attach: such a peer was once planned batches). */
-  if (s && s->kernel_batch && strcmp (s->kernel_batch_abi, VGICD_BATCH_ABI_OURS) != 0)
+  /* A batch group is driven only when verified: by the peer's probe, or,
+   * when the peer could not tell, by vgicd's own (seed-raw-attach: a peer
+   * claiming a group of another ABI was once planned batches). */
+  if (s && s->kernel_batch && strcmp (s->kernel_batch_abi, VGICD_BATCH_ABI_OURS) != 0 &&
+      !(strcmp (s->kernel_batch_abi, VGICD_BATCH_ABI_UNKNOWN) == 0 &&
+        daemon_state.kernel_batch_probed && daemon_state.kernel_batch == 1 &&
+        !daemon_state.kernel_batch_foreign))
     abort ();
   return s;
 }

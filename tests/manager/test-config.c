@@ -338,10 +338,12 @@ test_probe_without_kvm (void)
 {
   g_autofree char *path = g_build_filename (tmpdir, "no-kvm", NULL);
   g_autofree char *source = NULL;
-  int kb = vgicd_probe_kernel_batch (path, &source);
+  gboolean foreign = TRUE;
+  int kb = vgicd_probe_kernel_batch (path, &foreign, &source);
 
   g_test_message ("%s", source);
   g_assert_cmpint (kb, ==, -1);
+  g_assert_false (foreign);
   g_assert_true (g_str_has_prefix (source, "start-up probe: "));
 #if defined(__aarch64__)
   g_assert_nonnull (strstr (source, path));
@@ -356,7 +358,8 @@ static void
 test_probe_real_device (void)
 {
   g_autofree char *source = NULL;
-  int kb = vgicd_probe_kernel_batch (VGICD_KVM_DEVICE, &source);
+  gboolean foreign;
+  int kb = vgicd_probe_kernel_batch (VGICD_KVM_DEVICE, &foreign, &source);
 
   g_test_message ("%d: %s", kb, source);
   g_assert_nonnull (source);

@@ -697,7 +697,7 @@ check_stats (const VgicdClientStats *st, gboolean want_batch, guint accesses, co
   if (!want_batch && st->ioctls != st->entries)
     FAIL ("%s: %u ioctls for %u accesses on the one-by-one path", what, st->ioctls,
           st->entries);
-  if (want_batch && st->ioctls > 2 + st->entries / KVM_VGIC_BATCH_MAX_ENTRIES + 1)
+  if (want_batch && st->ioctls > 2 + st->entries / VGICD_BATCH_CHUNK + 1)
     FAIL ("%s: %u ioctls for %u accesses on the batch path", what, st->ioctls, st->entries);
 }
 

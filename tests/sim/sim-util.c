@@ -127,7 +127,6 @@ sim_run_single (int fd, gboolean write, VgicList *plan)
                            e->group, e->attr, &v);
           e->value = v;
         }
-      e->error = ret;
       if (ret)
         return ret;
     }
@@ -137,9 +136,9 @@ sim_run_single (int fd, gboolean write, VgicList *plan)
 int
 sim_run_batch (int fd, gboolean write, VgicList *plan)
 {
-  for (guint i = 0; i < plan->len; i += KVM_VGIC_BATCH_MAX_ENTRIES)
+  for (guint i = 0; i < plan->len; i += VGICD_BATCH_CHUNK)
     {
-      guint32 n = MIN (plan->len - i, KVM_VGIC_BATCH_MAX_ENTRIES), done;
+      guint32 n = MIN (plan->len - i, VGICD_BATCH_CHUNK), done;
       int ret = sim_batch (fd, write,
                            &plan->entries[i],
                            n, &done);

@@ -86,7 +86,7 @@ test_batch_equals_single (gconstpointer data)
   many = save (sim, shape, TRUE);
   vgic_sim_counters_get (sim, &c);
   g_assert_cmpuint (c.lock_rounds, ==, c.batch_calls);
-  g_assert_cmpuint (c.batch_calls, <=, 2 + many->len / KVM_VGIC_BATCH_MAX_ENTRIES);
+  g_assert_cmpuint (c.batch_calls, <=, 2 + many->len / VGICD_BATCH_CHUNK);
   assert_same_values (one, many);
 }
 

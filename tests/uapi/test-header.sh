@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# test-header.sh - include/vgicd/kvm-vgic-batch.h never skips its own
-# definitions quietly: compiled after a system header that defines
-# KVM_DEV_ARM_VGIC_GRP_BATCH_REGS, it builds only when that header is this
-# project's UAPI (same magic and version, same structure sizes) and stops
-# with an error naming the problem otherwise.  Each case is compiled for
-# real with the project's compiler.
+# test-header.sh - include/vgicd/kvm-vgic-batch.h never takes another
+# layout quietly: compiled after a system header that defines
+# KVM_DEV_ARM_VGIC_GRP_BATCH_REGS, it builds only when that header's two
+# structures are this project's UAPI, field for field, and stops with an
+# error naming the problem otherwise.  Each case is compiled for real with
+# the project's compiler.
 #
 #   test-header.sh INCLUDE_DIR CC [CC ARGS...]
 set -u
@@ -47,31 +47,30 @@ echo "1..4"
 # No system definition: the header's own.
 case_ plain ok "$@" </dev/null
 
-# Another batch series' header: same macro and group, no ABI handshake.
-case_ foreign "another batch UAPI, which vgicd does not speak" "$@" <<'C'
+# Another batch series' header: same macro and group, its own layout.
+case_ foreign "kvm_vgic_batch_entry.group is not the layout vgicd speaks" "$@" <<'C'
+#include <linux/types.h>
 #define KVM_DEV_ARM_VGIC_GRP_BATCH_REGS 10
-struct kvm_vgic_batch_entry { unsigned long long attr; unsigned int group, value; };
+struct kvm_vgic_batch_entry { __u64 attr; __u32 group, reserved; __u64 value; };
+struct kvm_vgic_batch { __u32 nr_entries, flags, nr_done, reserved; __u64 entries; };
 C
 
 # This project's UAPI from the installed headers of a patched kernel.
 case_ patched-kernel ok "$@" <<'C'
 #include <linux/types.h>
 #define KVM_DEV_ARM_VGIC_GRP_BATCH_REGS	10
-#define   KVM_VGIC_BATCH_ATTR_REGS	0
-#define   KVM_VGIC_BATCH_ATTR_ABI	1
-#define   KVM_VGIC_BATCH_MAX_ENTRIES	4096
-#define   KVM_VGIC_BATCH_ABI_MAGIC	0x52424756
-#define   KVM_VGIC_BATCH_ABI_VERSION	1
-struct kvm_vgic_batch_entry { __u32 group; __s32 error; __u64 attr; __u64 value; };
+struct kvm_vgic_batch_entry { __u32 group; __u32 reserved; __u64 attr; __u64 value; };
 struct kvm_vgic_batch { __u32 nr_entries, flags, nr_done, reserved; __u64 entries; };
-struct kvm_vgic_batch_abi { __u32 magic, version, batch_size, entry_size, max_entries, reserved[3]; };
 C
 
-# A later version of this ABI: not the layout this build speaks.
-case_ other-version "another version of the batch ABI" "$@" <<'C'
+# The first version of this project's series (a per-entry error, an ABI
+# attribute): not the layout this build speaks.
+case_ first-version "reserved" "$@" <<'C'
+#include <linux/types.h>
 #define KVM_DEV_ARM_VGIC_GRP_BATCH_REGS	10
-#define KVM_VGIC_BATCH_ABI_MAGIC	0x52424756
-#define KVM_VGIC_BATCH_ABI_VERSION	2
+#define KVM_VGIC_BATCH_ABI_VERSION	1
+struct kvm_vgic_batch_entry { __u32 group; __s32 error; __u64 attr; __u64 value; };
+struct kvm_vgic_batch { __u32 nr_entries, flags, nr_done, reserved; __u64 entries; };
 C
 
 [ $fails -eq 0 ]

@@ -18,23 +18,91 @@
  * includes the TYPER and every ICC_CTLR_EL1), then the bases and the APRs.
  * A restore reads the destination's TYPERs (as QEMU's put does), then writes.
  *
- * Restore ordering rules (the kernel enforces them; every one is asserted by
- * tests/planner on the generated plan):
+ * Restore ordering rules.  Each comes from the kernel, from the same code on
+ * Linux 6.1, 6.12 and 7.3, the bases vgicd supports (the functions named are
+ * those of all three); where the kernel does not need an order the plan
+ * keeps, the rule says so.  tests/planner asserts R0-R5 on the generated
+ * plan; R6 is the caller's.  Most follow from one fact: KVM puts an
+ * interrupt on a vCPU's list (the ap_list the list registers are filled
+ * from) only in vgic_queue_irq_unlock(), called by the write that makes it
+ * deliverable, and only if vgic_target_oracle() then names a vCPU; a later
+ * write that removes the obstacle (the distributor's enable, the
+ * configuration, the route) does not look again.  A restore writes to a VM
+ * that has not run, where nothing is pending or active until the restore
+ * makes it so.
  *
- *  R1 PROPBASER/PENDBASER before GICR_CTLR: KVM ignores base writes once
- *     EnableLPIs is set.
- *  R2 Configuration (ICFGR) before line level and pending state: the pending
- *     latch of a level IRQ is computed from its configuration.
- *  R3 IROUTER before pending and active state, so that pending IRQs land on
- *     the right vCPU.
- *  R4 ICC_CTLR_EL1 before the APRs: a CTLR write can shrink PRIbits, and an
- *     APR index above the new maximum is -EINVAL.
+ *  R0 GICD_CTLR (EnableGrp1) before every write that can queue an interrupt:
+ *     ISENABLER, IGROUPR (it queues every IRQ of the word, set or clear),
+ *     LEVEL_INFO with bits set, ISPENDR, ISACTIVER, GICR_CTLR.EnableLPIs
+ *     (vgic_enable_lpis()) and the ITS's RESTORE_TABLES (R6).
+ *     vgic_target_oracle() names no vCPU for a pending, non-active interrupt
+ *     while the distributor is disabled, and the user-space GICD_CTLR write
+ *     (vgic_mmio_uaccess_write_v3_misc()) only sets dist->enabled.  An
+ *     enabled, pending interrupt whose state is written before GICD_CTLR is
+ *     not delivered until something queues it again, and for a level IRQ
+ *     whose line stays high nothing will: the device's next injection is
+ *     dropped (vgic_validate_injection() sees no change of level).
+ *  R1 Each vCPU's PROPBASER/PENDBASER before its own GICR_CTLR:
+ *     vgic_mmio_write_propbase() and vgic_mmio_write_pendbase() drop the
+ *     write once that vCPU's EnableLPIs is set (vgic_lpis_enabled()).  The
+ *     plan writes every vCPU's bases before the first GICR_CTLR.
+ *  R2 An SPI's configuration (GICD_ICFGR) before its line level and its
+ *     pending state.  What is stored does not depend on the order
+ *     (vgic_write_irq_line_level_info() sets the line whatever the
+ *     configuration), but queueing does: irq_is_pending() counts the line
+ *     of a level IRQ only, SPIs start edge-triggered (kvm_vgic_dist_init()
+ *     zero-fills them, and VGIC_CONFIG_EDGE is 0), and
+ *     vgic_mmio_write_config() queues nothing.  So a level SPI whose line
+ *     is high and latch clear, written before its ICFGR, is never queued.
+ *     vgic_mmio_write_config() ignores the IRQs below 32 (SGIs stay edge,
+ *     PPIs level), so GICR_ICFGR1 before the private line levels and
+ *     pending state is QEMU's order only, not something the kernel needs.
+ *  R3 IROUTER before every write that can queue an SPI (its line level,
+ *     pending and active state), the routes QEMU misses (below) included.
+ *     vgic_mmio_write_irouter() only changes target_vcpu; an SPI queued
+ *     before it sits on the list of vCPU 0 (the route after init): an
+ *     active one until it is deactivated (vgic_target_oracle() keeps an
+ *     active IRQ where it is), a pending one until vCPU 0's next exit
+ *     moves it (vgic_prune_ap_list()).  GICD_ISENABLER and GICD_IGROUPR come
+ *     before the routes in QEMU's order; with nothing pending or active yet
+ *     they queue nothing.
+ *  R4 Each vCPU's ICC_CTLR_EL1 before its APRs and before its ICC_BPR1_EL1.
+ *     The APRs: set_gic_ap0r()/set_gic_ap1r() judge the index against
+ *     num_pri_bits (vgic_v3_max_apr_idx(), whose comment says it can be
+ *     relied on even if ICC_CTLR_EL1 was not restored first), which
+ *     vgic_init() sets to the hardware's.  So the kernel accepts either
+ *     order where the destination's PRIbits are at least the saved ones,
+ *     and refuses both where they were already shrunk below them
+ *     (set_gic_ctlr() lowers PRIbits and never raises them until
+ *     vgic_init()); CTLR first makes the refusal come from the CTLR, which
+ *     names the cause, and the destination guard (vgic-validate.c) refuses
+ *     such a destination before the first write anyway.  ICC_BPR1_EL1:
+ *     set_gic_bpr1() ignores the write while VMCR.CBPR is set, so a BPR1
+ *     written before a CTLR that clears CBPR is lost on a destination whose
+ *     CBPR was set (a fresh vCPU's VMCR is 0).  With CBPR set in the saved
+ *     state BPR1 is ignored in either order, as it should be
+ *     (get_gic_bpr1() then reads BPR0 + 1).  The icc_regs[] order carries
+ *     this.
  *  R5 Set/clear pairs: enable, pending and active are written as "clear all"
  *     (ICxxx = ~0) and then "set" (ISxxx = value), because writes act on set
  *     bits only (ISPENDR replaces the latch in uaccess, but QEMU clears it
  *     first all the same, and so do we).
- *  R6 The whole vGIC before the ITS tables are restored: that is the caller's
- *     business (the GIC section loads before the ITS section in QEMU).
+ *  R6 The whole vGIC before the ITS tables are restored (the ITS's
+ *     KVM_DEV_ARM_ITS_RESTORE_TABLES): that is the caller's business (the
+ *     GIC section loads before the ITS section in QEMU).  GICD_CTLR (R0)
+ *     and the bases (R1) must be in place for the LPIs it creates to be
+ *     queued and to find their configuration and pending bits
+ *     (vgic_v3_lpi_sync_pending_status()), and each GICR_CTLR.EnableLPIs
+ *     must come before it too: enabling LPIs runs
+ *     its_sync_lpi_pending_table(), which sets every LPI's latch from the
+ *     pending table, whose bits RESTORE_TABLES has just consumed and
+ *     cleared in guest memory.
+ *
+ * One order only 7.3 has is not vgicd's: GICD_TYPER2.nASSGIcap is writable
+ * there until vgic_init() (-EBUSY after), and GICD_CTLR.nASSGIreq sticks
+ * only if nASSGIcap is set; 6.1 and 6.12 refuse a TYPER2 that differs
+ * (-EINVAL).  It exists on GICv4.1 hardware only, and vgicd, like QEMU,
+ * does not restore GICD_TYPER2.
  *
  * A QEMU quirk carried on purpose: QEMU addresses GICD_IROUTER<n> at
  * 0x6000 + 4n (lo) and 0x6000 + 4n + 4 (hi) instead of 0x6000 + 8n.  KVM
@@ -121,7 +189,9 @@ add_aprs (VgicList *plan, const VgicShape *shape, uint32_t cpu, guint n,
   return TRUE;
 }
 
-/* The ICC registers up to the APRs, in QEMU's order. */
+/* The ICC registers up to the APRs, in QEMU's order, which a restore relies
+ * on: ICC_CTLR_EL1 before ICC_BPR1_EL1, whose write the kernel ignores while
+ * CTLR.CBPR is set (rule R4). */
 static const uint32_t icc_regs[] = {
   ICC_SRE_EL1, ICC_CTLR_EL1, ICC_IGRPEN0_EL1, ICC_IGRPEN1_EL1,
   ICC_PMR_EL1, ICC_BPR0_EL1, ICC_BPR1_EL1,
@@ -413,10 +483,12 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
   if (!plpis_of (shape, state, &plpis, error))
     return NULL;
 
+  /* R0: the distributor's enable first, so that every write below that
+   * makes an interrupt pending queues it. */
   if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_CTLR), error))
     return NULL;
 
-  /* R1: bases before any GICR_CTLR can enable LPIs. */
+  /* R1: every vCPU's bases before any GICR_CTLR can enable LPIs. */
   if (plpis && !add_lpi_bases (plan, shape, state, error))
     return NULL;
 
@@ -431,7 +503,8 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
         return NULL;
       add (plan, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICENABLER0), CLEAR_ALL);
       if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISENABLER0), error) ||
-          /* R2: configuration before level and pending. */
+          /* QEMU's order; the kernel ignores ICFGR for IRQs below 32, so
+           * R2 does not apply here. */
           !add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICFGR1), error) ||
           !add_from (plan, state, VGIC_GRP_LEVEL, vgic_attr_level (m, 0), error))
         return NULL;
@@ -450,17 +523,17 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
       !add_dist_bitmap (plan, shape, state, GICD_ISENABLER, GICD_ICENABLER, error) ||
       !add_dist_bitmap (plan, shape, state, GICD_IGROUPR, 0, error))
     return NULL;
-  /* R3: routes before pending and active. */
+  /* R3: routes before the SPIs' line level, pending and active state. */
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq++)
     if (!add_from (plan, state, VGIC_GRP_DIST, DIST (qemu_irouter_lo (irq)), error) ||
         !add_from (plan, state, VGIC_GRP_DIST, DIST (qemu_irouter_lo (irq) + 4), error))
       return NULL;
   /* The routes QEMU's offsets miss, when the state is a record that has
    * them: after QEMU's, so that they win over nothing (no offset is in both
-   * sets), and before pending and active all the same (R3). */
+   * sets), and before line level, pending and active all the same (R3). */
   if (routes && !add_lost_routes (plan, shape, state, error))
     return NULL;
-  /* R2: configuration before level and pending. */
+  /* R2: configuration before line level and pending. */
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 16)
     if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_ICFGR + irq / 4), error))
       return NULL;
@@ -478,6 +551,7 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
     {
       uint64_t ctlr;
 
+      /* R4: icc_regs[] puts ICC_CTLR_EL1 (CBPR) before ICC_BPR1_EL1. */
       for (guint i = 0; i < G_N_ELEMENTS (icc_regs); i++)
         if (!add_from (plan, state, VGIC_GRP_SYSREG, SYSREG (shape, cpu, icc_regs[i]), error))
           return NULL;

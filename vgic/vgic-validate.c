@@ -25,7 +25,7 @@
  * plan for the values it writes, so the list is turned back into values
  * (the writes to registers a save reads; the clear-alls are the planner's
  * to add) and re-planned, and the two lists must agree access for access.
- * That one comparison carries every ordering rule (R1 to R5) and the
+ * That one comparison carries every ordering rule (R0 to R5) and the
  * register set of this shape.
  *
  * The destination's own answers (its GICD_TYPER and GICR_TYPER) decide the

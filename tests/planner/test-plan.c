@@ -324,7 +324,65 @@ restore_teardown (RestoreFixture *f, gconstpointer data)
   vgic_shape_free (f->shape);
 }
 
-/* R1: every LPI base write precedes every GICR_CTLR write. */
+/* Whether @e is a write that can queue an interrupt on a vCPU (rule R0):
+ * the set-enable, group, set-pending and set-active words of the distributor
+ * and of each redistributor, every line level (whatever its value, which is
+ * stricter than the rule) and each GICR_CTLR (EnableLPIs). */
+static gboolean
+is_queueing_write (const Entry *e)
+{
+  uint32_t low = vgic_attr_low (e->attr);
+
+  switch (e->group)
+    {
+    case GRP_DIST:
+      return (low >= GICD_IGROUPR && low < GICD_IGROUPR + 0x80) ||
+             (low >= GICD_ISENABLER && low < GICD_ISENABLER + 0x80) ||
+             (low >= GICD_ISPENDR && low < GICD_ISPENDR + 0x80) ||
+             (low >= GICD_ISACTIVER && low < GICD_ISACTIVER + 0x80);
+    case GRP_REDIST:
+      return low == GICR_IGROUPR0 || low == GICR_ISENABLER0 || low == GICR_ISPENDR0 ||
+             low == GICR_ISACTIVER0 || low == GICR_CTLR;
+    case GRP_LEVEL:
+      return TRUE;
+    default:
+      return FALSE;
+    }
+}
+
+/* R0: GICD_CTLR is the first write, written once, and so precedes every
+ * write that can queue an interrupt and every GICR_CTLR: KVM does not queue
+ * a pending interrupt while the distributor is disabled, and enabling it
+ * from user space queues nothing. */
+static void
+test_rule_gicd_ctlr_first (RestoreFixture *f, gconstpointer data)
+{
+  const VgicShape *s = f->shape;
+  const uint64_t ctlr_attr = vgic_attr (0, GICD_CTLR);
+  int ctlr = find_first (f->write, GRP_DIST, ctlr_attr);
+  guint ctlrs = 0, queueing = 0;
+
+  g_assert_cmpint (ctlr, ==, 0);
+  for (guint i = 0; i < f->write->len; i++)
+    {
+      const Entry *e = &f->write->entries[i];
+
+      if (e->group == GRP_DIST && e->attr == ctlr_attr)
+        ctlrs++;
+      if (is_queueing_write (e))
+        {
+          g_assert_cmpint ((int) i, >, ctlr);
+          queueing++;
+        }
+    }
+  g_assert_cmpuint (ctlrs, ==, 1);
+  /* Four distributor words and the SPI line level per 32 SPIs; per vCPU
+   * its five private words and its GICR_CTLR. */
+  g_assert_cmpuint (queueing, ==, 5 * vgic_shape_spi_words (s, 1) + 6 * s->nr_vcpus);
+}
+
+/* R1, as the plan does it (QEMU's order, stricter than the kernel needs):
+ * every LPI base write precedes every GICR_CTLR write. */
 static void
 test_rule_bases_before_gicr_ctlr (RestoreFixture *f, gconstpointer data)
 {
@@ -342,8 +400,38 @@ test_rule_bases_before_gicr_ctlr (RestoreFixture *f, gconstpointer data)
   g_assert_cmpint (last_base, <, first_ctlr);
 }
 
-/* R2: each IRQ's configuration is written before its line level and its
- * pending state (distributor words, and each vCPU's private IRQs). */
+/* R1, as the kernel needs it: each vCPU's four base words precede its own
+ * GICR_CTLR (a base write through a redistributor whose EnableLPIs is set
+ * is dropped). */
+static void
+test_rule_each_vcpu_bases_before_its_gicr_ctlr (RestoreFixture *f, gconstpointer data)
+{
+  static const uint32_t words[] = {
+    GICR_PROPBASER, GICR_PROPBASER + 4, GICR_PENDBASER, GICR_PENDBASER + 4,
+  };
+
+  for (uint32_t cpu = 0; cpu < f->shape->nr_vcpus; cpu++)
+    {
+      uint32_t m = f->shape->mpidrs[cpu];
+      int ctlr = find_first (f->write, GRP_REDIST, vgic_attr (m, GICR_CTLR));
+
+      g_assert_cmpint (ctlr, >=, 0);
+      for (guint w = 0; w < G_N_ELEMENTS (words); w++)
+        {
+          int base = find_first (f->write, GRP_REDIST, vgic_attr (m, words[w]));
+
+          g_assert_cmpint (base, >=, 0);
+          g_assert_cmpint (base, <, ctlr);
+        }
+    }
+}
+
+/* R2: each SPI's configuration is written before its line level and its
+ * pending state (a level SPI whose line is high is queued only if it is
+ * level-configured when its line is written).  Then each vCPU's ICFGR1
+ * before its private line levels and pending state: QEMU's order, which
+ * the plan keeps, but not R2: the kernel ignores ICFGR writes for IRQs
+ * below 32 (vgic_mmio_write_config()). */
 static void
 test_rule_config_before_level_and_pending (RestoreFixture *f, gconstpointer data)
 {
@@ -361,6 +449,7 @@ test_rule_config_before_level_and_pending (RestoreFixture *f, gconstpointer data
       g_assert_cmpint (cfg, <, clrpend);
       g_assert_cmpint (cfg, <, setpend);
     }
+  /* Not enforced by the kernel (see above): QEMU's order. */
   for (uint32_t cpu = 0; cpu < s->nr_vcpus; cpu++)
     {
       uint32_t m = s->mpidrs[cpu];
@@ -396,8 +485,61 @@ test_rule_irouter_before_pending_active (RestoreFixture *f, gconstpointer data)
   g_assert_cmpint (last_route, <, first_state);
 }
 
+/* R3 in full: every route written, QEMU's words and (from a record that has
+ * them, routes = TRUE) the routes QEMU misses, precedes every write that
+ * can queue an SPI: its line level (LEVEL_INFO at intid 32 and up), pending
+ * and active state.  The enable and group words come before the routes in
+ * QEMU's order; with nothing pending or active yet, they queue nothing. */
+static void
+test_rule_irouter_before_spi_queueing (RestoreFixture *f, gconstpointer data)
+{
+  const VgicShape *s = f->shape;
+  g_autoptr (VgicList) reads = fake_save_routes (s, TRUE, GPOINTER_TO_UINT (data), 42, FALSE);
+  g_autoptr (VgicValues) state = NULL, check = NULL;
+  g_autoptr (GError) error = NULL;
+
+  state = vgic_values_from_reads (reads->entries, reads->len, &error);
+  g_assert_no_error (error);
+  check = make_check (s, state, TRUE, 31);
+  g_assert_true (vgic_validate_destination (s, state, check, &error));
+  g_assert_no_error (error);
+  for (int routes = 0; routes <= 1; routes++)
+    {
+      g_autoptr (VgicList) write = vgic_plan_restore_write (s, state, routes, &error);
+      int last_route = -1, first_queue = G_MAXINT;
+      guint n_routes = 0, n_lost = 0, n_levels = 0, n_state = 0;
+
+      g_assert_no_error (error);
+      for (guint i = 0; i < write->len; i++)
+        {
+          const Entry *e = &write->entries[i];
+          uint32_t low = vgic_attr_low (e->attr);
+
+          if (e->group == GRP_DIST && low >= GICD_IROUTER && low < GICD_IROUTER + 0x2000)
+            {
+              last_route = (int) i, n_routes++;
+              if (vgic_plan_is_route (s, e->group, e->attr))
+                n_lost++;
+            }
+          if (e->group == GRP_LEVEL &&
+              (low & KVM_DEV_ARM_VGIC_LINE_LEVEL_INTID_MASK) >= GIC_INTERNAL)
+            first_queue = MIN (first_queue, (int) i), n_levels++;
+          if (e->group == GRP_DIST &&
+              ((low >= GICD_ISPENDR && low < GICD_ISPENDR + 0x80) ||
+               (low >= GICD_ISACTIVER && low < GICD_ISACTIVER + 0x80)))
+            first_queue = MIN (first_queue, (int) i), n_state++;
+        }
+      g_assert_cmpuint (n_lost, ==, routes ? vgic_plan_route_count (s) : 0);
+      g_assert_cmpuint (n_routes, ==, 2 * (s->nr_irqs - 32) + n_lost);
+      g_assert_cmpuint (n_levels, ==, vgic_shape_spi_words (s, 1));
+      g_assert_cmpuint (n_state, ==, 2 * vgic_shape_spi_words (s, 1));
+      g_assert_cmpint (last_route, <, first_queue);
+    }
+}
+
 /* R4: each vCPU's ICC_CTLR_EL1 precedes its APRs, and the APR count is the
- * one its saved CTLR's PRIbits asks for. */
+ * one its saved CTLR's PRIbits asks for (so that the PRIbits the kernel
+ * judges the APR indices against are the saved ones). */
 static void
 test_rule_icc_ctlr_before_aprs (RestoreFixture *f, gconstpointer data)
 {
@@ -420,6 +562,24 @@ test_rule_icc_ctlr_before_aprs (RestoreFixture *f, gconstpointer data)
             }
         }
       g_assert_cmpuint (aprs, ==, 2 * want);
+    }
+}
+
+/* R4: each vCPU's ICC_CTLR_EL1 precedes its ICC_BPR1_EL1: the kernel
+ * ignores a BPR1 write while CTLR.CBPR is set, so the CTLR must have set
+ * CBPR to its saved value first. */
+static void
+test_rule_icc_ctlr_before_bpr1 (RestoreFixture *f, gconstpointer data)
+{
+  for (uint32_t cpu = 0; cpu < f->shape->nr_vcpus; cpu++)
+    {
+      uint32_t m = f->shape->mpidrs[cpu];
+      int ctlr = find_first (f->write, GRP_SYSREG, vgic_attr (m, ICC_CTLR_EL1));
+      int bpr1 = find_first (f->write, GRP_SYSREG, vgic_attr (m, ICC_BPR1_EL1));
+
+      g_assert_cmpint (ctlr, >=, 0);
+      g_assert_cmpint (bpr1, >=, 0);
+      g_assert_cmpint (ctlr, <, bpr1);
     }
 }
 
@@ -831,17 +991,25 @@ main (int argc, char **argv)
   for (guint i = 0; i < G_N_ELEMENTS (grid_pribits); i++)
     {
       gconstpointer bits = GUINT_TO_POINTER (grid_pribits[i]);
+      g_autofree char *p0 = g_strdup_printf ("/planner/restore/pribits-%u/R0-gicd-ctlr-first", grid_pribits[i]);
       g_autofree char *p1 = g_strdup_printf ("/planner/restore/pribits-%u/R1-bases-before-gicr-ctlr", grid_pribits[i]);
+      g_autofree char *p1v = g_strdup_printf ("/planner/restore/pribits-%u/R1-each-vcpu-bases-before-its-gicr-ctlr", grid_pribits[i]);
       g_autofree char *p2 = g_strdup_printf ("/planner/restore/pribits-%u/R2-config-before-level-and-pending", grid_pribits[i]);
       g_autofree char *p3 = g_strdup_printf ("/planner/restore/pribits-%u/R3-irouter-before-pending-active", grid_pribits[i]);
+      g_autofree char *p3q = g_strdup_printf ("/planner/restore/pribits-%u/R3-irouter-before-spi-queueing", grid_pribits[i]);
       g_autofree char *p4 = g_strdup_printf ("/planner/restore/pribits-%u/R4-icc-ctlr-before-aprs", grid_pribits[i]);
+      g_autofree char *p4b = g_strdup_printf ("/planner/restore/pribits-%u/R4-icc-ctlr-before-bpr1", grid_pribits[i]);
       g_autofree char *p5 = g_strdup_printf ("/planner/restore/pribits-%u/R5-clear-then-set", grid_pribits[i]);
       g_autofree char *p6 = g_strdup_printf ("/planner/restore/pribits-%u/writes-saved-values", grid_pribits[i]);
 
+      g_test_add (p0, RestoreFixture, bits, restore_setup, test_rule_gicd_ctlr_first, restore_teardown);
       g_test_add (p1, RestoreFixture, bits, restore_setup, test_rule_bases_before_gicr_ctlr, restore_teardown);
+      g_test_add (p1v, RestoreFixture, bits, restore_setup, test_rule_each_vcpu_bases_before_its_gicr_ctlr, restore_teardown);
       g_test_add (p2, RestoreFixture, bits, restore_setup, test_rule_config_before_level_and_pending, restore_teardown);
       g_test_add (p3, RestoreFixture, bits, restore_setup, test_rule_irouter_before_pending_active, restore_teardown);
+      g_test_add (p3q, RestoreFixture, bits, restore_setup, test_rule_irouter_before_spi_queueing, restore_teardown);
       g_test_add (p4, RestoreFixture, bits, restore_setup, test_rule_icc_ctlr_before_aprs, restore_teardown);
+      g_test_add (p4b, RestoreFixture, bits, restore_setup, test_rule_icc_ctlr_before_bpr1, restore_teardown);
       g_test_add (p5, RestoreFixture, bits, restore_setup, test_rule_clear_then_set, restore_teardown);
       g_test_add (p6, RestoreFixture, bits, restore_setup, test_restore_writes_saved_values, restore_teardown);
     }

@@ -17,8 +17,8 @@
  * the kernel is given lives in one private mapping, fenced on both sides
  * by inaccessible guard pages, and every naturally aligned 32- or 64-bit
  * word in it, read as a pointer, is one of: zero; a register offset or a
- * group number (below 64 KiB, which the kernel never maps for user space:
- * vm.mmap_min_addr is checked); or an address inside the mapping itself
+ * group number (below 16, in page 0, which the probe checks is not mapped
+ * in this process); or an address inside the mapping itself
  * (the header's entry pointer, and each entry's value, which a GET
  * ignores, pointing at a zeroed scratch slot of its own).  Read as a
  * count, every word is small or a pointer, and a copy that runs past the

@@ -94,10 +94,12 @@ read_bits (VgicSimShm *m, guint32 vcpu, guint32 addr, Field f)
   return value;
 }
 
-/* @how: 'r' replaces every bit, 's' sets the set bits, 'c' clears them. */
+/* @how: 'r' replaces every bit, 's' sets the set bits, 'c' clears them.
+ * @queue: which IRQs then go through vgic_queue_irq_unlock(), as the
+ * kernel's handler does: 0 none, 's' those of the set bits, 'a' all 32. */
 static void
 write_bits (VgicSimShm *m, guint32 vcpu, guint32 addr, guint32 val, Field f,
-            char how)
+            char how, char queue)
 {
   guint32 intid = addr_to_intid (addr, 1);
 
@@ -110,6 +112,8 @@ write_bits (VgicSimShm *m, guint32 vcpu, guint32 addr, guint32 val, Field f,
         *bit = set;
       else if (set)
         *bit = how == 's';
+      if (queue == 'a' || (queue == 's' && set))
+        vgic_sim_queue_irq (m, vcpu, intid + i);
     }
 }
 
@@ -122,7 +126,8 @@ read_group (VgicSimShm *m, guint32 vcpu, guint32 addr)
 static int
 write_group (VgicSimShm *m, guint32 vcpu, guint32 addr, guint32 val)
 {
-  write_bits (m, vcpu, addr, val, F_GROUP, 'r');
+  /* vgic_mmio_write_group() queues every IRQ of the word. */
+  write_bits (m, vcpu, addr, val, F_GROUP, 'r', 'a');
   return 0;
 }
 
@@ -136,14 +141,15 @@ read_enable (VgicSimShm *m, guint32 vcpu, guint32 addr)
 static int
 write_senable (VgicSimShm *m, guint32 vcpu, guint32 addr, guint32 val)
 {
-  write_bits (m, vcpu, addr, val, F_ENABLED, 's');
+  /* vgic_uaccess_write_senable() queues each IRQ it enables. */
+  write_bits (m, vcpu, addr, val, F_ENABLED, 's', 's');
   return 0;
 }
 
 static int
 write_cenable (VgicSimShm *m, guint32 vcpu, guint32 addr, guint32 val)
 {
-  write_bits (m, vcpu, addr, val, F_ENABLED, 'c');
+  write_bits (m, vcpu, addr, val, F_ENABLED, 'c', 0);
   return 0;
 }
 
@@ -161,7 +167,9 @@ read_pending (VgicSimShm *m, guint32 vcpu, guint32 addr)
 static int
 write_pending (VgicSimShm *m, guint32 vcpu, guint32 addr, guint32 val)
 {
-  write_bits (m, vcpu, addr, val, F_PENDING, 'r');
+  /* __set_pending() queues each IRQ whose latch it sets; clearing the
+   * others takes nothing off a list. */
+  write_bits (m, vcpu, addr, val, F_PENDING, 'r', 's');
   return 0;
 }
 
@@ -174,14 +182,15 @@ read_active (VgicSimShm *m, guint32 vcpu, guint32 addr)
 static int
 write_sactive (VgicSimShm *m, guint32 vcpu, guint32 addr, guint32 val)
 {
-  write_bits (m, vcpu, addr, val, F_ACTIVE, 's');
+  /* vgic_mmio_change_active() queues an IRQ it makes active. */
+  write_bits (m, vcpu, addr, val, F_ACTIVE, 's', 's');
   return 0;
 }
 
 static int
 write_cactive (VgicSimShm *m, guint32 vcpu, guint32 addr, guint32 val)
 {
-  write_bits (m, vcpu, addr, val, F_ACTIVE, 'c');
+  write_bits (m, vcpu, addr, val, F_ACTIVE, 'c', 0);
   return 0;
 }
 
@@ -247,14 +256,20 @@ read_irouter (VgicSimShm *m, guint32 vcpu, guint32 addr)
 }
 
 /* Only Aff0..Aff2 are kept ("we only care about and preserve Aff0, Aff1
- * and Aff2"). */
+ * and Aff2").  The target becomes the vCPU of that affinity, or none
+ * (kvm_mpidr_to_vcpu()); an IRQ already on a list stays there. */
 static int
 write_irouter (VgicSimShm *m, guint32 vcpu, guint32 addr, guint32 val)
 {
-  VgicSimIrq *irq = vgic_sim_irq (m, vcpu, addr_to_intid (addr, 64));
+  guint32 intid = addr_to_intid (addr, 64);
+  VgicSimIrq *irq = vgic_sim_irq (m, vcpu, intid);
 
   if (irq && !(addr & 4))
-    irq->route = val & 0xffffff;
+    {
+      irq->route = val & 0xffffff;
+      vgic_sim_queue (m, vcpu, intid)->target =
+        (gint16) vgic_sim_route_target (m, irq->route);
+    }
   return 0;
 }
 
@@ -609,7 +624,13 @@ vgic_sim_line_level (VgicSimShm *m, guint32 vcpu, gboolean write,
         continue;
       irq = vgic_sim_irq (m, vcpu, intid + i);
       if (write)
-        irq->level = (*val >> i) & 1;
+        {
+          irq->level = (*val >> i) & 1;
+          /* vgic_write_irq_line_level_info() queues each IRQ whose line
+           * it raises. */
+          if (irq->level)
+            vgic_sim_queue_irq (m, vcpu, intid + i);
+        }
       else if (!irq->edge && irq->level)
         out |= 1u << i;
     }

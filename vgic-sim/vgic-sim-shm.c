@@ -24,7 +24,8 @@ gsize
 vgic_sim_shm_size (guint32 nr_vcpus, guint32 nr_irqs)
 {
   return round8 (sizeof (VgicSimShm)) + nr_vcpus * sizeof (VgicSimVcpuSlot) +
-         (nr_irqs - GIC_INTERNAL) * sizeof (VgicSimIrq);
+         (nr_irqs - GIC_INTERNAL) * sizeof (VgicSimIrq) +
+         (nr_vcpus * GIC_INTERNAL + nr_irqs - GIC_INTERNAL) * sizeof (VgicSimQueue);
 }
 
 gboolean
@@ -67,6 +68,7 @@ vgic_sim_shm_format (VgicSimShm *m, const VgicSimConfig *config)
   m->total_size = vgic_sim_shm_size (m->nr_vcpus, m->nr_irqs);
   m->off_vcpus = round8 (sizeof (VgicSimShm));
   m->off_spis = m->off_vcpus + m->nr_vcpus * sizeof (VgicSimVcpuSlot);
+  m->off_queue = m->off_spis + (m->nr_irqs - GIC_INTERNAL) * sizeof (VgicSimIrq);
   m->has_its = config->has_its;
   m->gicv4_1 = config->gicv4_1;
   m->host_pri_bits = config->pri_bits ? config->pri_bits : 5;
@@ -86,11 +88,26 @@ vgic_sim_shm_format (VgicSimShm *m, const VgicSimConfig *config)
       /* kvm_vgic_vcpu_init(): SGIs enabled and edge, PPIs level. */
       for (guint32 irq = 0; irq < GIC_INTERNAL; irq++)
         {
+          VgicSimQueue *q = vgic_sim_queue (m, i, irq);
+
           slot->s.priv[irq].enabled = irq < 16;
           slot->s.priv[irq].edge = irq < 16;
+          /* On no list; a private IRQ's target is its own vCPU. */
+          q->on = -1;
+          q->target = (gint16) i;
         }
     }
-  /* kvm_vgic_dist_init(): SPIs level, routed to 0 (group is set at init). */
+  /* kvm_vgic_dist_init(): SPIs are edge (irq->config is zero-filled and
+   * VGIC_CONFIG_EDGE is 0), routed to 0 with vCPU 0 as their target, and on
+   * no list (group is set at init). */
+  for (guint32 irq = GIC_INTERNAL; irq < m->nr_irqs; irq++)
+    {
+      VgicSimQueue *q = vgic_sim_queue (m, 0, irq);
+
+      vgic_sim_spis (m)[irq - GIC_INTERNAL].edge = 1;
+      q->on = -1;
+      q->target = 0;
+    }
 
   if (!config->uninitialized)
     vgic_sim_shm_vgic_init (m);

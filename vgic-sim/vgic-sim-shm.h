@@ -6,6 +6,8 @@
  * only plain data and process-shared mutexes, found by offsets.
  *
  * Layout: VgicSimShm header | nr_vcpus x VgicSimVcpuSlot | nr_irqs-32 x VgicSimIrq
+ *         | nr_vcpus x 32 + nr_irqs-32 x VgicSimQueue (private ones first,
+ *           vCPU by vCPU, then the SPIs)
  */
 #pragma once
 
@@ -15,7 +17,8 @@
 #include "vgic-sim.h"
 
 #define VGIC_SIM_MAGIC "vgicsim\0"
-#define VGIC_SIM_LAYOUT_VERSION 2	/* 2: batch is VGIC_SIM_BATCH_*, foreign_calls */
+#define VGIC_SIM_LAYOUT_VERSION 3	/* 2: batch is VGIC_SIM_BATCH_*, foreign_calls;
+					 * 3: the queueing model (off_queue) */
 
 /* What group 10 is (VgicSimShm.batch). */
 #define VGIC_SIM_BATCH_NONE 0		/* an unpatched kernel */
@@ -36,6 +39,15 @@ typedef struct {
   VgicSimCpu s;
 } VgicSimVcpuSlot;
 
+/* What KVM keeps of an interrupt beside its registers, for the queueing
+ * model: the vCPU whose ap_list holds it (irq->vcpu) and its target
+ * (irq->target_vcpu), as vCPU indexes, -1 for none.  No register shows
+ * either; vgic_sim_irq_queued_on() and vgic_sim_check_queued() do. */
+typedef struct {
+  gint16 on;
+  gint16 target;
+} VgicSimQueue;
+
 typedef struct {
   char magic[8];
   guint32 version;
@@ -51,6 +63,7 @@ typedef struct {
   guint32 initialized;
   guint64 off_vcpus;
   guint64 off_spis;
+  guint64 off_queue;		/* VgicSimQueue: nr_vcpus x 32, then the SPIs */
 
   pthread_mutex_t vm_lock;	/* kvm->lock (and config_lock: same scope here) */
 
@@ -98,6 +111,20 @@ vgic_sim_irq (VgicSimShm *m, guint32 vcpu, guint32 intid)
   if (intid >= m->nr_irqs)
     return NULL;
   return &vgic_sim_spis (m)[intid - 32];
+}
+
+/* The queueing state of @intid as seen from vCPU @vcpu; NULL at or above
+ * nr_irqs. */
+static inline VgicSimQueue *
+vgic_sim_queue (VgicSimShm *m, guint32 vcpu, guint32 intid)
+{
+  VgicSimQueue *q = (VgicSimQueue *) ((char *) m + m->off_queue);
+
+  if (intid < 32)
+    return &q[vcpu * 32 + intid];
+  if (intid >= m->nr_irqs)
+    return NULL;
+  return &q[m->nr_vcpus * 32 + intid - 32];
 }
 
 #define vgic_sim_count(m, field, n) \
@@ -157,6 +184,19 @@ int vgic_sim_regs_has (VgicSimShm *m, gboolean redist, guint32 offset);
 /* LEVEL_INFO access for @intid (already checked: a multiple of 32) */
 void vgic_sim_line_level (VgicSimShm *m, guint32 vcpu, gboolean write,
                           guint32 intid, guint32 *val);
+/**
+ * vgic_sim_queue_irq() - vgic_queue_irq_unlock() for @intid as seen from
+ * @vcpu: put it on the list vgic_target_oracle() names, unless it is on
+ * one already (then it does not move).  Called only where KVM calls it for
+ * a user-space write: ISENABLER, IGROUPR, ISPENDR, ISACTIVER (set bits;
+ * every bit for IGROUPR) and LEVEL_INFO (set bits).
+ */
+void vgic_sim_queue_irq (VgicSimShm *m, guint32 vcpu, guint32 intid);
+/**
+ * vgic_sim_route_target() - kvm_mpidr_to_vcpu() for an IROUTER value
+ * ([23:0], Aff3 zero): the vCPU of that affinity, or -1.  Counts nothing.
+ */
+int vgic_sim_route_target (VgicSimShm *m, guint32 route);
 /* The PROPBASER/PENDBASER sanitisers, shared with the state randomizer */
 guint64 vgic_sim_sanitise_propbaser (guint64 reg);
 guint64 vgic_sim_sanitise_pendbaser (guint64 reg);

@@ -203,6 +203,48 @@ gboolean vgic_sim_state_equal (const VgicSimState *a, const VgicSimState *b,
 void vgic_sim_state_free (VgicSimState *state);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicSimState, vgic_sim_state_free)
 
+/*
+ * The queueing model.  KVM puts an interrupt on a vCPU's list (ap_list)
+ * only in vgic_queue_irq_unlock(), called by the user-space writes that
+ * can make it deliverable: ISENABLER and ISPENDR (each IRQ of a set bit),
+ * ISACTIVER (each IRQ it makes active), IGROUPR (every IRQ of the word)
+ * and LEVEL_INFO (each line it raises).  It goes where vgic_target_oracle()
+ * says: an active IRQ to its target (irq->target_vcpu: the IROUTER's vCPU
+ * for an SPI, vCPU 0 before any IROUTER write, none when the route names no
+ * vCPU; the owner for an SGI or PPI); otherwise, when it is enabled, pending
+ * (edge: the latch; level: the latch or the line) and the distributor is
+ * enabled, to its target; else nowhere.  One already on a list does not
+ * move (only a running vCPU prunes its list, which the sim does not model),
+ * and nothing takes one off.  GICD_CTLR, ICFGR, IROUTER and IPRIORITYR
+ * writes queue nothing.  No register shows any of this: it changes no
+ * value, error or counter.  vgic_sim_state_set() and vgic_sim_randomize()
+ * change neither the lists nor the targets.
+ */
+
+/**
+ * vgic_sim_irq_queued_on() - the vCPU whose list holds interrupt @intid
+ * @vcpu: whose SGI or PPI, for @intid below 32; ignored for SPIs
+ * Return: the vCPU index, -1 when it is on no list, -2 when @intid is at or
+ * above nr_irqs.
+ */
+int vgic_sim_irq_queued_on (VgicSim *sim, guint vcpu, guint32 intid);
+
+/**
+ * vgic_sim_irq_target() - interrupt @intid's target vCPU (irq->target_vcpu)
+ * Return: the vCPU index, -1 for none, -2 when @intid is at or above nr_irqs.
+ */
+int vgic_sim_irq_target (VgicSim *sim, guint vcpu, guint32 intid);
+
+/**
+ * vgic_sim_check_queued() - the property a restore into a fresh VM must
+ * leave: every interrupt is on its target's list exactly when it is active,
+ * or when the distributor is enabled and it is enabled and pending by its
+ * configuration; otherwise it is on no list
+ * @diff: if not NULL, gets one line per interrupt that breaks it
+ * Return: TRUE when every interrupt holds it.
+ */
+gboolean vgic_sim_check_queued (VgicSim *sim, GString *diff);
+
 /**
  * vgic_sim_supervise_self() - serve sim fds for this process and the
  * children it forks from now on: installs the seccomp filter (on every

@@ -370,15 +370,19 @@ test_admitted_peer_bounds (void)
   g_assert_true (vgicd_client_save (c, &record, &error));
   g_assert_no_error (error);
 
-  g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, 2);
+  /* vgicd's own account first, so that a count off by one says which
+   * peer it closed that this test did not expect (seen once, in a loaded
+   * CI run's ASan build: 3 instead of 2). */
   g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
   {
     g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
 
     for (guint i = 0; lines[i]; i++)
-      if (strstr (lines[i], "closed the connection of a peer"))
+      if (strstr (lines[i], "closed the connection of a peer") ||
+          strstr (lines[i], "did not attach"))
         g_test_message ("vgicd: %s", lines[i]);
   }
+  g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, 2);
   /* Which of the two bounds a flood meets first depends on how far the
    * main loop lags behind GDBus's reader. */
   g_assert_true (strstr (log, "does not read the answers") || strstr (log, "unanswered"));

@@ -6,6 +6,8 @@
 #include <sys/ioctl.h>
 
 #include "sim-util.h"
+#include "vgic-plan.h"
+#include "vgic-values.h"
 
 VgicSim *
 sim_new_config (const VgicSimConfig *config)
@@ -148,6 +150,32 @@ sim_run_batch (int fd, gboolean write, VgicList *plan)
       g_assert_cmpuint (done, ==, n);
     }
   return 0;
+}
+
+VgicList *
+sim_plan_save (VgicSim *sim, const VgicShape *shape, gboolean batch, gboolean routes)
+{
+  int fd = vgic_sim_get_fd (sim);
+  g_autoptr (GError) error = NULL;
+  VgicList *all = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) second = NULL;
+  g_autoptr (VgicValues) first = NULL;
+
+  if (routes)
+    {
+      g_autoptr (VgicList) r = vgic_plan_save_routes (shape);
+
+      vgic_list_append (all, r->entries, r->len);
+    }
+  g_assert_cmpint (batch ? sim_run_batch (fd, FALSE, all) : sim_run_single (fd, FALSE, all), ==, 0);
+  first = vgic_values_from_reads (all->entries, all->len, &error);
+  g_assert_no_error (error);
+  second = vgic_plan_save_second (shape, first, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (batch ? sim_run_batch (fd, FALSE, second) : sim_run_single (fd, FALSE, second),
+                   ==, 0);
+  vgic_list_append (all, second->entries, second->len);
+  return all;
 }
 
 void

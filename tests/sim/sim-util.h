@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "vgic-list.h"
+#include "vgic-shape.h"
 #include "vgic-regs.h"
 #include "vgic-sim.h"
 
@@ -43,6 +44,12 @@ int sim_batch (int fd, gboolean write, struct kvm_vgic_batch_entry *e,
  * a time with the group's width, or in batches of at most the kernel cap. */
 int sim_run_single (int fd, gboolean write, VgicList *plan);
 int sim_run_batch (int fd, gboolean write, VgicList *plan);
+
+/* sim_plan_save() - a whole save of @sim through the planner (both rounds),
+ * batched or one by one, with the routes QEMU's offsets miss when @routes;
+ * fails the test on any error.  Return: the reads, values filled in. */
+VgicList *sim_plan_save (VgicSim *sim, const VgicShape *shape, gboolean batch,
+                         gboolean routes);
 
 /* Call first in main(): supervise this process, then g_test_init(). */
 void sim_test_init (int *argc, char ***argv);

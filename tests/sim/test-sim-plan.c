@@ -45,27 +45,6 @@ assert_same_values (VgicList *a, VgicList *b)
     }
 }
 
-/* A whole save (both rounds) of @sim; batch or one by one. */
-static VgicList *
-save (VgicSim *sim, const VgicShape *shape, gboolean batch)
-{
-  int fd = vgic_sim_get_fd (sim);
-  g_autoptr (GError) error = NULL;
-  VgicList *all = vgic_plan_save_first (shape);
-  g_autoptr (VgicList) second = NULL;
-  g_autoptr (VgicValues) first = NULL;
-
-  g_assert_cmpint (batch ? sim_run_batch (fd, FALSE, all) : sim_run_single (fd, FALSE, all), ==, 0);
-  first = vgic_values_from_reads (all->entries, all->len, &error);
-  g_assert_no_error (error);
-  second = vgic_plan_save_second (shape, first, &error);
-  g_assert_no_error (error);
-  g_assert_cmpint (batch ? sim_run_batch (fd, FALSE, second) : sim_run_single (fd, FALSE, second),
-                   ==, 0);
-  vgic_list_append (all, second->entries, second->len);
-  return all;
-}
-
 static void
 test_batch_equals_single (gconstpointer data)
 {
@@ -77,13 +56,13 @@ test_batch_equals_single (gconstpointer data)
 
   vgic_sim_randomize (sim, s->vcpus * 1000 + s->irqs);
   vgic_sim_counters_reset (sim);
-  one = save (sim, shape, FALSE);
+  one = sim_plan_save (sim, shape, FALSE, FALSE);
   vgic_sim_counters_get (sim, &c);
   g_assert_cmpuint (c.lock_rounds, ==, one->len);
   g_assert_cmpuint (c.vcpu_locks, ==, (guint64) one->len * s->vcpus);
 
   vgic_sim_counters_reset (sim);
-  many = save (sim, shape, TRUE);
+  many = sim_plan_save (sim, shape, TRUE, FALSE);
   vgic_sim_counters_get (sim, &c);
   g_assert_cmpuint (c.lock_rounds, ==, c.batch_calls);
   g_assert_cmpuint (c.batch_calls, <=, 2 + many->len / VGICD_BATCH_CHUNK);
@@ -102,7 +81,7 @@ restore_and_compare (const Shape *s, gboolean batch)
   int fd = vgic_sim_get_fd (dst);
 
   vgic_sim_randomize (src, 7 + s->irqs);
-  saved = save (src, shape, TRUE);
+  saved = sim_plan_save (src, shape, TRUE, FALSE);
   state = vgic_values_from_reads (saved->entries, saved->len, &error);
   g_assert_no_error (error);
 
@@ -121,7 +100,7 @@ restore_and_compare (const Shape *s, gboolean batch)
   g_assert_cmpint (batch ? sim_run_batch (fd, TRUE, writes) : sim_run_single (fd, TRUE, writes),
                    ==, 0);
 
-  resaved = save (dst, shape, TRUE);
+  resaved = sim_plan_save (dst, shape, TRUE, FALSE);
   assert_same_values (saved, resaved);
 }
 

@@ -41,38 +41,11 @@ run_writes (VgicSim *sim, VgicList *plan, gboolean batch)
                    ==, 0);
 }
 
-/* A whole save of @sim through the planner (as batches), with the routes
- * QEMU's offsets miss when @routes. */
-static VgicList *
-save (VgicSim *sim, const VgicShape *shape, gboolean routes)
-{
-  int fd = vgic_sim_get_fd (sim);
-  g_autoptr (GError) error = NULL;
-  VgicList *all = vgic_plan_save_first (shape);
-  g_autoptr (VgicList) second = NULL;
-  g_autoptr (VgicValues) first = NULL;
-
-  if (routes)
-    {
-      g_autoptr (VgicList) r = vgic_plan_save_routes (shape);
-
-      vgic_list_append (all, r->entries, r->len);
-    }
-  g_assert_cmpint (sim_run_batch (fd, FALSE, all), ==, 0);
-  first = vgic_values_from_reads (all->entries, all->len, &error);
-  g_assert_no_error (error);
-  second = vgic_plan_save_second (shape, first, &error);
-  g_assert_no_error (error);
-  g_assert_cmpint (sim_run_batch (fd, FALSE, second), ==, 0);
-  vgic_list_append (all, second->entries, second->len);
-  return all;
-}
-
 /* The planner's restore of what @src holds. */
 static VgicList *
 restore_plan (VgicSim *src, const VgicShape *shape, gboolean routes)
 {
-  g_autoptr (VgicList) saved = save (src, shape, routes);
+  g_autoptr (VgicList) saved = sim_plan_save (src, shape, TRUE, routes);
   g_autoptr (VgicValues) state = NULL;
   g_autoptr (GError) error = NULL;
   VgicList *writes;
@@ -509,8 +482,8 @@ run_control (const Control *c, gboolean batch)
   run_writes (bad, permuted, batch);
 
   /* No register tells them apart... */
-  good_regs = save (good, shape, TRUE);
-  bad_regs = save (bad, shape, TRUE);
+  good_regs = sim_plan_save (good, shape, TRUE, TRUE);
+  bad_regs = sim_plan_save (bad, shape, TRUE, TRUE);
   assert_same_values (good_regs, bad_regs);
 
   /* ...but the lists do. */

@@ -179,6 +179,27 @@ sim_plan_save (VgicSim *sim, const VgicShape *shape, gboolean batch, gboolean ro
 }
 
 void
+sim_assert_same_values (VgicList *a, VgicList *b)
+{
+  g_assert_cmpuint (a->len, ==, b->len);
+  for (guint i = 0; i < a->len; i++)
+    {
+      const struct kvm_vgic_batch_entry *x = &a->entries[i];
+      const struct kvm_vgic_batch_entry *y = &b->entries[i];
+
+      if (x->value != y->value || x->group != y->group || x->attr != y->attr)
+        {
+          g_autofree char *what = vgic_reg_describe (x->group, x->attr);
+
+          g_error ("entry %u (%s): 0x%llx != 0x%llx", i, what,
+                   (unsigned long long) x->value, (unsigned long long) y->value);
+        }
+      if (x->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS)
+        g_assert_cmphex (x->value >> 32, ==, 0);
+    }
+}
+
+void
 sim_test_init (int *argc, char ***argv)
 {
   g_autoptr (GError) error = NULL;

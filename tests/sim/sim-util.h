@@ -51,5 +51,10 @@ int sim_run_batch (int fd, gboolean write, VgicList *plan);
 VgicList *sim_plan_save (VgicSim *sim, const VgicShape *shape, gboolean batch,
                          gboolean routes);
 
+/* sim_assert_same_values() - two saves of the same plan read the same
+ * registers and values (32-bit groups with nothing above bit 31); fails
+ * the test naming the first entry that differs */
+void sim_assert_same_values (VgicList *a, VgicList *b);
+
 /* Call first in main(): supervise this process, then g_test_init(). */
 void sim_test_init (int *argc, char ***argv);

@@ -25,27 +25,6 @@ static const Shape shapes[] = {
 };
 
 static void
-assert_same_values (VgicList *a, VgicList *b)
-{
-  g_assert_cmpuint (a->len, ==, b->len);
-  for (guint i = 0; i < a->len; i++)
-    {
-      const struct kvm_vgic_batch_entry *x = &a->entries[i];
-      const struct kvm_vgic_batch_entry *y = &b->entries[i];
-
-      if (x->value != y->value || x->group != y->group || x->attr != y->attr)
-        {
-          g_autofree char *what = vgic_reg_describe (x->group, x->attr);
-
-          g_error ("entry %u (%s): 0x%llx != 0x%llx", i, what,
-                   (unsigned long long) x->value, (unsigned long long) y->value);
-        }
-      if (x->group != KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS)
-        g_assert_cmphex (x->value >> 32, ==, 0);
-    }
-}
-
-static void
 test_batch_equals_single (gconstpointer data)
 {
   const Shape *s = data;
@@ -66,7 +45,7 @@ test_batch_equals_single (gconstpointer data)
   vgic_sim_counters_get (sim, &c);
   g_assert_cmpuint (c.lock_rounds, ==, c.batch_calls);
   g_assert_cmpuint (c.batch_calls, <=, 2 + many->len / VGICD_BATCH_CHUNK);
-  assert_same_values (one, many);
+  sim_assert_same_values (one, many);
 }
 
 static void
@@ -101,7 +80,7 @@ restore_and_compare (const Shape *s, gboolean batch)
                    ==, 0);
 
   resaved = sim_plan_save (dst, shape, TRUE, FALSE);
-  assert_same_values (saved, resaved);
+  sim_assert_same_values (saved, resaved);
 }
 
 static void

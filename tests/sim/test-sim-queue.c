@@ -57,24 +57,6 @@ restore_plan (VgicSim *src, const VgicShape *shape, gboolean routes)
   return writes;
 }
 
-static void
-assert_same_values (VgicList *a, VgicList *b)
-{
-  g_assert_cmpuint (a->len, ==, b->len);
-  for (guint i = 0; i < a->len; i++)
-    {
-      const VgicEntry *x = &a->entries[i], *y = &b->entries[i];
-
-      if (x->group != y->group || x->attr != y->attr || x->value != y->value)
-        {
-          g_autofree char *what = vgic_reg_describe (x->group, x->attr);
-
-          g_error ("entry %u (%s): 0x%llx != 0x%llx", i, what,
-                   (unsigned long long) x->value, (unsigned long long) y->value);
-        }
-    }
-}
-
 /* The property, failing the test with the list of offenders. */
 static void
 assert_queued_right (VgicSim *sim)
@@ -484,7 +466,7 @@ run_control (const Control *c, gboolean batch)
   /* No register tells them apart... */
   good_regs = sim_plan_save (good, shape, TRUE, TRUE);
   bad_regs = sim_plan_save (bad, shape, TRUE, TRUE);
-  assert_same_values (good_regs, bad_regs);
+  sim_assert_same_values (good_regs, bad_regs);
 
   /* ...but the lists do. */
   assert_queued_right (good);

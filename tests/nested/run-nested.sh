@@ -3,24 +3,35 @@
 # run-nested.sh - the nested tier: real arm64 kernels with KVM, booted at EL2
 # under qemu-system-aarch64 (TCG), save and restore real vGIC state through
 # libvgicd and the real vgicd, on a kernel with the batch group (built by
-# kernel-patch/build-kernel.sh, Linux 6.12 of Debian 13) and on Debian 13's
-# stock arm64 kernel (the unpatched baseline).  Both kernels also run
-# upstream's own vGIC selftests (the KVM arm64 selftests of the patched
-# kernel's source tree that touch the GIC, built by build-kernel.sh): the
-# patched kernel must give each the verdict the stock kernel gives.
+# kernel-patch/build-kernel.sh from the base's Debian source) and on the
+# same suite's stock arm64 kernel (the unpatched baseline).  Both kernels
+# also run upstream's own vGIC selftests (the KVM arm64 selftests of the
+# patched kernel's source tree that touch the GIC, built by
+# build-kernel.sh): the patched kernel must give each the verdict the stock
+# kernel gives.  --base picks the series: 6.12 (Debian 13, the default and
+# the one CI boots), 7.3 (trixie-backports, the series posted upstream) or
+# 6.1 (Debian 12).
 #
 # From a fresh Debian 12 machine, as root:
-#   bash tests/nested/run-nested.sh [--only stock|patched] [--sizes 4,64,256]
+#   bash tests/nested/run-nested.sh [--base 6.12|7.3|6.1] [--qemu host|trixie] [--el2]
+#                                   [--only stock|patched] [--sizes 4,64,256]
 #                                   [--timeout SECONDS] [--enforce-target]
 #                                   [--peers all|none|NAME,...] [--skip-peers NAME,...]
 #                                   [--peer-timeout SECONDS]
 #                                   [--inject-mismatch]   (self-check: must FAIL)
 #                                   [--source-never-ran]  (save a source VM that never ran)
 #
+# --qemu trixie boots L1 with Debian 13's QEMU (10.0, run from a root kept in
+# the cache, tests/nested/lib/qemu.sh) instead of the host's; --el2 also
+# boots L1 with kvm-arm.mode=nested (it implies --qemu trixie: the host's
+# QEMU 7.2 emulates no FEAT_NV2), so that L1's KVM offers EL2-enabled vCPUs
+# to the selftest (Linux 6.16 and later: --base 7.3).
+#
 # Environment:
 #   VGICD_CACHE       downloads and unpacked packages (default /var/cache/vgicd;
 #                     the nested tier uses $VGICD_CACHE/nested)
 #   VGICD_BUILD       build folders (default _build); logs go to $VGICD_BUILD/nested
+#                     ($VGICD_BUILD/nested-BASE for a --base other than 6.12)
 #   NESTED_PATCHED_IMAGE / NESTED_PATCHED_SELFTEST / NESTED_PATCHED_PEERS
 #                     a prebuilt patched kernel, its selftest and the folder
 #                     of upstream's vGIC selftests (skips build-kernel.sh);
@@ -42,9 +53,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/initramfs.sh"
 . "$HERE/lib/kernel.sh"
 . "$HERE/lib/boot.sh"
+. "$HERE/lib/qemu.sh"
 cd "$VGICD_ROOT"
 
 ONLY=
+QEMU_FROM=host
+EL2=
 SIZES=${VGICD_NESTED_SIZES:-4,64,256}
 TIMEOUT=${VGICD_NESTED_TIMEOUT:-900}
 TEST_ARGS=
@@ -53,6 +67,9 @@ SKIP_PEERS=${VGICD_NESTED_SKIP_PEERS:-}
 PEER_TIMEOUT=${VGICD_NESTED_PEER_TIMEOUT:-600}
 while [ $# -gt 0 ]; do
 	case $1 in
+	--base) NESTED_BASE=$2; shift 2 ;;
+	--qemu) QEMU_FROM=$2; shift 2 ;;
+	--el2) EL2=1; QEMU_FROM=trixie; shift ;;
 	--only) ONLY=$2; shift 2 ;;
 	--sizes) SIZES=$2; shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
@@ -65,8 +82,13 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $ONLY in '' | stock | patched) ;; *) echo "--only stock|patched" >&2; exit 2 ;; esac
+case $NESTED_BASE in 6.12 | 7.3 | 6.1) ;; *) echo "--base 6.12|7.3|6.1" >&2; exit 2 ;; esac
+case $QEMU_FROM in host | trixie) ;; *) echo "--qemu host|trixie" >&2; exit 2 ;; esac
 
 NESTED_OUT=$VGICD_BUILD/nested
+[ "$NESTED_BASE" = 6.12 ] || NESTED_OUT=$VGICD_BUILD/nested-$NESTED_BASE
+[ -z "$EL2" ] || NESTED_APPEND="${NESTED_APPEND:+$NESTED_APPEND }kvm-arm.mode=nested"
+echo "base: $NESTED_BASE${EL2:+, L1 with nested virtualization}"
 mkdir -p "$NESTED_OUT"
 RESULTS=()
 FAILED=0
@@ -85,6 +107,13 @@ deb_apt_update
 bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
 deb_extract "$bb_deb" "$NESTED_CACHE/busybox"
 step_end
+
+if [ "$QEMU_FROM" = trixie ]; then
+	step_begin "QEMU of Debian 13 (tests/nested/lib/qemu.sh)"
+	nested_qemu_trixie "$NESTED_OUT/qemu"
+	step_end
+fi
+echo "L1 runs under: $("$NESTED_QEMU" --version 2>/dev/null | head -n1)${NESTED_APPEND:+, kernel arguments $NESTED_APPEND}"
 
 if [ "$ONLY" != stock ]; then
 	step_begin "patched kernel (kernel-patch/build-kernel.sh)"

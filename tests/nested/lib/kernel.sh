@@ -3,12 +3,15 @@
 # tests/nested/lib/kernel.sh - the arm64 kernels the nested tier boots.
 # Sourced, after common.sh.
 #
+#   NESTED_BASE             the series' base the tier boots: 6.12 (the
+#                           default, Debian 13), 7.3 (trixie-backports) or
+#                           6.1 (Debian 12); set before the calls below
 #   nested_stock_kernel     sets STOCK_IMAGE, STOCK_VERSION, STOCK_CONFIG:
-#                           Debian 13's linux-image-6.12.*-arm64 (KVM built
-#                           in), the unpatched baseline
+#                           Debian's linux-image-*-arm64 of the base's suite
+#                           (KVM built in), the unpatched baseline
 #   nested_debian_config_check
 #                           the patched kernel's Debian options
-#                           (kernel-patch/config/debian-6.12.config) are the
+#                           (kernel-patch/config/debian-BASE.config) are the
 #                           stock kernel's
 #   nested_patched_kernel   sets PATCHED_IMAGE, PATCHED_SELFTEST and
 #                           PATCHED_PEERS (may be empty), or PATCHED_MISSING
@@ -28,32 +31,70 @@ kernel_config_check() {
 	[ ${#missing[@]} -eq 0 ] || nested_die "$cfg: not built in: ${missing[*]}"
 }
 
+NESTED_BASE=${NESTED_BASE:-6.12}
+
+# first_file GLOB-RESULTS... - the first of its arguments that is a file (a
+# glob that matched nothing stays itself, and is not one).
+first_file() {
+	local f
+	for f in "$@"; do
+		[ -f "$f" ] && { echo "$f"; return 0; }
+	done
+	return 0
+}
+
+# nested_base_suite - the Debian suite whose arm64 kernel is the base's
+# stock kernel (the suite build-kernel.sh takes the base's source from).
+nested_base_suite() {
+	case $NESTED_BASE in
+	6.12) echo trixie ;;
+	7.3) echo trixie-backports ;;
+	6.1) echo bookworm ;; # and its updates: the host's own stanzas
+	*) nested_die "unknown base $NESTED_BASE (6.12, 7.3 or 6.1)" ;;
+	esac
+}
+
 nested_stock_kernel() {
-	local pkg deb root
-	deb_apt_init trixie-arm64 arm64 trixie
+	local pkg dep deb root suite
+	suite=$(nested_base_suite)
+	if [ "$suite" = "$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)" ]; then
+		# The host's release: its stanzas (security and updates too), as
+		# build-kernel.sh takes the host's linux-source package.
+		deb_apt_init "$suite-arm64" arm64
+	else
+		deb_apt_init "$suite-arm64" arm64 "$suite"
+	fi
 	deb_apt_update
 	# The metapackage names the current ABI's image package.
 	pkg=$(deb_depends linux-image-arm64 | grep -m1 '^linux-image-') ||
 		nested_die "linux-image-arm64 (arm64) has no linux-image-* dependency"
-	deb=$(deb_download "$NESTED_CACHE/debs" "$pkg")
 	root="$NESTED_CACHE/kernels/$pkg"
-	deb_extract "$deb" "$root"
-	# KVM and everything the boot needs are built in: drop the 290 MB of
-	# modules (the stamp keeps deb_extract from unpacking them again).
-	rm -rf "$root/lib" "$root/usr"
-	STOCK_IMAGE=$(ls "$root"/boot/vmlinuz-* 2>/dev/null | head -n1)
-	[ -n "$STOCK_IMAGE" ] || nested_die "$deb holds no /boot/vmlinuz-*"
-	STOCK_CONFIG=$(ls "$root"/boot/config-* | head -n1)
+	# Up to 6.12 the image package holds /boot/vmlinuz-V and
+	# /boot/config-V; from 7.x on it depends on linux-binary-V (the kernel,
+	# usr/lib/modules/V/vmlinuz) and linux-base-V (its config), which
+	# come too.
+	for dep in "$pkg" $(deb_depends "$pkg" | grep -E '^linux-(binary|base)-'); do
+		deb=$(deb_download "$NESTED_CACHE/debs" "$dep")
+		deb_extract "$deb" "$root/$dep"
+		# KVM and everything the boot needs are built in: drop the
+		# 290 MB of modules (the stamp keeps deb_extract from unpacking
+		# them again).
+		rm -rf "${root:?}/${dep:?}/lib/modules" "${root:?}/${dep:?}"/usr/lib/modules/*/kernel "${root:?}/${dep:?}/usr/share"
+	done
+	STOCK_IMAGE=$(first_file "$root"/*/boot/vmlinuz-* "$root"/*/usr/lib/modules/*/vmlinuz)
+	[ -n "$STOCK_IMAGE" ] || nested_die "$pkg and its linux-binary-* hold no vmlinuz"
+	STOCK_CONFIG=$(first_file "$root"/*/boot/config-* "$root"/*/usr/lib/modules/*/config)
+	[ -n "$STOCK_CONFIG" ] || nested_die "$pkg and its linux-base-* hold no kernel config"
 	kernel_config_check "$STOCK_CONFIG"
 	STOCK_VERSION="$pkg $(deb_version "$pkg")"
 }
 
 # nested_debian_config_check - every option of the patched kernel's
-# debian-6.12.config has the value it has in the stock kernel's config, so
+# debian-BASE.config has the value it has in the stock kernel's config, so
 # that the two kernels differ in the series, not in what a migration's
 # ioctls pass through (hardening, LSMs, preemption, CPU features).
 nested_debian_config_check() {
-	local frag="$VGICD_ROOT/kernel-patch/config/debian-6.12.config" line key have bad=0
+	local frag="$VGICD_ROOT/kernel-patch/config/debian-$NESTED_BASE.config" line key have bad=0
 	while read -r line; do
 		case $line in CONFIG_*) ;; *) continue ;; esac
 		key=${line%%=*}
@@ -63,8 +104,8 @@ nested_debian_config_check() {
 			bad=1
 		fi
 	done <"$frag"
-	[ $bad = 0 ] || nested_die "kernel-patch/config/debian-6.12.config no longer follows Debian's kernel (above)"
-	echo "kernel config: the $(grep -c '^CONFIG_' "$frag") options of debian-6.12.config are Debian's"
+	[ $bad = 0 ] || nested_die "kernel-patch/config/debian-$NESTED_BASE.config no longer follows Debian's kernel (above)"
+	echo "kernel config: the $(grep -c '^CONFIG_' "$frag") options of debian-$NESTED_BASE.config are Debian's"
 }
 
 # nested_kernel_env FILE - see the top.
@@ -94,7 +135,7 @@ nested_patched_kernel() {
 			return 0
 		fi
 		# The script takes the heavy-work lock around its heavy steps itself.
-		bash "$script" >"$log" 2>&1 || { tail -n 30 "$log" >&2; nested_die "build-kernel.sh failed (log: $log)"; }
+		bash "$script" --base "$NESTED_BASE" >"$log" 2>&1 || { tail -n 30 "$log" >&2; nested_die "build-kernel.sh failed (log: $log)"; }
 		nested_kernel_env "$log"
 	fi
 	[ -n "$PATCHED_IMAGE" ] && [ -f "$PATCHED_IMAGE" ] ||

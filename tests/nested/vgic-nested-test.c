@@ -16,6 +16,11 @@
  *   - it checks the path taken: the batch group on a patched kernel, the
  *     fallback on a stock one (libvgicd's stats, and the start-up probe in
  *     vgicd's log);
+ *   - after each restore through vgicd it checks, in KVM's debugfs
+ *     vgic-state, that every deliverable interrupt is queued on its
+ *     target's list (the ordering rules, vgic-order-check.h), and that the
+ *     check fails for the same state written with raw single writes in an
+ *     order that breaks R3 and, separately, R0 and R2;
  *   - it times each save and restore and prints a table.
  *
  * Exit status: 0 all good, 1 any mismatch or failure, 2 bad usage, 77 not
@@ -48,6 +53,7 @@ main (void)
 #include "libvgicd.h"
 #include "vgic-direct.h"
 #include "vgic-exec.h"
+#include "vgic-order-check.h"
 #include "vgic-plan.h"
 #include "vgic-record.h"
 #include "vgic-regs.h"
@@ -369,8 +375,11 @@ mutate (const Vm *vm, GRand *rand, const Entry *e)
   switch (e->group)
     {
     case KVM_DEV_ARM_VGIC_GRP_DIST_REGS:
+      /* The distributor enabled, always: with it off nothing pending is
+       * deliverable, and the order check would have only active IRQs to
+       * look at (R0 concerns the pending ones). */
       if (low == GICD_CTLR)
-        return (e->value & ~(guint64) GICD_CTLR_ENABLE_G1) | (r & GICD_CTLR_ENABLE_G1);
+        return e->value | GICD_CTLR_ENABLE_G1;
       if ((low >= GICD_IGROUPR && low < GICD_ICENABLER) ||
           (low >= GICD_ISPENDR && low < GICD_ICPENDR) ||
           (low >= GICD_ISACTIVER && low < GICD_ICACTIVER) ||
@@ -737,6 +746,157 @@ vgicd_load (const char *address, Vm *vm, const char *name, GBytes *record,
 }
 
 /* ------------------------------------------------------------------ */
+/* Queueing order (vgic-order-check.h)                                */
+/* ------------------------------------------------------------------ */
+
+/* vm_new_checked() - vm_new() for a VM whose queues will be checked: its
+ * vgic-state must be its own.  KVM names a VM's debugfs folder after the
+ * creating pid and the VM's fd number and makes none when the name is
+ * taken, so a VM whose fd number an earlier VM had, still alive because
+ * vgicd has not closed its copy of the vGIC fd yet, would show the earlier
+ * VM's file; then close it and try again once that VM has gone. */
+static Vm *
+vm_new_checked (int kvm, guint n, guint32 nr_irqs, GError **error)
+{
+  for (guint attempt = 1;; attempt++)
+    {
+      g_autoptr (GError) why = NULL;
+      g_autoptr (Vm) vm = vm_new (kvm, n, nr_irqs, error);
+
+      if (!vm)
+        return NULL;
+      /* Without a vgic-state the check itself says so, loudly. */
+      if (vgic_order_fresh (vm->vm, vm->shape, &why) ||
+          !g_error_matches (why, G_IO_ERROR, G_IO_ERROR_EXISTS))
+        return g_steal_pointer (&vm);
+      if (attempt == 50)
+        {
+          g_propagate_prefixed_error (error, g_steal_pointer (&why), "after %u attempts: ",
+                                      attempt);
+          return NULL;
+        }
+      g_usleep (100000);
+    }
+}
+
+/* The order check's summary of @r, for a line of its own. */
+static char *
+order_figures (const VgicOrderResult *r)
+{
+  return g_strdup_printf ("SPIs %u: %u edge pending, %u level by line only, %u active, of "
+                          "them %u/%u/%u routed off vCPU 0; private %u; %u queued though not "
+                          "deliverable", r->spis, r->spi_edge, r->spi_level, r->spi_active,
+                          r->off0_edge, r->off0_level, r->off0_active,
+                          r->deliverable - r->spis, r->stray);
+}
+
+/* order_check() - after a restore through vgicd into @dst, whose registers
+ * read back one by one are @readback: every IRQ they make deliverable must
+ * be queued on its target's list.  A check over a state without
+ * deliverable edge, level (line high) and active SPIs routed to a vCPU
+ * other than 0 proves nothing about R0, R2 and R3, and fails. */
+static void
+order_check (Vm *dst, GBytes *readback, const char *what)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicRecord) rec = vgic_record_load (g_bytes_get_data (readback, NULL),
+                                                 g_bytes_get_size (readback), dst->shape,
+                                                 &error);
+  g_autofree char *path = vgic_order_state_path (dst->vm);
+  g_autofree char *figures = NULL;
+  VgicOrderResult r;
+
+  if (!rec)
+    {
+      FAIL ("order check: %s: the read-back does not decode: %s", what, error->message);
+      return;
+    }
+  if (!vgic_order_check (dst->vm, dst->shape, rec->values, &r, &error))
+    {
+      /* Both kernels the tier boots have debugfs (arm64-nested.config,
+       * Debian's config) and init.sh mounts it: its absence is a failure. */
+      if (g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        FAIL ("order check: %s: skipped: no vgic-state (%s; is debugfs mounted, "
+              "CONFIG_DEBUG_FS on?)", what, error->message);
+      else
+        FAIL ("order check: %s %s: %s", path, what, error->message);
+      return;
+    }
+  figures = order_figures (&r);
+  if (!r.off0_edge || !r.off0_level || !r.off0_active)
+    FAIL ("order check: %s %s: %u interrupts deliverable, too few kinds to show the rules "
+          "(%s)", path, what, r.deliverable, figures);
+  else
+    g_print ("order check: %s %s: %u interrupts deliverable, all queued on their targets "
+             "(%s)\n", path, what, r.deliverable, figures);
+}
+
+/* order_control() - the negative control: @state (the saved record's)
+ * written into a fresh VM with raw single writes, the planner's order but
+ * for the writes @brk moves last.  The check must fail on that VM: with
+ * the routes last (R3) the SPIs queued before them stay on vCPU 0's list;
+ * with GICD_CTLR last (R0) no pending IRQ is queued, only active ones; with
+ * the SPIs' ICFGR last (R2) no level SPI pending by its line alone is (it
+ * was edge-triggered when its line was written).  When the check passes,
+ * the rule is not observable on this kernel, or the check blind to it. */
+static void
+order_control (int kvm, Vm *src, const VgicValues *state, VgicOrderBreak brk)
+{
+  static const char *const rules[] = {
+    [VGIC_ORDER_BREAK_R3] = "R3", [VGIC_ORDER_BREAK_R0] = "R0", [VGIC_ORDER_BREAK_R2] = "R2",
+  };
+  static const char *const hows[] = {
+    [VGIC_ORDER_BREAK_R3] = "every GICD_IROUTER write last",
+    [VGIC_ORDER_BREAK_R0] = "GICD_CTLR last",
+    [VGIC_ORDER_BREAK_R2] = "every GICD_ICFGR write last",
+  };
+  const char *rule = rules[brk], *how = hows[brk];
+  g_autoptr (GError) error = NULL;
+  g_autoptr (Vm) dst = vm_new_checked (kvm, src->n, src->shape->nr_irqs, &error);
+  g_autoptr (GBytes) got = NULL;
+  g_autoptr (VgicRecord) rec = NULL;
+  g_autofree char *figures = NULL;
+  VgicOrderResult r;
+  guint writes;
+
+  if (!dst)
+    {
+      FAIL ("order control %s: N=%u: fresh VM: %s", rule, src->n, error->message);
+      return;
+    }
+  if (!vgic_order_restore_broken (dst->gic, dst->shape, state, brk, &writes, &error))
+    {
+      FAIL ("order control %s: N=%u: restore with %s: %s", rule, src->n, how, error->message);
+      return;
+    }
+  got = full_save (dst, &error);
+  if (got)
+    rec = vgic_record_load (g_bytes_get_data (got, NULL), g_bytes_get_size (got), dst->shape,
+                            &error);
+  if (!rec)
+    {
+      FAIL ("order control %s: N=%u: reading back: %s", rule, src->n, error->message);
+      return;
+    }
+  g_print ("    order control %s: %u raw single writes, %s; the check must fail:\n", rule,
+           writes, how);
+  if (vgic_order_check (dst->vm, dst->shape, rec->values, &r, &error))
+    {
+      figures = order_figures (&r);
+      FAIL ("order control %s: N=%u: 0 misplaced of %u deliverable: %s is not observable "
+            "on this kernel, or the check cannot see it (%s)", rule, src->n, r.deliverable,
+            rule, figures);
+    }
+  else if (r.disagree || (!r.misplaced && !r.unqueued))
+    FAIL ("order control %s: N=%u: the check failed for another reason: %s", rule, src->n,
+          error->message);
+  else
+    g_print ("order control %s: N=%u: %u misplaced (%u on another vCPU's list, %u on none, "
+             "of %u deliverable): check fails as it must\n", rule, src->n,
+             r.misplaced + r.unqueued, r.misplaced, r.unqueued, r.deliverable);
+}
+
+/* ------------------------------------------------------------------ */
 /* One VM size                                                        */
 /* ------------------------------------------------------------------ */
 
@@ -872,7 +1032,10 @@ time_load (Path p, int kvm, Vm *src, GBytes *record, GBytes *full, gboolean kern
            Row *row)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (Vm) dst = vm_new (kvm, src->n, src->shape->nr_irqs, &error);
+  /* vgicd's restores get their queues checked: a VM with its own vgic-state. */
+  g_autoptr (Vm) dst = p == PATH_QEMU ? vm_new (kvm, src->n, src->shape->nr_irqs, &error)
+                                      : vm_new_checked (kvm, src->n, src->shape->nr_irqs,
+                                                        &error);
   g_autoptr (GBytes) got = NULL;
   g_autofree char *what = g_strdup_printf ("N=%u restore via %s", src->n, path_names[p]);
   VgicdClientStats st;
@@ -930,7 +1093,12 @@ time_load (Path p, int kvm, Vm *src, GBytes *record, GBytes *full, gboolean kern
       return;
     }
   else
-    same_state (dst, full, got, what);
+    {
+      same_state (dst, full, got, what);
+      /* Before the timed reloads: a second load finds the IRQs already
+       * queued, so it would hide where the first one put them. */
+      order_check (dst, got, what);
+    }
 
   row->load[p] = row->load_first[p] = spent = ns;
   row->load_runs[p] = 1;
@@ -1034,6 +1202,22 @@ run_size (int kvm, guint n, gboolean kernel_batch, Row *row)
   time_load (PATH_QEMU, kvm, src, ref, full, kernel_batch, row);
   time_load (PATH_AUTO, kvm, src, rec_auto, full, kernel_batch, row);
   time_load (PATH_SINGLE, kvm, src, rec_single, full, kernel_batch, row);
+
+  /* c. The order check's negative controls, from vgicd's record. */
+  {
+    g_autoptr (VgicRecord) r = vgic_record_load (g_bytes_get_data (rec_auto, NULL),
+                                                 g_bytes_get_size (rec_auto), src->shape,
+                                                 &error);
+
+    if (!r)
+      FAIL ("N=%u: vgicd's record does not load: %s", n, error->message);
+    else
+      {
+        order_control (kvm, src, r->values, VGIC_ORDER_BREAK_R3);
+        order_control (kvm, src, r->values, VGIC_ORDER_BREAK_R0);
+        order_control (kvm, src, r->values, VGIC_ORDER_BREAK_R2);
+      }
+  }
 
   row->ok = failures == before;
   g_print ("    %s: save %u registers, restore %u accesses; runs (auto/single/1-by-1) "

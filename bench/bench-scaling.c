@@ -10,20 +10,30 @@
  * answers real ioctl(2) calls and takes a lock per vCPU around every
  * register access as KVM's lock_all_vcpus() does, so a register costs more
  * the more vCPUs the VM has.  For each size (992 IRQs, an ITS so PLPIS is
- * set, random non-trivial state) and each run, the three paths take turns:
+ * set, random non-trivial state) and each run, the four paths take turns:
  *
  *   qemu    QEMU 10.0's own path, without vgicd: kvm_arm_gicv3_get/put's
  *           accesses, one KVM_{GET,SET}_DEVICE_ATTR each;
- *   single  through vgicd, one register per ioctl (mode single): what a
- *           host without the kernel's batch group gets;
- *   batch   through vgicd, the kernel's batch group (mode auto).
+ *   single  through vgicd, one register per ioctl (mode single), on the
+ *           default path (QEMU's fields in the stream): what a host
+ *           without the kernel's batch group gets;
+ *   fields  through vgicd, the kernel's batch group (mode auto), QEMU's
+ *           own fields in the stream: the default, what a user gets
+ *           without Record=true (tests/support/qemu-fields.c plays the
+ *           patched QEMU: SaveFields, then each read of kvm_arm_gicv3_get
+ *           looked up in its order; its put's writes collected, then
+ *           LoadList);
+ *   record  through vgicd, batched, vgicd's state record in the stream
+ *           (Record=true; save → record → load), whose size is the
+ *           "bytes" column.
  *
- * The vgicd paths carry vgicd's state record (save → record → load into a
- * fresh destination), whose size is the "bytes" column.  Each operation's
- * wall time is taken as QEMU's pre_save/post_load would see it (the D-Bus
- * or step-channel round trips, vgicd's planning, validation and encoding
- * included); "own" is that time less the executor's kernel calls: what
- * vgicd and the transport add.  The calls (round trips) are vgicd's count
+ * Each operation's wall time is taken as QEMU's pre_save/post_load would
+ * see it (the D-Bus or step-channel round trips, vgicd's planning,
+ * validation and encoding, and on the fields paths QEMU's own lookups and
+ * collection of writes included).  "own" is vgicd's share: the libvgicd
+ * call's time less the executor's kernel calls (what vgicd, libvgicd and
+ * the transport add; outside the kernel and outside QEMU's own loop),
+ * "qemu" the fields paths' own loop in QEMU.  The calls (round trips) are vgicd's count
  * for the operation, read from its history (Manager1.GetHistory) outside
  * the timed part.  Every destination is compared with its source, register
  * by register, and a mismatch fails the run (exit 1): no figure is printed
@@ -51,6 +61,7 @@
 
 #include "figures.h"
 #include "libvgicd.h"
+#include "qemu-fields.h"
 #include "sim-compare.h"
 #include "vgic-direct.h"
 #include "vgic-plan.h"
@@ -63,16 +74,17 @@
 #define MAX_SIZES 16
 #define IRQS 992
 
-enum { P_QEMU, P_SINGLE, P_BATCH, N_PATHS };
+enum { P_QEMU, P_SINGLE, P_FIELDS, P_RECORD, N_PATHS };
 enum { D_SAVE, D_RESTORE, N_DIRS };
 
-static const char *const path_names[N_PATHS] = { "qemu", "single", "batch" };
+static const char *const path_names[N_PATHS] = { "qemu", "single", "fields", "record" };
 static const char *const dir_names[N_DIRS] = { "save", "restore" };
 
 /* One path, one direction, one size: a figure per run. */
 typedef struct {
   double ms[MAX_RUNS];
-  double own_ms[MAX_RUNS];	/* wall less the kernel calls; vgicd paths only */
+  double own_ms[MAX_RUNS];	/* vgicd's share (see the top); vgicd paths only */
+  double qemu_ms[MAX_RUNS];	/* QEMU's own loop; fields paths only */
   guint ioctls, calls, registers;
   guint64 bytes;
 } Cell;
@@ -202,17 +214,19 @@ run_qemu (Size *z, const VgicShape *shape, VgicSim *src, guint run)
   check (src, dst, FALSE, z->vcpus, P_QEMU, run);
 }
 
-/* A vgicd operation's figures, @ms as QEMU saw it, into @c: the rest from
- * the client's stats and vgicd's history of VM @uuid. */
+/* A vgicd operation's figures into @c: @call_ms the libvgicd call, @qemu_ms
+ * QEMU's own loop around it (0 on the record path), the rest from the
+ * client's stats and vgicd's history of VM @uuid. */
 static void
-take_figures (Cell *c, guint run, double ms, VgicdClient *client, VgicdHarness *h,
-              const char *uuid, guint64 bytes)
+take_figures (Cell *c, guint run, double call_ms, double qemu_ms, VgicdClient *client,
+              VgicdHarness *h, const char *uuid, guint64 bytes)
 {
   VgicdClientStats st;
 
   vgicd_client_get_stats (client, &st);
-  c->ms[run] = ms;
-  c->own_ms[run] = ms - st.kernel_ns / 1e6;
+  c->ms[run] = call_ms + qemu_ms;
+  c->own_ms[run] = call_ms - st.kernel_ns / 1e6;
+  c->qemu_ms[run] = qemu_ms;
   c->ioctls = st.ioctls;
   c->registers = st.entries;
   c->bytes = bytes;
@@ -221,7 +235,7 @@ take_figures (Cell *c, guint run, double ms, VgicdClient *client, VgicdHarness *
 
 static void
 run_vgicd (VgicdHarness *h, Size *z, guint p, const VgicShape *shape, VgicSim *src,
-           VgicdClient *cs, const char *src_uuid, guint run)
+           VgicdClient *cs, const char *src_uuid, const VgicList *get, guint run)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicSim) dst = sim_new (z->vcpus);
@@ -234,16 +248,40 @@ run_vgicd (VgicdHarness *h, Size *z, guint p, const VgicShape *shape, VgicSim *s
   if (!vgicd_harness_set_mode (h, p == P_SINGLE ? "single" : "auto", &error))
     die ("vgicd's mode", error);
 
+  if (p != P_RECORD)
+    {
+      g_autoptr (VgicList) reads = NULL;
+      g_autoptr (VgicValues) state = NULL;
+      g_autoptr (VgicList) put = NULL;
+      QemuFieldsTimes t;
+
+      if (!qemu_fields_get (cs, get, &reads, &t, &error))
+        die ("save into QEMU's fields through vgicd", error);
+      take_figures (save, run, t.call_ms, t.qemu_ms, cs, h, src_uuid, 0);
+      /* QEMU's fields, and its put's writes of them: outside the timed
+       * part, as QEMU keeps the values in its GICv3State as it reads them
+       * and its put walks them (qemu-fields.h) */
+      if (!(state = vgic_values_from_reads (reads->entries, reads->len, &error)) ||
+          !(put = vgic_plan_restore_write (shape, state, FALSE, &error)))
+        die ("QEMU's fields", error);
+      if (!qemu_fields_put (cd, put, &t, &error))
+        die ("load QEMU's fields through vgicd", error);
+      take_figures (restore, run, t.call_ms, t.qemu_ms, cd, h, dst_uuid, 0);
+      check (src, dst, FALSE, z->vcpus, p, run);
+      return;
+    }
+
   t0 = g_get_monotonic_time ();
   if (!vgicd_client_save (cs, &record, &error))
     die ("save through vgicd", error);
-  take_figures (save, run, figures_ms_since (t0), cs, h, src_uuid, g_bytes_get_size (record));
+  take_figures (save, run, figures_ms_since (t0), 0, cs, h, src_uuid, g_bytes_get_size (record));
 
   t0 = g_get_monotonic_time ();
   if (!vgicd_client_load (cd, g_bytes_get_data (record, NULL), g_bytes_get_size (record),
                           &error))
     die ("load through vgicd", error);
-  take_figures (restore, run, figures_ms_since (t0), cd, h, dst_uuid, g_bytes_get_size (record));
+  take_figures (restore, run, figures_ms_since (t0), 0, cd, h, dst_uuid,
+                g_bytes_get_size (record));
   check (src, dst, TRUE, z->vcpus, p, run);
 }
 
@@ -254,10 +292,18 @@ measure_size (VgicdHarness *h, Size *z)
   g_autoptr (VgicShape) shape = shape_of (src, z->vcpus);
   g_autofree char *src_uuid = g_strdup_printf ("0b5ca1e0-0000-4000-8000-1%011u", z->vcpus);
   g_autoptr (VgicdClient) cs = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicList) save = NULL;
+  g_autoptr (VgicList) get = NULL;
   gint64 t0 = g_get_monotonic_time ();
 
   vgic_sim_randomize (src, 2026 + z->vcpus);
   cs = attach (h, src, shape, "bench-src", src_uuid);
+  /* What QEMU's get reads, in its order, for the fields paths to look up. */
+  if (!(save = vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_BATCH, FALSE, NULL,
+                                 &error)))
+    die ("QEMU's get list", error);
+  get = qemu_fields_get_order (shape, save);
   /* Runs interleave the paths, so that a slow moment of the machine falls
    * on all of them alike. */
   for (guint run = 0; run < opt_runs; run++)
@@ -265,16 +311,18 @@ measure_size (VgicdHarness *h, Size *z)
       if (p == P_QEMU)
         run_qemu (z, shape, src, run);
       else
-        run_vgicd (h, z, p, shape, src, cs, src_uuid, run);
+        run_vgicd (h, z, p, shape, src, cs, src_uuid, get, run);
   fprintf (stderr, "  %3u vCPUs: %u runs in %.1f s; medians save/restore ms: qemu %.2f/%.2f, "
-           "single %.2f/%.2f, batch %.3f/%.3f\n", z->vcpus, opt_runs,
+           "single %.2f/%.2f, fields %.3f/%.3f, record %.3f/%.3f\n", z->vcpus, opt_runs,
            figures_ms_since (t0) / 1000,
            figures_median (z->cell[P_QEMU][D_SAVE].ms, opt_runs),
            figures_median (z->cell[P_QEMU][D_RESTORE].ms, opt_runs),
            figures_median (z->cell[P_SINGLE][D_SAVE].ms, opt_runs),
            figures_median (z->cell[P_SINGLE][D_RESTORE].ms, opt_runs),
-           figures_median (z->cell[P_BATCH][D_SAVE].ms, opt_runs),
-           figures_median (z->cell[P_BATCH][D_RESTORE].ms, opt_runs));
+           figures_median (z->cell[P_FIELDS][D_SAVE].ms, opt_runs),
+           figures_median (z->cell[P_FIELDS][D_RESTORE].ms, opt_runs),
+           figures_median (z->cell[P_RECORD][D_SAVE].ms, opt_runs),
+           figures_median (z->cell[P_RECORD][D_RESTORE].ms, opt_runs));
 }
 
 /* ------------------------------------------------------------------ */
@@ -451,6 +499,11 @@ to_json (const Size *sizes, guint n_sizes, const Fleet *f, double seconds, gbool
                 g_string_append (out, "null");
               else
                 json_runs (out, c->own_ms, opt_runs);
+              g_string_append (out, ", \"qemu_ms\": ");
+              if (p == P_QEMU || p == P_RECORD)
+                g_string_append (out, "null");
+              else
+                json_runs (out, c->qemu_ms, opt_runs);
               g_string_append_printf (out, ", \"ioctls\": %u, \"calls\": %u, \"registers\": %u, "
                                       "\"bytes\": %" G_GUINT64_FORMAT "}",
                                       c->ioctls, c->calls, c->registers, c->bytes);

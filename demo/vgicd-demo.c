@@ -37,9 +37,8 @@
 #include "vgic-direct.h"
 #include "vgicd-harness.h"
 #include "figures.h"
+#include "qemu-fields.h"
 #include "sim-compare.h"
-
-typedef VgicEntry Entry;
 
 #define MAX_RUNS 31
 
@@ -105,53 +104,36 @@ qemu_put (const VgicShape *shape, int fd, const VgicValues *state, guint *ioctls
 }
 
 /* The patched QEMU's get with vgicd, QEMU's fields in the stream: vgicd
- * reads in batches, then every read of QEMU's get (@get, its access list)
- * is looked up in what vgicd read. */
+ * reads in batches, then every read of QEMU's get (@get, its access list in
+ * its order) is looked up in what vgicd read; the values stay in "QEMU". */
 static VgicValues *
 fields_get (VgicdClient *c, const VgicList *get, guint *ioctls)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (VgicdRegs) regs = NULL;
-  g_autoptr (VgicList) reads = vgic_list_new (get->len);
+  g_autoptr (VgicList) reads = NULL;
+  QemuFieldsTimes t;
   VgicdClientStats st;
-  VgicValues *values;
+  VgicValues *values = NULL;
 
-  if (!vgicd_client_save_fields (c, &regs, &error))
-    die ("save into QEMU's fields through vgicd", error);
-  for (guint i = 0; i < get->len; i++)
-    {
-      Entry e = get->entries[i];
-      uint64_t v;
-
-      if (!vgicd_regs_lookup (regs, e.group, e.attr, &v))
-        die ("a register QEMU's get reads was not read by vgicd", NULL);
-      e.value = v;
-      vgic_list_append (reads, &e, 1);
-    }
-  values = vgic_values_from_reads (reads->entries, reads->len, &error);
+  if (qemu_fields_get (c, get, &reads, &t, &error))
+    values = vgic_values_from_reads (reads->entries, reads->len, &error);
   if (!values)
-    die ("QEMU's fields", error);
+    die ("save into QEMU's fields through vgicd", error);
   vgicd_client_get_stats (c, &st);
   *ioctls = st.ioctls;
   return values;
 }
 
-/* ... and its put: QEMU's writes, collected, then run by vgicd. */
+/* ... and its put: QEMU's writes (@put, made from its fields beforehand),
+ * collected, then run by vgicd. */
 static void
-fields_put (VgicdClient *c, const VgicShape *shape, const VgicValues *state, guint *ioctls)
+fields_put (VgicdClient *c, const VgicList *put, guint *ioctls)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (VgicList) put = vgic_plan_restore_write (shape, state, FALSE, &error);
-  g_autofree VgicdAccess *writes = NULL;
+  QemuFieldsTimes t;
   VgicdClientStats st;
 
-  if (!put)
-    die ("QEMU's put", error);
-  writes = g_new (VgicdAccess, put->len);
-  for (guint i = 0; i < put->len; i++)
-    writes[i] = (VgicdAccess) { put->entries[i].group, put->entries[i].attr,
-                                put->entries[i].value };
-  if (!vgicd_client_load_list (c, writes, put->len, &error))
+  if (!qemu_fields_put (c, put, &t, &error))
     die ("load QEMU's fields through vgicd", error);
   vgicd_client_get_stats (c, &st);
   *ioctls = st.ioctls;
@@ -237,7 +219,7 @@ main (int argc, char **argv)
   g_autoptr (VgicSim) src = NULL;
   g_autoptr (VgicdClient) src_client = NULL;
   g_autoptr (GBytes) reference = NULL, qemu_reference = NULL;
-  g_autoptr (VgicList) get_list = NULL;
+  g_autoptr (VgicList) save_list = NULL, get_list = NULL;
   VgicSimConfig config = { 0 };
   gboolean all_equal = TRUE;
   gsize record_size = 0;
@@ -270,13 +252,15 @@ main (int argc, char **argv)
   /* The reference every destination is compared with. */
   if (!vgicd_client_save (src_client, &reference, &error))
     die ("save through vgicd", error);
-  /* The accesses QEMU's get makes, for the fields path to look up. */
-  get_list = vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_BATCH, FALSE, NULL,
-                               &error);
-  if (get_list)
-    qemu_reference = vgic_record_encode (shape, get_list->entries, get_list->len, &error);
+  /* The accesses QEMU's get makes, for the fields path to look up in
+   * kvm_arm_gicv3_get()'s order. */
+  save_list = vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_BATCH, FALSE, NULL,
+                                &error);
+  if (save_list)
+    qemu_reference = vgic_record_encode (shape, save_list->entries, save_list->len, &error);
   if (!qemu_reference)
     die ("QEMU's get list", error);
+  get_list = qemu_fields_get_order (shape, save_list);
 
   printf ("vgicd demo: a simulated VM with %u vCPUs, %u IRQs, an ITS (PLPIS=1), "
           "PRIbits 5 (A=1)\n", opt_vcpus, opt_irqs);
@@ -314,12 +298,15 @@ main (int argc, char **argv)
         if (paths[p].kind == PATH_FIELDS)
           {
             g_autoptr (VgicValues) state = NULL;
+            g_autoptr (VgicList) put = NULL;
 
             t0 = g_get_monotonic_time ();
             state = fields_get (src_client, get_list, &paths[p].get_ioctls);
             paths[p].get_ms[run] = figures_ms_since (t0);
+            if (!(put = vgic_plan_restore_write (shape, state, FALSE, &error)))
+              die ("QEMU's put", error);
             t0 = g_get_monotonic_time ();
-            fields_put (dst_client, shape, state, &paths[p].put_ioctls);
+            fields_put (dst_client, put, &paths[p].put_ioctls);
             paths[p].put_ms[run] = figures_ms_since (t0);
             all_equal &= arrived (shape, src, dst, qemu_reference, FALSE, paths[p].name, run);
             continue;

@@ -350,6 +350,40 @@ vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
   return g_steal_pointer (&plan);
 }
 
+/* Append the entries of @second in group @group (and, for the CPU
+ * interface, of the vCPU of @sysreg_attr's affinity), in their order. */
+static void
+append_second (VgicList *out, const VgicList *second, uint32_t group, uint64_t sysreg_attr)
+{
+  for (guint i = 0; i < second->len; i++)
+    if (second->entries[i].group == group &&
+        (group != VGIC_GRP_SYSREG || (second->entries[i].attr >> 32) == (sysreg_attr >> 32)))
+      vgic_list_append (out, &second->entries[i], 1);
+}
+
+VgicList *
+vgic_plan_save_qemu_order (const VgicList *first, const VgicList *second)
+{
+  VgicList *out = vgic_list_new (first->len + second->len);
+  const VgicEntry *e = first->entries;
+
+  for (guint i = 0; i < first->len; i++)
+    {
+      /* The bases come after the redistributor loop, before GICD_STATUSR
+       * (vgic_plan_save_first()'s two marks). */
+      if (e[i].group == VGIC_GRP_DIST && e[i].attr == DIST (GICD_STATUSR))
+        append_second (out, second, VGIC_GRP_REDIST, 0);
+      vgic_list_append (out, &e[i], 1);
+      /* A vCPU's APRs right after its last ICC register. */
+      if (e[i].group == VGIC_GRP_SYSREG &&
+          (i + 1 == first->len || e[i + 1].group != VGIC_GRP_SYSREG ||
+           (e[i + 1].attr >> 32) != (e[i].attr >> 32)))
+        append_second (out, second, VGIC_GRP_SYSREG, e[i].attr);
+    }
+  g_assert (out->len == first->len + second->len);
+  return out;
+}
+
 VgicList *
 vgic_plan_save_guess (const VgicShape *shape, gboolean plpis, guint apr)
 {

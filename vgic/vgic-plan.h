@@ -76,6 +76,21 @@ VgicList *vgic_plan_save_second (const VgicShape *shape, const VgicValues *first
                                  GError **error);
 
 /**
+ * vgic_plan_save_qemu_order() - a save's reads in the order of QEMU 10.0's
+ * kvm_arm_gicv3_get(): round 1 with round 2 merged in where QEMU reads it
+ * (the LPI bases after the redistributors, each vCPU's APRs after its ICC
+ * registers)
+ * @first: round 1 (vgic_plan_save_first()'s accesses, with or without values)
+ * @second: round 2 for those values (vgic_plan_save_second())
+ *
+ * What QEMU's own get reads, one access after the other: the order in which
+ * it looks the values of a SaveFields up.
+ *
+ * Return: a new list of first->len + second->len accesses.
+ */
+VgicList *vgic_plan_save_qemu_order (const VgicList *first, const VgicList *second);
+
+/**
  * vgic_plan_save_inputs() - the values round 2 depends on (GICR_TYPER of
  * vCPU 0, every ICC_CTLR_EL1), picked out of round 1's reads
  * @reads: round 1's reads (or a whole save), with values

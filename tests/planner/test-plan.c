@@ -269,6 +269,77 @@ test_save_apr_per_vcpu (void)
   g_assert_cmpuint (per_cpu[2], ==, 8);
 }
 
+/* QEMU's get order (vgic_plan_save_qemu_order()): every read of both
+ * rounds once, the LPI bases right before GICD_STATUSR (after the last
+ * redistributor register), each vCPU's APRs right after its ICC_BPR1_EL1
+ * (before the next vCPU's ICC_SRE_EL1), and round 1's order kept. */
+static void
+test_save_qemu_order (void)
+{
+  static const guint vcpus[] = { 1, 4, 160 };
+
+  for (guint v = 0; v < G_N_ELEMENTS (vcpus); v++)
+    for (guint plpis = 0; plpis < 2; plpis++)
+      for (guint pri = 5; pri <= 7; pri += 2)
+        {
+          g_autoptr (VgicShape) shape = grid_shape (vcpus[v], 288);
+          Saved saved = { 0 };
+          g_autoptr (VgicList) first = NULL;
+          g_autoptr (VgicList) second = NULL;
+          g_autoptr (VgicList) q = NULL;
+          guint statusr = G_MAXUINT, in_first = 0, bases = 0, aprs = 0;
+
+          make_save (shape, plpis, pri, 7 + v, &saved);
+          first = vgic_list_new_from (saved.reads->entries, saved.n_first);
+          second = vgic_list_new_from (saved.reads->entries + saved.n_first, n_second (&saved));
+          q = vgic_plan_save_qemu_order (first, second);
+          g_assert_cmpuint (q->len, ==, saved.reads->len);
+          for (guint i = 0; i < q->len; i++)
+            {
+              const Entry *e = &q->entries[i];
+              uint32_t reg = vgic_attr_low (e->attr);
+
+              if (e->group == GRP_DIST && e->attr == GICD_STATUSR)
+                statusr = i;
+              if (e->group == GRP_REDIST &&
+                  (reg == GICR_PROPBASER || reg == GICR_PENDBASER ||
+                   reg == GICR_PROPBASER + 4 || reg == GICR_PENDBASER + 4))
+                {
+                  /* Between the redistributors and the distributor. */
+                  g_assert_cmpuint (statusr, ==, G_MAXUINT);
+                  g_assert_true (i > 0 && (q->entries[i - 1].group == GRP_REDIST ||
+                                           q->entries[i - 1].group == GRP_LEVEL));
+                  bases++;
+                  continue;
+                }
+              if (is_apr (e))
+                {
+                  /* After this vCPU's ICC_BPR1_EL1, or another of its APRs. */
+                  const Entry *prev = &q->entries[i - 1];
+                  uint32_t prev_reg = vgic_attr_low (prev->attr);
+
+                  g_assert_cmpuint (prev->group, ==, GRP_SYSREG);
+                  g_assert_cmpuint (prev->attr >> 32, ==, e->attr >> 32);
+                  g_assert_true (prev_reg == ICC_BPR1_EL1 || is_apr (prev));
+                  g_assert_true (i + 1 == q->len ||
+                                 vgic_attr_low (q->entries[i + 1].attr) == ICC_SRE_EL1 ||
+                                 q->entries[i + 1].attr >> 32 == e->attr >> 32);
+                  aprs++;
+                  continue;
+                }
+              /* Round 1's reads keep their order. */
+              g_assert_cmpuint (e->group, ==, first->entries[in_first].group);
+              g_assert_cmpuint (e->attr, ==, first->entries[in_first].attr);
+              in_first++;
+            }
+          g_assert_cmpuint (in_first, ==, first->len);
+          g_assert_cmpuint (bases + aprs, ==, second->len);
+          g_assert_cmpuint (bases, ==, plpis ? 4 * vcpus[v] : 0);
+          g_assert_cmpuint (statusr, <, q->len);
+          saved_clear (&saved);
+        }
+}
+
 static void
 test_save_second_needs_first (void)
 {
@@ -985,6 +1056,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/save/rounds", test_save_rounds);
   g_test_add_func ("/planner/save/apr-per-vcpu", test_save_apr_per_vcpu);
   g_test_add_func ("/planner/save/second-needs-first", test_save_second_needs_first);
+  g_test_add_func ("/planner/save/qemu-order", test_save_qemu_order);
   g_test_add_func ("/planner/save/guess", test_save_guess);
   g_test_add_func ("/planner/save/shape", test_save_shape);
   g_test_add_func ("/planner/save/registers", test_save_registers);

@@ -89,6 +89,7 @@ struct _VgicdSession {
   VgicRecord *record;	/* load: the validated record */
   gsize record_len;
   VgicValues *list_state;	/* load: the values of QEMU's list of writes */
+  VgicList *list_plan;	/* load: the plan that list equals, to lay out as it is */
   const VgicValues *state;	/* load: what is written, the record's or the list's */
   gboolean op_fields;	/* the stream carries QEMU's fields: SaveFields, LoadList */
   gint64 op_start;

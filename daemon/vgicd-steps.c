@@ -104,6 +104,7 @@ vgicd_steps_reset (VgicdSession *s)
   g_clear_pointer (&s->reads, vgic_list_unref);
   g_clear_pointer (&s->record, vgic_record_free);
   g_clear_pointer (&s->list_state, vgic_values_free);
+  g_clear_pointer (&s->list_plan, vgic_list_unref);
   s->state = NULL;
 }
 
@@ -578,6 +579,16 @@ state_has_routes (VgicdSession *s)
   return s->record && s->record->routes;
 }
 
+/* The writes that restore s->state.  QEMU's own restore was compared, write
+ * for write, with the plan of its values: that plan, not made again. */
+static VgicList *
+restore_writes (VgicdSession *s, GError **error)
+{
+  if (s->list_plan)
+    return vgic_list_ref (s->list_plan);
+  return vgic_plan_restore_write (s->shape, s->state, state_has_routes (s), error);
+}
+
 /* The state to write is known and judged (s->state): lay out the restore. */
 static GVariant *
 start_restore (VgicdSession *s)
@@ -590,8 +601,7 @@ start_restore (VgicdSession *s)
   if (s->peer_guards && s->shape->nr_vcpus <= GUARDED_VCPUS_MAX)
     {
       g_autoptr (VgicList) guards = vgic_validate_guards (s->shape, s->state);
-      g_autoptr (VgicList) write = vgic_plan_restore_write (s->shape, s->state,
-                                                            state_has_routes (s), &error);
+      g_autoptr (VgicList) write = restore_writes (s, &error);
       gboolean plpis = FALSE;
       guint apr = 1;
 
@@ -657,7 +667,8 @@ start_load_list (VgicdSession *s, guint32 count)
     }
   /* Private copy first: the peer can still write to the window. */
   writes = vgic_list_new_from (s->window->entries, count);
-  s->list_state = vgic_validate_writes (s->shape, writes->entries, writes->len, &error);
+  s->list_state = vgic_validate_writes (s->shape, writes->entries, writes->len, &s->list_plan,
+                                        &error);
   if (!s->list_state)
     return load_refused (s, error);
   s->state = s->list_state;
@@ -807,9 +818,7 @@ next_step (VgicdSession *s, GVariant *report)
     {
       g_autoptr (VgicList) write = NULL;
 
-      if (!destination_fits (s, results, &error) ||
-          !(write = vgic_plan_restore_write (s->shape, s->state, state_has_routes (s),
-                                             &error)))
+      if (!destination_fits (s, results, &error) || !(write = restore_writes (s, &error)))
         return load_refused (s, error);
       s->op = OP_LOAD_WRITE;
       return step_run (s, write, TRUE);

@@ -163,13 +163,19 @@ typedef struct {
   uint64_t value;
 } VgicdAccess;
 
-/* What a SaveFields read: the value of each register, by (group, attr). */
+/* What a SaveFields read: the value of each register, by (group, attr).
+ * A lookup in the order of the reads (QEMU's get's, but for its LPI bases
+ * and APRs) costs a compare, one in any other order a hash lookup.  A
+ * lookup moves a cursor: one thread at a time.  A VgicdRegs may outlive
+ * its client. */
 typedef struct _VgicdRegs VgicdRegs;
 
-/* vgicd_regs_lookup() - the value read for (@group, @attr), if it was read */
+/* vgicd_regs_lookup() - the value read for (@group, @attr), if it was read
+ * (a register read more than once: its last read) */
 gboolean vgicd_regs_lookup (const VgicdRegs *regs, uint32_t group, uint64_t attr,
                             uint64_t *value);
-/* vgicd_regs_count() - how many registers were read */
+/* vgicd_regs_count() - how many registers were read (each once, however
+ * often it was read) */
 guint vgicd_regs_count (const VgicdRegs *regs);
 void vgicd_regs_free (VgicdRegs *regs);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdRegs, vgicd_regs_free)

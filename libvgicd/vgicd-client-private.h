@@ -3,6 +3,7 @@
  * vgicd-client-private.h - what the parts of libvgicd share:
  *
  *   vgicd-client.c          the API: connect, attach, save, load
+ *   vgicd-regs.c            what a save into QEMU's fields read (VgicdRegs)
  *   vgicd-client-steps.c    following vgicd's steps: copy, check, execute,
  *                           report
  *   vgicd-client-call.c     which transport carries a call to vgicd
@@ -51,6 +52,8 @@ struct _VgicdClient {
   gboolean fields;		/* vgicd has Session1.SaveFields and LoadList */
   gboolean record;		/* vgicd wants this VM's saves to carry a record */
   GArray *collect;		/* a SaveFields: every read run so far (VgicEntry) */
+  guint collect_steps;		/* ... from how many steps */
+  struct _VgicdRegsStore *regs_store;	/* a SaveFields' storage, made at attach */
   VgicdClientChannel *channel;	/* the step channel, or NULL */
 
   VgicdClientStats stats;
@@ -92,3 +95,36 @@ typedef enum {
  */
 gboolean vgicd_client_run (VgicdClient *c, GVariant *first, VgicdRunKind kind,
                            GBytes **record, GError **error);
+
+/* ------------------------------------------------------------------ */
+/* vgicd-regs.c: what a save into QEMU's fields read                  */
+/* ------------------------------------------------------------------ */
+
+/* The storage of a save's reads and of their index, lent to its VgicdRegs
+ * by reference. */
+typedef struct _VgicdRegsStore VgicdRegsStore;
+
+/* vgicd_regs_store_new() - storage for saves of up to @entries reads (more
+ * grow it), every page of it touched now */
+VgicdRegsStore *vgicd_regs_store_new (guint32 entries);
+void vgicd_regs_store_unref (VgicdRegsStore *store);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdRegsStore, vgicd_regs_store_unref)
+
+/**
+ * vgicd_regs_store_for_save() - where a save's reads go: @store, emptied,
+ * unless a VgicdRegs still holds it; else fresh storage for about @entries
+ * @store: (nullable): the client's
+ * Return: a new reference.
+ */
+VgicdRegsStore *vgicd_regs_store_for_save (VgicdRegsStore *store, guint32 entries);
+
+/* vgicd_regs_store_reads() - @store's array of reads (VgicEntry), to
+ * collect a save's reads into (c->collect) */
+GArray *vgicd_regs_store_reads (VgicdRegsStore *store);
+
+/**
+ * vgicd_regs_new() - what the save whose reads @store holds read
+ * @store: (transfer full)
+ * @steps: how many steps' reads it holds (c->collect_steps)
+ */
+VgicdRegs *vgicd_regs_new (VgicdRegsStore *store, guint steps);

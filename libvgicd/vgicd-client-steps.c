@@ -176,7 +176,10 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
    * reads that completed, later ones winning (a wrong guess is read again
    * in a second round). */
   if (c->collect && !write)
-    g_array_append_vals (c->collect, work, r.done);
+    {
+      g_array_append_vals (c->collect, work, r.done);
+      c->collect_steps++;
+    }
   /* Back go what vgicd reads: the values read, and the guards.  Writes
    * leave nothing to read back (their errors are in the report). */
   memcpy (c->window, work, (gsize) (write ? guard : guard + count) * sizeof (*work));

@@ -4,7 +4,8 @@
  * shape out, the shared window and maybe a step channel back), save and
  * load, by QEMU's fields or by a record.  Following vgicd's steps is
  * vgicd-client-steps.c's; which transport carries a call,
- * vgicd-client-call.c's.
+ * vgicd-client-call.c's; what a save into QEMU's fields read,
+ * vgicd-regs.c's.
  *
  * The record, the largest thing either side sends, goes through the
  * window when vgicd takes it from there (LoadWindow), not in a message.
@@ -275,6 +276,10 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
       close (fd);
       return FALSE;
     }
+  /* Saves into QEMU's fields keep their reads in storage made now, as the
+   * window's work buffer is (vgicd-regs.c). */
+  if (c->fields && !c->record)
+    c->regs_store = vgicd_regs_store_new (entries);
   {
     gint32 ch;
 
@@ -347,78 +352,6 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
 /* own list of writes                                                  */
 /* ------------------------------------------------------------------ */
 
-struct _VgicdRegs {
-  GHashTable *values;	/* RegKey -> guint64 value */
-};
-
-typedef struct {
-  guint32 group;
-  guint64 attr;
-} RegKey;
-
-/* attr is an MPIDR over an offset: g_int64_hash()'s fold of the two
- * halves makes thousands of (vCPU, offset) pairs collide, so mix them. */
-static guint
-reg_key_hash (gconstpointer p)
-{
-  const RegKey *k = p;
-  guint64 h = (k->attr ^ ((guint64) k->group << 56)) * G_GUINT64_CONSTANT (0x9E3779B97F4A7C15);
-
-  return (guint) (h >> 32);
-}
-
-static gboolean
-reg_key_equal (gconstpointer a, gconstpointer b)
-{
-  const RegKey *x = a, *y = b;
-
-  return x->group == y->group && x->attr == y->attr;
-}
-
-static VgicdRegs *
-regs_new (const GArray *reads)
-{
-  VgicdRegs *regs = g_new0 (VgicdRegs, 1);
-
-  regs->values = g_hash_table_new_full (reg_key_hash, reg_key_equal, g_free, g_free);
-  for (guint i = 0; i < reads->len; i++)
-    {
-      const struct kvm_vgic_batch_entry *e = &g_array_index (reads, struct kvm_vgic_batch_entry, i);
-      RegKey *k = g_new (RegKey, 1);
-
-      *k = (RegKey) { e->group, e->attr };
-      g_hash_table_replace (regs->values, k, g_memdup2 (&e->value, sizeof e->value));
-    }
-  return regs;
-}
-
-gboolean
-vgicd_regs_lookup (const VgicdRegs *regs, uint32_t group, uint64_t attr, uint64_t *value)
-{
-  RegKey k = { group, attr };
-  const guint64 *v = g_hash_table_lookup (regs->values, &k);
-
-  if (!v)
-    return FALSE;
-  *value = *v;
-  return TRUE;
-}
-
-guint
-vgicd_regs_count (const VgicdRegs *regs)
-{
-  return g_hash_table_size (regs->values);
-}
-
-void
-vgicd_regs_free (VgicdRegs *regs)
-{
-  if (!regs)
-    return;
-  g_hash_table_unref (regs->values);
-  g_free (regs);
-}
-
 gboolean
 vgicd_client_offers_fields (VgicdClient *c)
 {
@@ -447,7 +380,7 @@ check_fields (VgicdClient *c, GError **error)
 gboolean
 vgicd_client_save_fields (VgicdClient *c, VgicdRegs **regs, GError **error)
 {
-  g_autoptr (GArray) reads = NULL;
+  g_autoptr (VgicdRegsStore) store = NULL;
   GVariant *step;
   gboolean ok;
 
@@ -456,12 +389,14 @@ vgicd_client_save_fields (VgicdClient *c, VgicdRegs **regs, GError **error)
     return FALSE;
   memset (&c->stats, 0, sizeof (c->stats));
   c->wait_budget_us = (gint64) c->timeout_ms * 1000;
-  c->collect = reads = g_array_new (FALSE, FALSE, sizeof (struct kvm_vgic_batch_entry));
+  store = vgicd_regs_store_for_save (c->regs_store, c->window_entries);
+  c->collect = vgicd_regs_store_reads (store);
+  c->collect_steps = 0;
   step = vgicd_client_call (c, VGICD_CALL_SAVE_FIELDS, NULL, error);
   ok = step && vgicd_client_run (c, step, VGICD_RUN_SAVE_FIELDS, NULL, error);
   c->collect = NULL;
   if (ok)
-    *regs = regs_new (reads);
+    *regs = vgicd_regs_new (g_steal_pointer (&store), c->collect_steps);
   return ok;
 }
 
@@ -521,6 +456,7 @@ vgicd_client_free (VgicdClient *c)
   if (c->window)
     munmap (c->window, c->window_size);
   g_free (c->work);
+  vgicd_regs_store_unref (c->regs_store);
   if (c->window_fd >= 0)
     close (c->window_fd);
   vgicd_client_channel_free (c->channel);

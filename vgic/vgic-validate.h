@@ -96,6 +96,9 @@ gboolean vgic_validate_destination (const VgicShape *shape, const VgicValues *st
 /**
  * vgic_validate_writes() - may @writes, the list QEMU's own restore makes
  * (kvm_arm_gicv3_put's writes, in its order, with its values), run on @shape?
+ * @plan: (out) (optional): the restore vgicd planned for those values, which
+ *	@writes equals access for access: the writes to lay out, not planned
+ *	again
  * @error: VGICD_ERROR_REGISTER_SET naming the first write that is not a vGIC
  *	register, does not fit its register, or differs from the restore vgicd
  *	plans; nothing has been written then
@@ -103,12 +106,13 @@ gboolean vgic_validate_destination (const VgicShape *shape, const VgicValues *st
  * The list must be exactly vgic_plan_restore_write() of the values it
  * writes: the same accesses, in the same order, with the same values.
  *
- * Return: those values (with GICR_TYPER.PLPIS of vCPU 0 set as the list's
- * LPI base writes say), for vgic_validate_guards() and the restore, or NULL
+ * Return: those values, each register once (the clear-alls' ~0 among them,
+ * which no plan reads), with GICR_TYPER.PLPIS of vCPU 0 set as the list's
+ * LPI base writes say, for vgic_validate_guards() and the restore, or NULL
  * with @error set.
  */
 VgicValues *vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
-                                  GError **error);
+                                  VgicList **plan, GError **error);
 
 /**
  * vgic_validate_results() - what an executor handed back for @sent: the

@@ -10,6 +10,7 @@
 #include "vgic-direct.h"
 #include "vgic-plan.h"
 #include "vgic-record.h"
+#include "vgic-regs.h"
 #include "vgicd-test.h"
 
 typedef struct {
@@ -371,6 +372,241 @@ test_fields (void)
   assert_untouched (spoilt, before);
 }
 
+/* What QEMU's get reads of @sim, one by one; *@distinct: how many
+ * registers that is (each overlapping IROUTER word is read twice). */
+static VgicList *
+qemu_get_of (VgicSim *sim, const Shape *s, guint *distinct)
+{
+  g_autoptr (VgicShape) shape = sim_vm_shape (sim, s->vcpus, s->irqs);
+  g_autoptr (VgicValues) values = NULL;
+  g_autoptr (GError) error = NULL;
+  VgicList *reads;
+
+  reads = vgic_direct_save (shape, vgic_sim_get_fd (sim), VGIC_EXEC_SINGLE, FALSE, NULL, &error);
+  g_assert_no_error (error);
+  values = vgic_values_from_reads (reads->entries, reads->len, &error);
+  g_assert_no_error (error);
+  *distinct = vgic_values_size (values);
+  g_assert_cmpuint (*distinct, <, reads->len);
+  return reads;
+}
+
+/* Another state of @sim's shape: other priorities, the same APRs. */
+static void
+vary_priorities (VgicSim *sim, guint8 by)
+{
+  g_autoptr (VgicSimState) state = vgic_sim_state_get (sim);
+  g_autoptr (GError) error = NULL;
+
+  for (guint i = 0; i < state->nr_irqs - 32; i++)
+    state->spis[i].priority ^= by << 3;
+  for (guint c = 0; c < state->nr_vcpus; c++)
+    for (guint i = 0; i < 32; i++)
+      state->cpus[c].priv[i].priority ^= by << 3;
+  g_assert_true (vgic_sim_state_set (sim, state, &error));
+  g_assert_no_error (error);
+}
+
+/* @regs holds every read of @get, with its value, looked up in the order
+ * @order gives (NULL: @get's own). */
+static void
+assert_regs_hold (const VgicdRegs *regs, const VgicList *get, const guint *order)
+{
+  for (guint i = 0; i < get->len; i++)
+    {
+      const VgicEntry *e = &get->entries[order ? order[i] : i];
+      guint64 v = ~0ULL;
+
+      if (!vgicd_regs_lookup (regs, e->group, e->attr, &v))
+        g_error ("no value for entry %u of QEMU's get", order ? order[i] : i);
+      g_assert_cmphex (v, ==, e->value);
+    }
+}
+
+/* A register of no vGIC save: nothing to look up, wherever the cursor is. */
+static void
+assert_regs_miss (const VgicdRegs *regs, const VgicShape *shape)
+{
+  const guint32 dist = KVM_DEV_ARM_VGIC_GRP_DIST_REGS, redist = KVM_DEV_ARM_VGIC_GRP_REDIST_REGS;
+  /* A route QEMU misses, GICD_TYPER2 (the restore does not write it, so
+   * no save reads it), a GICR_CTLR of an affinity no vCPU has. */
+  const struct { guint32 group; guint64 attr; } never[] = {
+    { dist, vgic_attr (0, GICD_IROUTER + 8 * (shape->nr_irqs - 1)) },
+    { dist, vgic_attr (0, GICD_TYPER2) },
+    { redist, vgic_attr (0xff00ff, GICR_CTLR) },
+  };
+  guint64 v = 7;
+
+  for (guint i = 0; i < G_N_ELEMENTS (never); i++)
+    {
+      g_assert_false (vgicd_regs_lookup (regs, never[i].group, never[i].attr, &v));
+      g_assert_cmpuint (v, ==, 7);
+    }
+}
+
+/*
+ * What a SaveFields hands QEMU (VgicdRegs) answers every read of QEMU's
+ * get with its value, in any order: the read order (a cursor), backwards,
+ * shuffled and from the middle (an index built at the first miss, the
+ * cursor taking up again after it); nothing for a register no save reads;
+ * and the number of registers, each counted once.  A VgicdRegs still held
+ * at the next save keeps its values (that save reads into other memory),
+ * and outlives its client.
+ */
+static void
+test_fields_regs (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];	/* LPIs and 4 APRs: round 2 as the host does not guess */
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicShape) shape = sim_vm_shape (src, s->vcpus, s->irqs);
+  VgicdClient *cs;
+  g_autoptr (VgicdRegs) first = NULL, held = NULL, next = NULL;
+  g_autoptr (VgicList) get1 = NULL, get2 = NULL, get3 = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GRand) rand = g_rand_new_with_seed (5);
+  g_autofree guint *order = NULL;
+  guint distinct;
+
+  vgic_sim_randomize (src, 51);
+  cs = attach (h, src, s, "regs-src");
+  get1 = qemu_get_of (src, s, &distinct);
+
+  /* The first save of a VM new to the host reads round 2 twice (the guess,
+   * then what round 1 says): each register once all the same. */
+  g_assert_true (vgicd_client_save_fields (cs, &first, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (vgicd_regs_count (first), ==, distinct);
+  assert_regs_hold (first, get1, NULL);
+
+  /* Saved again (round 2 as the last save found it: one step), another
+   * state, while the first is held. */
+  vary_priorities (src, 1);
+  get2 = qemu_get_of (src, s, &distinct);
+  g_assert_true (vgicd_client_save_fields (cs, &held, &error));
+  g_assert_no_error (error);
+  assert_regs_hold (held, get2, NULL);
+  assert_regs_hold (first, get1, NULL);
+  g_assert_cmpuint (vgicd_regs_count (held), ==, distinct);
+
+  /* The first let go, the next save reads into the client's storage
+   * again: the one still held keeps its values. */
+  g_clear_pointer (&first, vgicd_regs_free);
+  vary_priorities (src, 2);
+  get3 = qemu_get_of (src, s, &distinct);
+  g_assert_true (vgicd_client_save_fields (cs, &next, &error));
+  g_assert_no_error (error);
+  assert_regs_miss (next, shape);
+  assert_regs_hold (next, get3, NULL);
+  assert_regs_hold (held, get2, NULL);
+
+  /* Any order. */
+  order = g_new (guint, get3->len);
+  for (guint i = 0; i < get3->len; i++)
+    order[i] = get3->len - 1 - i;
+  assert_regs_hold (next, get3, order);
+  for (guint i = 0; i < get3->len; i++)
+    order[i] = (i + get3->len / 2) % get3->len;
+  assert_regs_hold (next, get3, order);
+  for (guint i = get3->len - 1; i > 0; i--)
+    {
+      guint j = g_rand_int_range (rand, 0, i + 1), t = order[i];
+
+      order[i] = order[j];
+      order[j] = t;
+    }
+  assert_regs_hold (next, get3, order);
+  assert_regs_miss (next, shape);
+  assert_regs_hold (next, get3, NULL);
+  g_assert_cmpuint (vgicd_regs_count (next), ==, distinct);
+
+  /* The client gone, what it read stays. */
+  vgicd_client_free (cs);
+  assert_regs_hold (next, get3, NULL);
+  assert_regs_hold (held, get2, NULL);
+}
+
+typedef struct {
+  VgicdClient *c;
+  VgicdRegs *regs;
+  GError *error;
+} SaveFieldsJob;
+
+static gpointer
+save_fields_thread (gpointer data)
+{
+  SaveFieldsJob *job = data;
+
+  vgicd_client_save_fields (job->c, &job->regs, &job->error);
+  return NULL;
+}
+
+/*
+ * A register read twice keeps its last read.  The first save of a VM new
+ * to the host reads the LPI bases and APR 0 in the guessed round 2, and
+ * again in round 2 proper; the VM's vCPU 0 changes them in between (held at
+ * round 2's ioctl), so the two reads differ, and QEMU's get, in its order,
+ * must find what round 2 read.
+ */
+static void
+test_fields_regs_last_read_wins (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) twin = make_sim (s, TRUE);
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicShape) shape = sim_vm_shape (src, s->vcpus, s->irqs);
+  g_autoptr (VgicdClient) ct = NULL, cs = NULL;
+  g_autoptr (VgicdRegs) regs = NULL;
+  g_autoptr (VgicList) before = NULL, after = NULL;
+  g_autoptr (VgicSimState) state = NULL;
+  g_autoptr (GError) error = NULL;
+  SaveFieldsJob job = { 0 };
+  VgicdClientStats st;
+  const guint64 pendbaser = vgic_attr (shape->mpidrs[0], GICR_PENDBASER);
+  const guint64 ap0r0 = vgic_attr (shape->mpidrs[0], ICC_AP0R_EL1 (0));
+  guint distinct, changed = 0;
+  GThread *t;
+
+  /* How many ioctls a first save makes: round 2 proper is the last. */
+  vgic_sim_randomize (twin, 61);
+  ct = attach (h, twin, s, "regs-twin");
+  g_assert_true (vgicd_client_save_fields (ct, &regs, &error));
+  g_assert_no_error (error);
+  vgicd_client_get_stats (ct, &st);
+  g_clear_pointer (&regs, vgicd_regs_free);
+
+  vgic_sim_randomize (src, 61);
+  cs = attach (h, src, s, "regs-src");
+  before = qemu_get_of (src, s, &distinct);
+  vgic_sim_stall_at (src, st.ioctls);
+  job.c = cs;
+  t = g_thread_new ("save-fields", save_fields_thread, &job);
+  g_assert_true (vgic_sim_wait_stalled (src, 10000));
+  state = vgic_sim_state_get (src);
+  state->cpus[0].pendbaser ^= 1ULL << 16;
+  state->cpus[0].ap0r[0] ^= 1;
+  g_assert_true (vgic_sim_state_set (src, state, &error));
+  g_assert_no_error (error);
+  vgic_sim_release (src);
+  g_thread_join (t);
+  g_assert_no_error (job.error);
+  regs = job.regs;
+
+  /* Round 2 read the new values; everything else is as it was. */
+  after = qemu_get_of (src, s, &distinct);
+  g_assert_cmpuint (after->len, ==, before->len);
+  for (guint i = 0; i < after->len; i++)
+    if (after->entries[i].value != before->entries[i].value)
+      {
+        g_assert_true (after->entries[i].attr == pendbaser || after->entries[i].attr == ap0r0);
+        changed++;
+      }
+  g_assert_cmpuint (changed, ==, 2);
+  assert_regs_hold (regs, after, NULL);
+  g_assert_cmpuint (vgicd_regs_count (regs), ==, distinct);
+}
+
 /* Route every SPI QEMU's addressing misses (above nr_irqs / 2) to a vCPU
  * other than vCPU 0, whose affinity is 0: a route a fresh destination
  * could only have by chance. */
@@ -512,6 +748,8 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/round-trip/unverified-batch-runs-single",
                    test_unverified_batch_runs_single);
   g_test_add_func ("/vgicd/fields", test_fields);
+  g_test_add_func ("/vgicd/fields/regs", test_fields_regs);
+  g_test_add_func ("/vgicd/fields/regs/last-read-wins", test_fields_regs_last_read_wins);
   g_test_add_func ("/vgicd/routes", test_routes);
   return g_test_run ();
 }

@@ -400,8 +400,9 @@ test_writes_round_trip (void)
         g_autoptr (VgicValues) saved = NULL;
         g_autoptr (VgicList) writes = restore_of (shape, plpis, pri, 7 + pri, &saved);
         g_autoptr (GError) error = NULL;
+        g_autoptr (VgicList) plan = NULL;
         g_autoptr (VgicValues) got = vgic_validate_writes (shape, writes->entries,
-                                                           writes->len, &error);
+                                                           writes->len, &plan, &error);
         g_autoptr (VgicList) again = NULL;
 
         g_assert_no_error (error);
@@ -410,6 +411,10 @@ test_writes_round_trip (void)
         g_assert_no_error (error);
         g_assert_cmpuint (again->len, ==, writes->len);
         g_assert_cmpmem (again->entries, again->len * sizeof (VgicEntry), writes->entries,
+                         writes->len * sizeof (VgicEntry));
+        /* The plan handed back, which the restore lays out, is the list. */
+        g_assert_nonnull (plan);
+        g_assert_cmpmem (plan->entries, plan->len * sizeof (VgicEntry), writes->entries,
                          writes->len * sizeof (VgicEntry));
         /* The guards see the LPIs the list writes bases for. */
         {
@@ -422,7 +427,43 @@ test_writes_round_trip (void)
       }
 }
 
-typedef enum { SWAP, VALUE, CLEAR, SHORT, LONG, GROUP, WIDE } Damage;
+typedef enum {
+  SWAP, VALUE, VALUE_AGAIN, CLEAR, SHORT, LONG, GROUP, WIDE, APART, IN_A_ROW, UNSAVED,
+} Damage;
+
+/* Insert @e before write @k of @writes. */
+static void
+insert_write (VgicList *writes, guint k, VgicEntry e)
+{
+  vgic_list_append (writes, &e, 1);
+  memmove (&writes->entries[k + 1], &writes->entries[k],
+           (writes->len - 1 - k) * sizeof (VgicEntry));
+  writes->entries[k] = e;
+}
+
+/* The position of the first write to (@group, @attr). */
+static guint
+find_write (const VgicList *writes, guint32 group, guint64 attr)
+{
+  for (guint k = 0; k < writes->len; k++)
+    if (writes->entries[k].group == group && writes->entries[k].attr == attr)
+      return k;
+  g_assert_not_reached ();
+}
+
+/* What the refusal of a list whose write @k is @got where the plan has
+ * @want says, word for word. */
+static char *
+differs_at (guint k, guint n, const VgicEntry *got, const VgicEntry *want)
+{
+  g_autofree char *g = vgic_reg_describe (got->group, got->attr);
+  g_autofree char *w = vgic_reg_describe (want->group, want->attr);
+
+  return g_strdup_printf ("QEMU's restore differs from the one vgicd plans at write %u of %u: "
+                          "QEMU writes %s = 0x%" G_GINT64_MODIFIER "x, vgicd would write %s = "
+                          "0x%" G_GINT64_MODIFIER "x; nothing written", k, n, g,
+                          (guint64) got->value, w, (guint64) want->value);
+}
 
 static void
 test_writes_refused (gconstpointer data)
@@ -433,9 +474,13 @@ test_writes_refused (gconstpointer data)
   g_autoptr (VgicList) writes = restore_of (shape, TRUE, 6, 3, &saved);
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicValues) got = NULL;
+  g_autoptr (VgicList) plan = NULL;
+  g_autoptr (VgicList) planned = vgic_list_new_from (writes->entries, writes->len);
+  g_autofree char *exact = NULL;
   VgicEntry *e = writes->entries;
   guint n = writes->len, k = n / 2;
   const char *want = "differs from the one vgicd plans";
+  const guint64 irouter_33 = vgic_attr (0, GICD_IROUTER + 4 * 33);
 
   switch (how)
     {
@@ -449,11 +494,14 @@ test_writes_refused (gconstpointer data)
       }
       break;
     case VALUE:	/* a repeated register written two ways (IROUTER's overlap) */
-      for (k = 0; k < n; k++)
-        if (e[k].group == GRP_DIST && e[k].attr == vgic_attr (0, GICD_IROUTER + 4 * 33))
-          break;
-      g_assert_cmpuint (k, <, n);
+      k = find_write (writes, GRP_DIST, irouter_33);
       e[k].value ^= 1;
+      break;
+    case VALUE_AGAIN:	/* ...the second of the two writes the one that differs */
+      k = find_write (writes, GRP_DIST, irouter_33) + 1;
+      g_assert_cmphex (e[k].attr, ==, irouter_33);
+      e[k].value ^= 1;
+      exact = differs_at (k, n, &e[k], &planned->entries[k]);
       break;
     case CLEAR:	/* a clear-all that clears less */
       for (k = 0; k < n; k++)
@@ -482,13 +530,40 @@ test_writes_refused (gconstpointer data)
       e[1].value |= 1ULL << 40;
       want = "is a 32-bit register";
       break;
+    case APART:	/* a register written again, with its value, further on */
+      insert_write (writes, k, e[0]);
+      e = writes->entries;
+      n++;
+      exact = differs_at (k, n, &e[k], &planned->entries[k]);
+      break;
+    case IN_A_ROW:	/* written twice in a row, where the plan writes it once */
+      insert_write (writes, 1, e[0]);
+      e = writes->entries;
+      n++;
+      exact = differs_at (1, n, &e[1], &planned->entries[1]);
+      break;
+    case UNSAVED:	/* a register no save reads: a route QEMU misses */
+      {
+        VgicEntry route = { .group = GRP_DIST, .attr = vgic_attr (0, GICD_IROUTER + 8 * 150),
+                            .value = 1 };
+
+        g_assert_true (vgic_plan_is_route (shape, route.group, route.attr));
+        insert_write (writes, k, route);
+        e = writes->entries;
+        n++;
+        exact = differs_at (k, n, &e[k], &planned->entries[k]);
+      }
+      break;
     }
-  got = vgic_validate_writes (shape, e, n, &error);
+  got = vgic_validate_writes (shape, e, n, &plan, &error);
   g_assert_null (got);
+  g_assert_null (plan);
   g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
   if (!strstr (error->message, want))
     g_error ("\"%s\" not in: %s", want, error->message);
   g_assert_nonnull (strstr (error->message, "nothing written"));
+  if (exact)
+    g_assert_cmpstr (error->message, ==, exact);
 }
 
 int
@@ -513,6 +588,14 @@ main (int argc, char **argv)
   g_test_add_data_func ("/validate/writes/one-more", GINT_TO_POINTER (LONG), test_writes_refused);
   g_test_add_data_func ("/validate/writes/ctrl-group", GINT_TO_POINTER (GROUP), test_writes_refused);
   g_test_add_data_func ("/validate/writes/wide-value", GINT_TO_POINTER (WIDE), test_writes_refused);
+  g_test_add_data_func ("/validate/writes/irouter-overlap-repeat-differs",
+                        GINT_TO_POINTER (VALUE_AGAIN), test_writes_refused);
+  g_test_add_data_func ("/validate/writes/register-again-apart", GINT_TO_POINTER (APART),
+                        test_writes_refused);
+  g_test_add_data_func ("/validate/writes/register-twice-in-a-row", GINT_TO_POINTER (IN_A_ROW),
+                        test_writes_refused);
+  g_test_add_data_func ("/validate/writes/register-no-save-reads", GINT_TO_POINTER (UNSAVED),
+                        test_writes_refused);
   g_test_add_func ("/validate/width", test_width);
   return g_test_run ();
 }

@@ -33,6 +33,7 @@
  * collection of writes included).  "own" is vgicd's share: the libvgicd
  * call's time less the executor's kernel calls (what vgicd, libvgicd and
  * the transport add; outside the kernel and outside QEMU's own loop),
+ * "vgicd" the part of it in vgicd's handlers (its history's vgicd-ns),
  * "qemu" the fields paths' own loop in QEMU.  The calls (round trips) are vgicd's count
  * for the operation, read from its history (Manager1.GetHistory) outside
  * the timed part.  Every destination is compared with its source, register
@@ -85,6 +86,7 @@ typedef struct {
   double ms[MAX_RUNS];
   double own_ms[MAX_RUNS];	/* vgicd's share (see the top); vgicd paths only */
   double qemu_ms[MAX_RUNS];	/* QEMU's own loop; fields paths only */
+  double vgicd_ms[MAX_RUNS];	/* in vgicd's handlers (its history); vgicd paths only */
   guint ioctls, calls, registers;
   guint64 bytes;
 } Cell;
@@ -145,9 +147,10 @@ attach (VgicdHarness *h, VgicSim *sim, const VgicShape *shape, const char *name,
   return g_steal_pointer (&c);
 }
 
-/* The calls vgicd answered for VM @uuid's last operation (its history). */
+/* The calls vgicd answered for VM @uuid's last operation, and the time
+ * vgicd's handlers took (its history: "calls", "vgicd-ns"). */
 static guint
-last_calls (VgicdHarness *h, const char *uuid)
+last_calls (VgicdHarness *h, const char *uuid, double *vgicd_ms)
 {
   g_autoptr (GVariant) reply = vgicd_harness_manager_call (h, "GetHistory",
                                                            g_variant_new ("(su)", uuid, 1),
@@ -155,12 +158,15 @@ last_calls (VgicdHarness *h, const char *uuid)
   g_autoptr (GVariant) list = g_variant_get_child_value (reply, 0);
   g_autoptr (GVariant) last = NULL;
   guint32 calls = 0;
+  guint64 busy_ns = 0;
 
   if (g_variant_n_children (list) != 1)
     die ("vgicd's history has no operation of the VM just saved or loaded", NULL);
   last = g_variant_get_child_value (list, 0);
-  if (!g_variant_lookup (last, "calls", "u", &calls))
-    die ("vgicd's history has no \"calls\"", NULL);
+  if (!g_variant_lookup (last, "calls", "u", &calls) ||
+      !g_variant_lookup (last, "vgicd-ns", "t", &busy_ns))
+    die ("vgicd's history has no \"calls\" or \"vgicd-ns\"", NULL);
+  *vgicd_ms = busy_ns / 1e6;
   return calls;
 }
 
@@ -230,7 +236,7 @@ take_figures (Cell *c, guint run, double call_ms, double qemu_ms, VgicdClient *c
   c->ioctls = st.ioctls;
   c->registers = st.entries;
   c->bytes = bytes;
-  c->calls = last_calls (h, uuid);
+  c->calls = last_calls (h, uuid, &c->vgicd_ms[run]);
 }
 
 static void
@@ -499,6 +505,11 @@ to_json (const Size *sizes, guint n_sizes, const Fleet *f, double seconds, gbool
                 g_string_append (out, "null");
               else
                 json_runs (out, c->own_ms, opt_runs);
+              g_string_append (out, ", \"vgicd_ms\": ");
+              if (p == P_QEMU)
+                g_string_append (out, "null");
+              else
+                json_runs (out, c->vgicd_ms, opt_runs);
               g_string_append (out, ", \"qemu_ms\": ");
               if (p == P_QEMU || p == P_RECORD)
                 g_string_append (out, "null");

@@ -150,7 +150,7 @@ attach (VgicdHarness *h, VgicSim *sim, const VgicShape *shape, const char *name,
 /* The calls vgicd answered for VM @uuid's last operation, and the time
  * vgicd's handlers took (its history: "calls", "vgicd-ns"). */
 static guint
-last_calls (VgicdHarness *h, const char *uuid, double *vgicd_ms)
+last_op (VgicdHarness *h, const char *uuid, double *vgicd_ms)
 {
   g_autoptr (GVariant) reply = vgicd_harness_manager_call (h, "GetHistory",
                                                            g_variant_new ("(su)", uuid, 1),
@@ -236,7 +236,7 @@ take_figures (Cell *c, guint run, double call_ms, double qemu_ms, VgicdClient *c
   c->ioctls = st.ioctls;
   c->registers = st.entries;
   c->bytes = bytes;
-  c->calls = last_calls (h, uuid, &c->vgicd_ms[run]);
+  c->calls = last_op (h, uuid, &c->vgicd_ms[run]);
 }
 
 static void

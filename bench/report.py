@@ -212,17 +212,26 @@ def split_table(nested_dir):
     return []
 
 
+def nested_rows(nested_dir, role):
+    """The nested tier's rows for the @role kernel and the key of its vgicd
+    column ("batch", or "auto" where the kernel has no batch group), or
+    ([], None) when no run left them."""
+    path = os.path.join(nested_dir or "", f"{role}-rows.jsonl")
+    if not nested_dir or not os.path.exists(path):
+        return [], None
+    rows = [json.loads(x) for x in open(path) if x.strip()]
+    if not rows:
+        return [], None
+    return rows, "batch" if "batch" in rows[0]["save_ms"] else "auto"
+
+
 def nested_tables(nested_dir, qemu_dir):
     """The nested tiers' results, when a run left them (markdown lines)."""
     lines = []
     for role in ("patched", "stock"):
-        path = os.path.join(nested_dir or "", f"{role}-rows.jsonl")
-        if not nested_dir or not os.path.exists(path):
-            continue
-        rows = [json.loads(x) for x in open(path) if x.strip()]
+        rows, first = nested_rows(nested_dir, role)
         if not rows:
             continue
-        first = "batch" if "batch" in rows[0]["save_ms"] else "auto"
         lines += [
             "",
             f"**Nested tier, {role} kernel** (real arm64 KVM, Linux 6.12, TCG; "
@@ -385,20 +394,11 @@ STYLE = {
 
 
 def nested_points(nested_dir):
-    """The nested tier's patched-kernel rows: (vcpus, dir, one-by-one ms,
-    batched ms), when a run left them."""
-    path = os.path.join(nested_dir or "", "patched-rows.jsonl")
-    if not nested_dir or not os.path.exists(path):
-        return []
-    pts = []
-    for line in open(path):
-        if not line.strip():
-            continue
-        r = json.loads(line)
-        key = "batch" if "batch" in r["save_ms"] else "auto"
-        for d, field in (("save", "save_ms"), ("restore", "restore_ms")):
-            pts.append((r["vcpus"], d, r[field]["qemu"], r[field][key]))
-    return pts
+    """The nested tier's patched-kernel rows as points: (vcpus, dir,
+    one-by-one ms, batched ms), when a run left them."""
+    rows, key = nested_rows(nested_dir, "patched")
+    return [(r["vcpus"], d, r[field]["qemu"], r[field][key])
+            for r in rows for d, field in (("save", "save_ms"), ("restore", "restore_ms"))]
 
 
 def plot(raw, sizes, fits, outdir, nested_dir=None):
@@ -420,11 +420,12 @@ def plot(raw, sizes, fits, outdir, nested_dir=None):
         for d in DIRS:
             f.write(f"160 {SEED[d][0]} {SEED[d][1]}\n")
         f.write("\n\n")
+        # The last block, written only when there are points to plot.
         nested = nested_points(nested_dir)
-        f.write("# nested tier, patched kernel: vcpus one-by-one batched\n")
-        for n, _, one, bat in nested or [(0, "save", 1, 1)]:
-            f.write(f"{n} {one} {bat}\n")
-        f.write("\n\n")
+        if nested:
+            f.write("# nested tier, patched kernel: vcpus one-by-one batched\n")
+            for n, _, one, bat in nested:
+                f.write(f"{n} {one} {bat}\n")
     ref_idx, nested_idx = len(series), len(series) + 1
     timing, speed = [], []
     for i, (p, d) in enumerate(series):

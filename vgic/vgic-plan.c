@@ -357,7 +357,8 @@ append_second (VgicList *out, const VgicList *second, uint32_t group, uint64_t s
 {
   for (guint i = 0; i < second->len; i++)
     if (second->entries[i].group == group &&
-        (group != VGIC_GRP_SYSREG || (second->entries[i].attr >> 32) == (sysreg_attr >> 32)))
+        (group != VGIC_GRP_SYSREG ||
+         vgic_attr_mpidr (second->entries[i].attr) == vgic_attr_mpidr (sysreg_attr)))
       vgic_list_append (out, &second->entries[i], 1);
 }
 
@@ -377,7 +378,7 @@ vgic_plan_save_qemu_order (const VgicList *first, const VgicList *second)
       /* A vCPU's APRs right after its last ICC register. */
       if (e[i].group == VGIC_GRP_SYSREG &&
           (i + 1 == first->len || e[i + 1].group != VGIC_GRP_SYSREG ||
-           (e[i + 1].attr >> 32) != (e[i].attr >> 32)))
+           vgic_attr_mpidr (e[i + 1].attr) != vgic_attr_mpidr (e[i].attr)))
         append_second (out, second, VGIC_GRP_SYSREG, e[i].attr);
     }
   g_assert (out->len == first->len + second->len);

@@ -319,11 +319,11 @@ test_save_qemu_order (void)
                   uint32_t prev_reg = vgic_attr_low (prev->attr);
 
                   g_assert_cmpuint (prev->group, ==, GRP_SYSREG);
-                  g_assert_cmpuint (prev->attr >> 32, ==, e->attr >> 32);
+                  g_assert_cmpuint (vgic_attr_mpidr (prev->attr), ==, vgic_attr_mpidr (e->attr));
                   g_assert_true (prev_reg == ICC_BPR1_EL1 || is_apr (prev));
                   g_assert_true (i + 1 == q->len ||
                                  vgic_attr_low (q->entries[i + 1].attr) == ICC_SRE_EL1 ||
-                                 q->entries[i + 1].attr >> 32 == e->attr >> 32);
+                                 vgic_attr_mpidr (q->entries[i + 1].attr) == vgic_attr_mpidr (e->attr));
                   aprs++;
                   continue;
                 }

@@ -16,6 +16,8 @@
 
 #include "vgicd-config.h"
 
+#include <string.h>
+
 #include <errno.h>
 #include <sys/stat.h>
 
@@ -189,14 +191,22 @@ vgicd_mode_from_string (const char *str, VgicdMode *mode, GError **error)
   return FALSE;
 }
 
-/* Prefix an error from the key file with where it came from, since the
- * daemon's log line is all the operator gets. */
+/* where() - "PATH: " before a message, or nothing when @path is NULL (the
+ * configuration check puts the file and the line there itself) */
+static char *
+where (const char *path)
+{
+  return path ? g_strdup_printf ("%s: ", path) : g_strdup ("");
+}
+
+/* vgicd_config_read_mode() - see vgicd-config.h */
 gboolean
 vgicd_config_read_mode (GKeyFile *file, const char *path, const char *group,
                         VgicdMode *mode, gboolean *found, GError **error)
 {
   g_autofree char *value = NULL;
   GError *local = NULL;
+  g_autofree char *prefix = where (path);
 
   *found = FALSE;
   if (!g_key_file_has_key (file, group, "Mode", NULL))
@@ -204,8 +214,8 @@ vgicd_config_read_mode (GKeyFile *file, const char *path, const char *group,
   value = g_key_file_get_string (file, group, "Mode", &local);
   if (!value)
     {
-      g_set_error (error, G_KEY_FILE_ERROR, local->code, "%s: [%s] Mode: %s", path, group,
-                   local->message);
+      g_set_error (error, G_KEY_FILE_ERROR, local->code, "%s[%s] Mode: %s",
+                   prefix, group, local->message);
       g_error_free (local);
       return FALSE;
     }
@@ -213,20 +223,22 @@ vgicd_config_read_mode (GKeyFile *file, const char *path, const char *group,
   if (!vgicd_mode_from_string (value, mode, NULL))
     {
       g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                   "%s: [%s] Mode=%s is not a mode; accepted values: " ACCEPTED_MODES,
-                   path, group, value);
+                   "%s[%s] Mode=%s is not a mode; accepted values: " ACCEPTED_MODES,
+                   prefix, group, value);
       return FALSE;
     }
   *found = TRUE;
   return TRUE;
 }
 
+/* vgicd_config_read_bool() - see vgicd-config.h */
 gboolean
 vgicd_config_read_bool (GKeyFile *file, const char *path, const char *group, const char *key,
                         gboolean *value, gboolean *found, GError **error)
 {
   GError *local = NULL;
   gboolean v;
+  g_autofree char *prefix = where (path);
 
   *found = FALSE;
   if (!g_key_file_has_key (file, group, key, NULL))
@@ -238,8 +250,8 @@ vgicd_config_read_bool (GKeyFile *file, const char *path, const char *group, con
 
       g_error_free (local);
       g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                   "%s: [%s] %s=%s is not a boolean; accepted values: true, false",
-                   path, group, key, text ? text : "");
+                   "%s[%s] %s=%s is not a boolean; accepted values: true, false",
+                   prefix, group, key, text ? text : "");
       return FALSE;
     }
   *value = v;
@@ -247,15 +259,12 @@ vgicd_config_read_bool (GKeyFile *file, const char *path, const char *group, con
   return TRUE;
 }
 
+/* config_error() - @cause as the error of @key, which it names */
 static gboolean
-config_error (GError **error, GError *cause, const char *path, const char *key)
+config_error (GError **error, GError *cause, const VgicdConfigKey *key)
 {
-  if (key)
-    g_set_error (error, G_KEY_FILE_ERROR, cause->code,
-                 "%s: [" GROUP "] %s: %s", path, key, cause->message);
-  else
-    g_set_error (error, G_KEY_FILE_ERROR, cause->code, "%s: %s", path,
-                 cause->message);
+  g_set_error (error, G_KEY_FILE_ERROR, cause->code, "[%s] %s: %s", key->group, key->name,
+               cause->message);
   g_error_free (cause);
   return FALSE;
 }
@@ -263,8 +272,7 @@ config_error (GError **error, GError *cause, const char *path, const char *key)
 /* An unsigned key in @key's min..max; its unit names it in the error
  * ("number", "number of milliseconds"). */
 static gboolean
-read_uint (GKeyFile *file, const char *path, const VgicdConfigKey *key, guint *out,
-           GError **error)
+read_uint (GKeyFile *file, const VgicdConfigKey *key, guint *out, GError **error)
 {
   g_autofree char *value = g_key_file_get_value (file, key->group, key->name, NULL);
   guint64 n = 0;
@@ -273,7 +281,7 @@ read_uint (GKeyFile *file, const char *path, const VgicdConfigKey *key, guint *o
   if (!g_ascii_string_to_unsigned (value, 10, key->min, key->max, &n, NULL))
     {
       g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                   "%s: [%s] %s=%s is not a %s in %u..%u", path, key->group, key->name, value,
+                   "[%s] %s=%s is not a %s in %u..%u", key->group, key->name, value,
                    key->unit, key->min, key->max);
       return FALSE;
     }
@@ -283,14 +291,14 @@ read_uint (GKeyFile *file, const char *path, const VgicdConfigKey *key, guint *o
 
 /* A string key, stripped, and checked as its type says. */
 static char *
-read_string (GKeyFile *file, const char *path, const VgicdConfigKey *key, GError **error)
+read_string (GKeyFile *file, const VgicdConfigKey *key, GError **error)
 {
   GError *local = NULL;
   g_autofree char *value = g_key_file_get_string (file, key->group, key->name, &local);
 
   if (!value)
     {
-      config_error (error, local, path, key->name);
+      config_error (error, local, key);
       return NULL;
     }
   g_strstrip (value);
@@ -300,8 +308,7 @@ read_string (GKeyFile *file, const char *path, const VgicdConfigKey *key, GError
       if (!g_path_is_absolute (value))
         {
           g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                       "%s: [%s] %s=%s is not an absolute path", path, key->group, key->name,
-                       value);
+                       "[%s] %s=%s is not an absolute path", key->group, key->name, value);
           return NULL;
         }
       break;
@@ -309,9 +316,9 @@ read_string (GKeyFile *file, const char *path, const VgicdConfigKey *key, GError
       if (*value && (!g_path_is_absolute (value) || !g_str_has_suffix (value, ".prom")))
         {
           g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                       "%s: [%s] %s=%s is not an absolute path ending "
+                       "[%s] %s=%s is not an absolute path ending "
                        "in .prom (node_exporter's textfile collector reads only those)",
-                       path, key->group, key->name, value);
+                       key->group, key->name, value);
           return NULL;
         }
       break;
@@ -319,8 +326,7 @@ read_string (GKeyFile *file, const char *path, const VgicdConfigKey *key, GError
       if (!*value)
         {
           g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE,
-                       "%s: [%s] %s= is empty; give a group name", path, key->group,
-                       key->name);
+                       "[%s] %s= is empty; give a group name", key->group, key->name);
           return NULL;
         }
       break;
@@ -331,7 +337,7 @@ read_string (GKeyFile *file, const char *path, const VgicdConfigKey *key, GError
 }
 
 static char **
-read_users (GKeyFile *file, const char *path, const VgicdConfigKey *key, GError **error)
+read_users (GKeyFile *file, const VgicdConfigKey *key, GError **error)
 {
   GError *local = NULL;
   char **users = g_key_file_get_string_list (file, key->group, key->name, NULL, &local);
@@ -341,7 +347,7 @@ read_users (GKeyFile *file, const char *path, const VgicdConfigKey *key, GError 
       /* An empty value is a list of nobody, not a syntax error. */
       if (!g_error_matches (local, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE))
         {
-          config_error (error, local, path, key->name);
+          config_error (error, local, key);
           return NULL;
         }
       g_clear_error (&local);
@@ -354,8 +360,7 @@ read_users (GKeyFile *file, const char *path, const VgicdConfigKey *key, GError 
 
 /* Set @key's field of @config from @file, which has the key. */
 static gboolean
-read_key (VgicdConfig *config, GKeyFile *file, const char *path, const VgicdConfigKey *key,
-          GError **error)
+read_key (VgicdConfig *config, GKeyFile *file, const VgicdConfigKey *key, GError **error)
 {
   gpointer field = G_STRUCT_MEMBER_P (config, key->offset);
   gboolean found;
@@ -363,16 +368,16 @@ read_key (VgicdConfig *config, GKeyFile *file, const char *path, const VgicdConf
   switch (key->type)
     {
     case VGICD_CONFIG_MODE:
-      return vgicd_config_read_mode (file, path, key->group, field, &found, error);
+      return vgicd_config_read_mode (file, NULL, key->group, field, &found, error);
     case VGICD_CONFIG_BOOL:
-      return vgicd_config_read_bool (file, path, key->group, key->name, field, &found, error);
+      return vgicd_config_read_bool (file, NULL, key->group, key->name, field, &found, error);
     case VGICD_CONFIG_UINT:
-      return read_uint (file, path, key, field, error);
+      return read_uint (file, key, field, error);
     case VGICD_CONFIG_PATH:
     case VGICD_CONFIG_PROM_PATH:
     case VGICD_CONFIG_GROUP:
       {
-        char *value = read_string (file, path, key, error);
+        char *value = read_string (file, key, error);
 
         if (!value)
           return FALSE;
@@ -385,7 +390,7 @@ read_key (VgicdConfig *config, GKeyFile *file, const char *path, const VgicdConf
       }
     case VGICD_CONFIG_USERS:
       {
-        char **users = read_users (file, path, key, error);
+        char **users = read_users (file, key, error);
 
         if (!users)
           return FALSE;
@@ -397,48 +402,61 @@ read_key (VgicdConfig *config, GKeyFile *file, const char *path, const VgicdConf
   g_return_val_if_reached (FALSE);
 }
 
-/* Every key of the table that @file has; an unknown key is logged, since
- * it is most likely a typo, and the message lists the known ones. */
-static gboolean
-config_parse (VgicdConfig *config, GKeyFile *file, GError **error)
+/* The table's keys by name, NULL-terminated, for the unknown-key check. */
+static const char *const *
+key_names (void)
 {
-  const char *path = config->path;
-  g_auto (GStrv) keys = NULL;
+  static const char *names[G_N_ELEMENTS (config_keys) + 1];
 
-  if (!g_key_file_has_group (file, GROUP))
-    return TRUE;
+  if (!names[0])
+    for (guint k = 0; k < G_N_ELEMENTS (config_keys); k++)
+      names[k] = config_keys[k].name;
+  return names;
+}
 
-  keys = g_key_file_get_keys (file, GROUP, NULL, NULL);
-  for (guint i = 0; keys && keys[i]; i++)
+/* config_apply() - set @config from the keys @file has; every problem
+ * (an unknown group or key: a warning; a value a key refuses: an error) to
+ * @diags with its line.  A refused value leaves the key as it was. */
+static void
+config_apply (VgicdConfig *config, const VgicdConfFile *file, VgicdDiags *diags)
+{
+  static const char *const groups[] = { GROUP, NULL };
+  GKeyFile *keys = vgicd_conf_file_keys (file);
+  const char *path = vgicd_conf_file_path (file);
+  const guint *lines;
+  const char *const *names = vgicd_conf_file_groups (file, &lines);
+
+  for (guint i = 0; names[i]; i++)
     {
-      gboolean known = FALSE;
+      const char *close;
 
-      for (guint k = 0; k < G_N_ELEMENTS (config_keys) && !known; k++)
-        known = g_str_equal (keys[i], config_keys[k].name);
-      if (!known)
-        {
-          g_autoptr (GString) names = g_string_new (NULL);
-
-          for (guint k = 0; k < G_N_ELEMENTS (config_keys); k++)
-            g_string_append_printf (names, "%s%s", k ? ", " : "", config_keys[k].name);
-          g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
-                            "MESSAGE", "%s: unknown key [" GROUP "] %s ignored (known: %s)",
-                            path, keys[i], names->str);
-        }
+      if (g_str_equal (names[i], GROUP) || vgicd_conf_file_group_line (file, names[i]) != lines[i])
+        continue;	/* [vgicd], or said at the group's first header */
+      close = vgicd_conf_closest (names[i], groups);
+      vgicd_diags_add (diags, VGICD_DIAG_WARNING, path, lines[i], names[i], NULL,
+                       "unknown group [%s] ignored%s%s%s (vgicd.conf has one group, ["
+                       GROUP "])", names[i], close ? "; did you mean [" : "",
+                       close ? close : "", close ? "]?" : "");
     }
+  vgicd_conf_check_keys (file, GROUP, key_names (), diags);
 
   for (guint k = 0; k < G_N_ELEMENTS (config_keys); k++)
     {
       const VgicdConfigKey *key = &config_keys[k];
+      g_autoptr (GError) error = NULL;
 
-      if (!g_key_file_has_key (file, key->group, key->name, NULL))
+      if (!g_key_file_has_key (keys, key->group, key->name, NULL))
         continue;
-      if (!read_key (config, file, path, key, error))
-        return FALSE;
+      if (!read_key (config, keys, key, &error))
+        {
+          vgicd_diags_add (diags, VGICD_DIAG_ERROR, path,
+                           vgicd_conf_file_key_line (file, key->group, key->name),
+                           key->group, key->name, "%s", error->message);
+          continue;
+        }
       if (key->offset == FIELD (socket_group))
         config->socket_group_set = TRUE;
     }
-  return TRUE;
 }
 
 /* The table's defaults, written as a key file and read as the operator's
@@ -449,51 +467,105 @@ config_defaults (const char *path)
 {
   g_autoptr (VgicdConfig) config = g_new0 (VgicdConfig, 1);
   g_autoptr (GKeyFile) file = g_key_file_new ();
-  g_autoptr (GError) error = NULL;
 
   for (guint k = 0; k < G_N_ELEMENTS (config_keys); k++)
-    if (config_keys[k].default_value)
-      g_key_file_set_value (file, config_keys[k].group, config_keys[k].name,
-                            config_keys[k].default_value);
-  config->path = g_strdup ("(the defaults)");
-  if (!config_parse (config, file, &error))
-    g_error ("%s", error->message);
-  g_free (config->path);
+    {
+      const VgicdConfigKey *key = &config_keys[k];
+      g_autoptr (GError) error = NULL;
+
+      if (!key->default_value)
+        continue;
+      g_key_file_set_value (file, key->group, key->name, key->default_value);
+      if (!read_key (config, file, key, &error))
+        g_error ("the default of %s: %s", key->name, error->message);
+    }
   config->path = g_strdup (path);
-  /* What the defaults set is not what the operator's file says. */
-  config->socket_group_set = FALSE;
   return g_steal_pointer (&config);
+}
+
+static gint
+compare_names (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* vgicd_config_dropins() - see vgicd-config.h */
+char **
+vgicd_config_dropins (const char *path)
+{
+  g_autofree char *dir = g_strconcat (path, ".d", NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  g_autoptr (GPtrArray) files = g_ptr_array_new_null_terminated (0, g_free, TRUE);
+  const char *name;
+
+  while (d && (name = g_dir_read_name (d)))
+    if (g_str_has_suffix (name, ".conf") && name[0] != '.')
+      g_ptr_array_add (files, g_build_filename (dir, name, NULL));
+  /* Byte order (LC_ALL=C), as systemd orders its drop-ins. */
+  g_ptr_array_sort (files, compare_names);
+  return (char **) g_ptr_array_free (g_steal_pointer (&files), FALSE);
+}
+
+/* read_file() - apply @file to @config; a missing file is no problem
+ * unless @must_exist */
+static void
+read_file (VgicdConfig *config, const char *file, gboolean must_exist, VgicdDiags *diags)
+{
+  g_autoptr (VgicdConfFile) conf = NULL;
+  g_autoptr (GError) error = NULL;
+
+  conf = vgicd_conf_file_read (file, "ignored", diags, &error);
+  if (!conf)
+    {
+      /* No file means "all defaults": vgicd runs out of the box. */
+      if (must_exist || !g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        vgicd_diags_add (diags, VGICD_DIAG_ERROR, file, 0, NULL, NULL,
+                         "cannot read the configuration file: %s; fix or remove it",
+                         error->message);
+      return;
+    }
+  config_apply (config, conf, diags);
+}
+
+/* vgicd_config_check() - see vgicd-config.h */
+VgicdConfig *
+vgicd_config_check (const char *path, VgicdDiags *diags)
+{
+  g_autoptr (VgicdConfig) config = NULL;
+  g_auto (GStrv) dropins = NULL;
+
+  if (!path)
+    path = VGICD_DEFAULT_CONFIG;
+  config = config_defaults (path);
+  read_file (config, path, FALSE, diags);
+  dropins = vgicd_config_dropins (path);
+  for (guint i = 0; dropins[i]; i++)
+    read_file (config, dropins[i], FALSE, diags);
+  return g_steal_pointer (&config);
+}
+
+/* vgicd_config_check_file() - see vgicd-config.h */
+void
+vgicd_config_check_file (const char *path, VgicdDiags *diags)
+{
+  g_autoptr (VgicdConfig) config = config_defaults (path);
+
+  read_file (config, path, TRUE, diags);
 }
 
 /* vgicd_config_load() - see vgicd-config.h */
 VgicdConfig *
 vgicd_config_load (const char *path, GError **error)
 {
-  g_autoptr (VgicdConfig) config = NULL;
-  g_autoptr (GKeyFile) file = g_key_file_new ();
-  GError *local = NULL;
+  g_autoptr (VgicdDiags) diags = vgicd_diags_new ();
+  g_autoptr (VgicdConfig) config = vgicd_config_check (path, diags);
 
-  if (!path)
-    path = VGICD_DEFAULT_CONFIG;
-  config = config_defaults (path);
-
-  if (!g_key_file_load_from_file (file, path, G_KEY_FILE_NONE, &local))
+  if (diags->errors)
     {
-      /* No file means "all defaults": vgicd runs out of the box. */
-      if (g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-        {
-          g_error_free (local);
-          return g_steal_pointer (&config);
-        }
-      g_set_error (error, local->domain, local->code,
-                   "cannot read the configuration file %s: %s; fix or remove it",
-                   path, local->message);
-      g_error_free (local);
+      vgicd_diags_set_error (diags, error);
       return NULL;
     }
-
-  if (!config_parse (config, file, error))
-    return NULL;
+  vgicd_diags_log (diags);
   return g_steal_pointer (&config);
 }
 
@@ -527,6 +599,31 @@ vgicd_config_load_state (VgicdConfig *config, const char *state_path, GError **e
     return FALSE;
   config->mode_from_state = found;
   return TRUE;
+}
+
+/* vgicd_config_check_state() - see vgicd-config.h */
+void
+vgicd_config_check_state (const char *state_path, VgicdDiags *diags)
+{
+  static const char *const known[] = { "Mode", NULL };
+  g_autoptr (VgicdConfFile) conf = NULL;
+  g_autoptr (GError) error = NULL;
+  VgicdMode mode;
+  gboolean found;
+
+  conf = vgicd_conf_file_read (state_path, "ignored", diags, &error);
+  if (!conf)
+    {
+      if (!g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        vgicd_diags_add (diags, VGICD_DIAG_ERROR, state_path, 0, NULL, NULL,
+                         "cannot read the state file: %s; fix or remove it", error->message);
+      return;
+    }
+  vgicd_conf_check_keys (conf, GROUP, known, diags);
+  if (!vgicd_config_read_mode (vgicd_conf_file_keys (conf), NULL, GROUP, &mode, &found, &error))
+    vgicd_diags_add (diags, VGICD_DIAG_ERROR, state_path,
+                     vgicd_conf_file_key_line (conf, GROUP, "Mode"), GROUP, "Mode", "%s",
+                     error->message);
 }
 
 /* vgicd_config_free() - free @config (NULL is fine) */

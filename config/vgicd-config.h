@@ -7,6 +7,8 @@
 
 #include <glib.h>
 
+#include "vgicd-conf-file.h"
+
 #define VGICD_DEFAULT_CONFIG "/etc/vgicd/vgicd.conf"
 /* What vgicd writes at run time (`vgicctl mode`): its own, not the
  * packaged configuration file, which dpkg and configuration management own. */
@@ -114,12 +116,35 @@ typedef struct {
 } VgicdConfig;
 
 /**
- * vgicd_config_load() - read @path; a missing file gives the defaults
- * (vgicd_config_keys()).  A file that exists but does not parse, or holds
- * a value a key does not accept, is an error that names the file, the key
- * and the accepted values.
+ * vgicd_config_load() - read @path, then its drop-ins (vgicd_config_dropins(),
+ * each over the one before); a missing file gives the defaults
+ * (vgicd_config_keys()).  A file that exists but cannot be read, a line
+ * that does not parse, or a value a key does not accept is an error naming
+ * the file, the line, the key and the accepted values (the first, and how
+ * many more); unknown groups and keys are logged, and vgicd runs.
  */
 VgicdConfig *vgicd_config_load (const char *path, GError **error);
+
+/**
+ * vgicd_config_check() - what vgicd_config_load() reads, with every problem
+ * put in @diags instead (file, line, key; errors and warnings): the
+ * configuration check.  Returns the configuration as far as it was read;
+ * it is what vgicd would run with only when @diags has no error.
+ */
+VgicdConfig *vgicd_config_check (const char *path, VgicdDiags *diags);
+
+/* vgicd_config_check_file() - the problems of the one file @path, in
+ * vgicd.conf's format, without its drop-ins (`vgicd --check-config FILE`);
+ * a missing file is an error here */
+void vgicd_config_check_file (const char *path, VgicdDiags *diags);
+
+/* vgicd_config_dropins() - @path's drop-ins: @path.d/NAME.conf, in byte
+ * order of NAME (NULL-terminated; none when the folder is missing) */
+char **vgicd_config_dropins (const char *path);
+
+/* vgicd_config_check_state() - the state file @state_path's problems
+ * (vgicd_config_load_state() refuses what this reports as an error) */
+void vgicd_config_check_state (const char *state_path, VgicdDiags *diags);
 
 /**
  * vgicd_config_load_state() - apply the state file @state_path (what

@@ -150,8 +150,8 @@ apply_group (char **lines, guint first, guint last, const char *conf, const char
           return FALSE;
         }
     }
-  if (!vgicd_config_read_mode (file, conf, group, &m, &has_mode, &error) ||
-      !vgicd_config_read_bool (file, conf, group, "Record", &policy->record, &has_record,
+  if (!vgicd_config_read_mode (file, NULL, group, &m, &has_mode, &error) ||
+      !vgicd_config_read_bool (file, NULL, group, "Record", &policy->record, &has_record,
                                &error))
     {
       const char *key = has_mode || !g_key_file_has_key (file, group, "Mode", NULL) ?
@@ -292,6 +292,112 @@ vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode host,
   if (!vms_conf)
     return TRUE;
   return static_policy (vms_conf, uuid, name, policy, buf, buf_size, error);
+}
+
+/* uuid_canonical() - 8-4-4-4-12 hex digits, as libvirt and QEMU print a
+ * UUID; *@upper set when a digit is in upper case */
+static gboolean
+uuid_canonical (const char *uuid, gboolean *upper)
+{
+  *upper = FALSE;
+  if (strlen (uuid) != 36)
+    return FALSE;
+  for (guint i = 0; i < 36; i++)
+    {
+      gboolean dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+      if (dash ? uuid[i] != '-' : !g_ascii_isxdigit (uuid[i]))
+        return FALSE;
+      *upper |= g_ascii_isupper (uuid[i]);
+    }
+  return TRUE;
+}
+
+/* check_group() - the problems of one [uuid ...] or [name ...] group */
+static void
+check_group (const VgicdConfFile *conf, const char *group, guint line, VgicdDiags *diags)
+{
+  static const char *const kinds[] = { "uuid", "name", NULL };
+  static const char *const known[] = { "Mode", "Record", NULL };
+  const char *path = vgicd_conf_file_path (conf);
+  GKeyFile *keys = vgicd_conf_file_keys (conf);
+  const char *space = strchr (group, ' ');
+  g_autofree char *kind = space ? g_strndup (group, space - group) : g_strdup (group);
+  const char *id = space ? space + 1 : "";
+  g_autoptr (GError) error = NULL;
+  gboolean upper, found, record;
+  VgicdMode mode;
+
+  if (!g_strv_contains (kinds, kind))
+    {
+      const char *close = vgicd_conf_closest (kind, kinds);
+
+      vgicd_diags_add (diags, VGICD_DIAG_WARNING, path, line, group, NULL,
+                       "unknown group [%s] ignored%s%s%s (vms.conf's groups are [uuid UUID] "
+                       "and [name NAME])", group, close ? "; did you mean [" : "",
+                       close ? close : "", close ? " ...]?" : "");
+      return;
+    }
+  if (!*id)
+    {
+      vgicd_diags_add (diags, VGICD_DIAG_ERROR, path, line, group, NULL,
+                       "[%s] names no VM: write [%s %s]", group, kind,
+                       g_str_equal (kind, "uuid") ? "UUID" : "NAME");
+      return;
+    }
+  if (g_str_equal (kind, "uuid") && !uuid_canonical (id, &upper))
+    {
+      vgicd_diags_add (diags, VGICD_DIAG_ERROR, path, line, group, NULL,
+                       "[%s]: \"%s\" is not a UUID (8-4-4-4-12 hex digits, as virsh domuuid "
+                       "prints it); the group matches no VM", group, id);
+      return;
+    }
+  if (g_str_equal (kind, "uuid") && upper)
+    vgicd_diags_add (diags, VGICD_DIAG_WARNING, path, line, group, NULL,
+                     "[%s]: QEMU gives vgicd its UUID in lower case, so this group matches "
+                     "no VM; write it in lower case", group);
+
+  vgicd_conf_check_keys (conf, group, known, diags);
+  if (!vgicd_config_read_mode (keys, NULL, group, &mode, &found, &error))
+    {
+      vgicd_diags_add (diags, VGICD_DIAG_ERROR, path,
+                       vgicd_conf_file_key_line (conf, group, "Mode"), group, "Mode",
+                       "%s; the VM runs with vgicd off until it is fixed", error->message);
+      g_clear_error (&error);
+    }
+  if (!vgicd_config_read_bool (keys, NULL, group, "Record", &record, &found, &error))
+    vgicd_diags_add (diags, VGICD_DIAG_ERROR, path,
+                     vgicd_conf_file_key_line (conf, group, "Record"), group, "Record",
+                     "%s; the VM runs with vgicd off until it is fixed", error->message);
+}
+
+/* vgicd_vms_check() - see vgicd-vms.h */
+void
+vgicd_vms_check (const char *vms_conf, VgicdDiags *diags)
+{
+  g_autoptr (VgicdConfFile) conf = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  const char *const *groups;
+  const guint *lines;
+
+  conf = vgicd_conf_file_read (vms_conf, "read by no VM's lookup: every VM runs with vgicd "
+                               "off until it is fixed", diags, &error);
+  if (!conf)
+    {
+      if (!g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        vgicd_diags_add (diags, VGICD_DIAG_ERROR, vms_conf, 0, NULL, NULL,
+                         "cannot read it: %s; every VM runs in the host's mode", error->message);
+      return;
+    }
+  groups = vgicd_conf_file_groups (conf, &lines);
+  for (guint i = 0; groups[i]; i++)
+    {
+      /* A repeated group is one group (its keys merge): checked once. */
+      if (!g_hash_table_add (seen, (gpointer) groups[i]))
+        continue;
+      check_group (conf, groups[i], lines[i], diags);
+    }
 }
 
 gboolean

@@ -84,6 +84,15 @@ gboolean vgicd_vms_lookup (const char *vms_conf, const char *vms_dir, VgicdMode 
 gboolean vgicd_vms_write (const char *vms_dir, const char *uuid, const char *name,
                           VgicdVmChoice choice, GError **error);
 
+/**
+ * vgicd_vms_check() - every problem of the static policy file @vms_conf,
+ * each group's alone (file, line, key), to @diags: what vgicd_vms_lookup()
+ * would make a VM fail closed for is an error, as is a [uuid] group whose
+ * UUID can match no VM; unknown groups and keys are warnings.  A missing
+ * file is none.  vgicd runs it at start and at every reload, and logs it.
+ */
+void vgicd_vms_check (const char *vms_conf, VgicdDiags *diags);
+
 /* vgicd_vms_broken_total() - vms.conf lines that made a VM fail closed, since start */
 guint vgicd_vms_broken_total (void);
 

@@ -13,6 +13,7 @@
 
 #include "vgic-shape.h"
 #include "vgicd-calibrate.h"
+#include "vgicd-catalog.h"
 #include "vgicd-config.h"
 #include "vgicd-daemon.h"
 #include "vgicd-history.h"
@@ -97,6 +98,55 @@ on_sigterm (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* vms.conf in full, at start and at each reload: what a VM's attach
+ * would find wrong in its group is said now, group by group (a bad group
+ * costs only its own VM, and the lookup at attach still applies it). */
+static void
+log_vms_conf (Vgicd *v)
+{
+  g_autoptr (VgicdDiags) diags = vgicd_diags_new ();
+
+  vgicd_vms_check (v->vms_conf, diags);
+  vgicd_diags_log (diags);
+}
+
+/* check_config() - vgicd --check-config [FILE...]: the configuration's
+ * problems on stderr, one a line, as `sshd -t` does; exit status 1 when one
+ * is an error.  Without FILEs, what vgicd would load: the configuration
+ * file, its drop-ins, the state file and vms.conf.  A FILE named vms.conf
+ * is checked as vms.conf, any other as vgicd.conf (or a drop-in of it). */
+static int
+check_config (Vgicd *v, char **files)
+{
+  g_autoptr (VgicdDiags) diags = vgicd_diags_new ();
+
+  if (files && files[0])
+    for (guint i = 0; files[i]; i++)
+      {
+        g_autofree char *base = g_path_get_basename (files[i]);
+
+        if (g_str_equal (base, "vms.conf"))
+          vgicd_vms_check (files[i], diags);
+        else
+          vgicd_config_check_file (files[i], diags);	/* alone, not its drop-ins */
+      }
+  else
+    {
+      g_autoptr (VgicdConfig) config = vgicd_config_check (v->config_path, diags);
+
+      vgicd_config_check_state (v->state_path, diags);
+      vgicd_vms_check (v->vms_conf, diags);
+    }
+  vgicd_diags_sort (diags);
+  for (guint i = 0; i < diags->items->len; i++)
+    {
+      g_autofree char *line = vgicd_diag_to_string (diags->items->pdata[i]);
+
+      g_printerr ("%s\n", line);
+    }
+  return diags->errors ? 1 : 0;
+}
+
 /* SIGHUP: re-read the configuration.  The mode and the allow-list change;
  * the socket stays (changing it needs a restart). */
 static gboolean
@@ -112,7 +162,10 @@ on_sighup (gpointer data)
     g_clear_pointer (&config, vgicd_config_free);
   if (!config)
     {
-      g_warning ("reload failed, keeping the previous configuration: %s", error->message);
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "MESSAGE_ID", VGICD_MESSAGE_RELOAD_FAILED,
+                        "MESSAGE", "reload failed, keeping the previous configuration: %s",
+                        error->message);
       sd_notify (0, "READY=1");
       return G_SOURCE_CONTINUE;
     }
@@ -130,6 +183,7 @@ on_sighup (gpointer data)
   vgicd_metrics_stop (&v->daemon);
   vgicd_metrics_write_now (&v->daemon);
   apply_allow_list (v);
+  log_vms_conf (v);
   for (guint i = 0; i < v->daemon.sessions->len; i++)
     vgicd_session_refresh_policy (v->daemon.sessions->pdata[i]);
   g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
@@ -179,7 +233,8 @@ main (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (GDBusConnection) bus = NULL;
-  gboolean no_system_bus = FALSE, version = FALSE;
+  gboolean no_system_bus = FALSE, version = FALSE, check = FALSE;
+  g_auto (GStrv) files = NULL;
   Vgicd v = { 0 };
   GOptionEntry entries[] = {
     { "config", 'c', 0, G_OPTION_ARG_FILENAME, &v.config_path,
@@ -194,7 +249,11 @@ main (int argc, char **argv)
       "Socket to listen on when not socket-activated (overrides Socket=)", "PATH" },
     { "no-system-bus", 0, 0, G_OPTION_ARG_NONE, &no_system_bus,
       "Do not offer org.vgicd.Manager1 on the system bus", NULL },
+    { "check-config", 0, 0, G_OPTION_ARG_NONE, &check,
+      "Check the configuration (or the FILEs), print its problems, and exit: "
+      "status 1 on errors", NULL },
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
+    { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &files, NULL, "[FILE...]" },
     { NULL }
   };
   int kb;
@@ -243,6 +302,20 @@ main (int argc, char **argv)
     v.vms_conf = g_strdup (VGICD_DEFAULT_VMS_CONF);
   if (!v.vms_dir)
     v.vms_dir = g_strdup (VGICD_DEFAULT_VMS_DIR);
+  if (files && !check)
+    {
+      g_printerr ("vgicd: unexpected argument \"%s\" (FILEs go with --check-config)\n",
+                  files[0]);
+      vgicd_clear (&v);
+      return 2;
+    }
+  if (check)
+    {
+      int status = check_config (&v, files);
+
+      vgicd_clear (&v);
+      return status;
+    }
   v.daemon.vms_conf = v.vms_conf;
   v.daemon.vms_dir = v.vms_dir;
 
@@ -308,6 +381,7 @@ main (int argc, char **argv)
       return 1;
     }
   apply_allow_list (&v);
+  log_vms_conf (&v);
 
   if (!no_system_bus)
     {

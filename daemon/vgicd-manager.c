@@ -47,6 +47,9 @@
  * main thread one copy per change.  Only root, vgicd and group vgicd may
  * ask (the policy file).
  *
+ * CheckConfig reads the configuration files again, on the Manager1 thread,
+ * and answers their problems; it is for root, vgicd and group vgicd too.
+ *
  * SetMode changes the daemon's state: the caller's uid is asked of the bus
  * from the Manager1 thread, then the change runs on the main thread (a
  * g_main_context_invoke()), which answers the call.
@@ -99,6 +102,8 @@
 #include "vgicd-manager-xml.h"
 #include "vgicd-history.h"
 #include "vgicd-metrics.h"	/* GetMetrics */
+#include "vgicd-vms.h"		/* CheckConfig */
+#include "vgicd-catalog.h"	/* MESSAGE_ID of a mode change */
 
 /* Flags and replies of org.freedesktop.DBus.RequestName. */
 #define NAME_FLAG_DO_NOT_QUEUE 4
@@ -214,6 +219,7 @@ struct _VgicdManager {
   Snapshot *snap;
   gboolean stale;		/* a change is not in snap yet */
   char *prop_mode, *prop_batch, *prop_batch_source, *prop_config, *prop_socket;
+  char *check_state, *check_vms;	/* CheckConfig's other two files */
 
   Callers *callers;
 
@@ -342,6 +348,10 @@ publish_properties (VgicdManager *m)
   m->prop_config = g_strdup (d->config && d->config->path ? d->config->path : "");
   g_free (m->prop_socket);
   m->prop_socket = g_strdup (d->config && d->config->socket_path ? d->config->socket_path : "");
+  g_free (m->check_state);
+  m->check_state = g_strdup (d->config ? d->config->state_path : NULL);
+  g_free (m->check_vms);
+  m->check_vms = g_strdup (d->vms_conf);
   m->stale = TRUE;
   g_mutex_unlock (&m->lock);
 }
@@ -821,6 +831,7 @@ set_mode_on_main (gpointer data)
   old = d->mode;
   d->mode = mode;
   g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
+                    "MESSAGE_ID", VGICD_MESSAGE_MODE_CHANGED,
                     "VGICD_MODE", vgicd_mode_to_string (mode),
                     "VGICD_CALLER_UID", uid_str,
                     "MESSAGE", "mode %s → %s by uid %u (%s)",
@@ -903,6 +914,42 @@ set_mode (VgicdManager *m, GDBusMethodInvocation *inv, GVariant *params)
                           set_mode_with_uid, call);
 }
 
+/* CheckConfig: the check `vgicd --check-config` makes, of the files this
+ * vgicd loads, on the Manager1 thread (it reads files, never the daemon's
+ * state; the files are root's, and VGICD_CONF_FILE_MAX bounds each). */
+static void
+check_config (VgicdManager *m, GDBusMethodInvocation *inv)
+{
+  g_autoptr (VgicdDiags) diags = vgicd_diags_new ();
+  g_autoptr (VgicdConfig) config = NULL;
+  g_autofree char *path = NULL, *state = NULL, *vms = NULL;
+  GVariantBuilder b;
+
+  g_mutex_lock (&m->lock);
+  path = g_strdup (m->prop_config);
+  state = g_strdup (m->check_state);
+  vms = g_strdup (m->check_vms);
+  g_mutex_unlock (&m->lock);
+
+  config = vgicd_config_check (path && *path ? path : NULL, diags);
+  if (state)
+    vgicd_config_check_state (state, diags);
+  if (vms)
+    vgicd_vms_check (vms, diags);
+  vgicd_diags_sort (diags);
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE ("a(ssusss)"));
+  for (guint i = 0; i < diags->items->len; i++)
+    {
+      const VgicdDiag *d = diags->items->pdata[i];
+
+      g_variant_builder_add (&b, "(ssusss)", vgicd_diag_level_to_string (d->level), d->file,
+                             d->line, d->group ? d->group : "", d->key ? d->key : "",
+                             d->message);
+    }
+  g_dbus_method_invocation_return_value (inv, g_variant_new ("(a(ssusss))", &b));
+}
+
 static void
 method_call (GDBusConnection *connection, const char *sender,
              const char *object_path, const char *interface_name,
@@ -924,6 +971,8 @@ method_call (GDBusConnection *connection, const char *sender,
     set_mode (m, inv, params);
   else if (g_str_equal (method_name, "GetHistory"))
     get_history (m, inv, params);
+  else if (g_str_equal (method_name, "CheckConfig"))
+    check_config (m, inv);
   else if (g_str_equal (method_name, "ListSessions") ||
            g_str_equal (method_name, "GetStats") ||
            g_str_equal (method_name, "GetMetrics"))
@@ -1141,6 +1190,8 @@ vgicd_manager_free (VgicdManager *m)
   g_free (m->prop_batch_source);
   g_free (m->prop_config);
   g_free (m->prop_socket);
+  g_free (m->check_state);
+  g_free (m->check_vms);
   g_mutex_clear (&m->lock);
   g_free (m->shown_mode);
   g_free (m->shown_batch);

@@ -106,6 +106,7 @@
 #include <unistd.h>
 
 #include "vgic-shape.h"
+#include "vgicd-catalog.h"
 #include "vgicd-dbus.h"
 #include "vgicd-relay.h"
 #include "vgicd-server.h"
@@ -481,6 +482,7 @@ on_attach (VgicdDbusHelper1 *helper, GDBusMethodInvocation *inv, GUnixFDList *in
        * hostile, is told only that its own uid is refused, not who else
        * may connect nor where the configuration lives. */
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "MESSAGE_ID", VGICD_MESSAGE_PEER_REFUSED,
                         "VGICD_PEER_UID", uid,
                         "MESSAGE", "refused a peer: user %s (uid %u, pid %d) is not allowed "
                         "(AllowUsers in %s lists: %s)",
@@ -841,6 +843,7 @@ log_refusal (VgicdServer *server, uid_t uid, pid_t pid, const char *why)
   uid_s = g_strdup_printf ("%u", (guint) uid);
   list = g_strjoinv (", ", server->daemon->config->allow_users);
   g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                    "MESSAGE_ID", VGICD_MESSAGE_PEER_REFUSED,
                     "VGICD_PEER_UID", uid_s,
                     "MESSAGE", "closed a connection from user %s (uid %u, pid %d): %s "
                     "(AllowUsers in %s lists: %s)%s",

@@ -3,7 +3,7 @@
  * vgicctl.c - the operator's command line for vgicd: the command table,
  * from which main() dispatches and the usage is written, and the commands
  * that ask vgicd over org.vgicd.Manager1 on the system bus (status, mode,
- * sessions, stats, history, metrics) or need no vgicd at all (dump, a
+ * sessions, stats, history, metrics, check) or need no vgicd at all (dump, a
  * state record decoded locally).  enable|disable, which edit a libvirt
  * domain, are vgicctl-libvirt.c's; the JSON printer is vgicctl-json.c's.
  *
@@ -73,13 +73,16 @@ dbus_failure (const char *what, GError *error)
 
       /* The history and the metrics are also for group vgicd (the bus
        * policy, data/org.vgicd.Manager1.conf). */
-      gboolean for_group = g_str_equal (what, "history") || g_str_equal (what, "metrics");
+      gboolean for_group = g_str_equal (what, "history") || g_str_equal (what, "metrics") ||
+                           g_str_equal (what, "check");
 
       if (by_bus && for_group)
         fprintf (stderr, "vgicctl: %s: permission denied: the system bus policy lets "
-                 "only root, user vgicd and members of group vgicd read vgicd's %s.\n"
+                 "only root, user vgicd and members of group vgicd %s vgicd's %s.\n"
                  "Run it as root (for example with sudo), or add the user to group "
-                 "vgicd (adduser USER vgicd) and log in again.\n", what, what);
+                 "vgicd (adduser USER vgicd) and log in again.\n", what,
+                 g_str_equal (what, "check") ? "ask for" : "read",
+                 g_str_equal (what, "check") ? "configuration check" : what);
       else
         fprintf (stderr, "vgicctl: %s: permission denied: %s\n"
                  "Run it as root (for example with sudo).\n", what,
@@ -125,8 +128,15 @@ system_bus (const char *what, int *status)
 
   if (!bus)
     {
-      fprintf (stderr, "vgicctl: %s: cannot connect to the system bus: %s; "
-               HINT_RUNNING "\n", what, error->message);
+      /* No socket, or nobody listening on it: the bus is down, not vgicd
+       * (which the bus would start). */
+      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND) ||
+          g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED))
+        fprintf (stderr, "vgicctl: %s: the system bus is not running (%s); "
+                 "systemctl status dbus\n", what, error->message);
+      else
+        fprintf (stderr, "vgicctl: %s: cannot connect to the system bus: %s; "
+                 HINT_RUNNING "\n", what, error->message);
       *status = EXIT_DBUS;
     }
   return bus;
@@ -148,12 +158,12 @@ call (const char *what, const char *iface, const char *method, GVariant *params,
         g_variant_unref (g_variant_ref_sink (params));
       return NULL;
     }
-  /* NO_AUTO_START: vgicd is started by systemd, never by the bus; asking the
-   * bus to start it only turns "not running" into a confusing error. */
+  /* The bus may start vgicd for the call (D-Bus activation: it has
+   * systemd start vgicd.service, data/org.vgicd.Manager1.service), so
+   * vgicctl answers on a host where no QEMU has connected yet. */
   reply = g_dbus_connection_call_sync (bus, VGICD_MANAGER_NAME, VGICD_MANAGER_PATH, iface,
                                        method, params, G_VARIANT_TYPE (reply_type),
-                                       G_DBUS_CALL_FLAGS_NO_AUTO_START,
-                                       CALL_TIMEOUT_MS, NULL, &error);
+                                       G_DBUS_CALL_FLAGS_NONE, CALL_TIMEOUT_MS, NULL, &error);
   if (!reply)
     *status = dbus_failure (what, error);
   return reply;
@@ -606,6 +616,65 @@ cmd_metrics (int argc, char **argv)
   return EXIT_OK;
 }
 
+/* cmd_check() - the configuration's problems, as the running vgicd finds
+ * them in the files it loads (Manager1.CheckConfig), one a line as
+ * `vgicd --check-config` prints them; status 3 when one is an error */
+static int
+cmd_check (int argc, char **argv)
+{
+  static const char *const flags[] = { "--json", NULL };
+  gboolean seen[1] = { FALSE };
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GVariant) list = NULL;
+  GVariantBuilder b;
+  GVariantIter it;
+  const char *level, *file, *group, *key, *message;
+  guint line, errors = 0;
+  int status;
+
+  if ((status = parse_flags ("check", argc, argv, flags, seen, 0, NULL)))
+    return status;
+  if (!(reply = call ("check", VGICD_MANAGER_INTERFACE, "CheckConfig", NULL, "(a(ssusss))",
+                      &status)))
+    return status;
+  list = g_variant_get_child_value (reply, 0);
+  g_variant_builder_init (&b, G_VARIANT_TYPE ("aa{sv}"));
+  g_variant_iter_init (&it, list);
+  while (g_variant_iter_next (&it, "(&s&su&s&s&s)", &level, &file, &line, &group, &key,
+                              &message))
+    {
+      errors += g_str_equal (level, "error");
+      if (seen[0])
+        {
+          GVariantBuilder o;
+
+          g_variant_builder_init (&o, G_VARIANT_TYPE_VARDICT);
+          g_variant_builder_add (&o, "{sv}", "level", g_variant_new_string (level));
+          g_variant_builder_add (&o, "{sv}", "file", g_variant_new_string (file));
+          g_variant_builder_add (&o, "{sv}", "line", g_variant_new_uint32 (line));
+          g_variant_builder_add (&o, "{sv}", "group", g_variant_new_string (group));
+          g_variant_builder_add (&o, "{sv}", "key", g_variant_new_string (key));
+          g_variant_builder_add (&o, "{sv}", "message", g_variant_new_string (message));
+          g_variant_builder_add_value (&b, g_variant_builder_end (&o));
+        }
+      else if (line)
+        printf ("%s:%u: %s: %s\n", file, line, level, message);
+      else
+        printf ("%s: %s: %s\n", file, level, message);
+    }
+  if (seen[0])
+    {
+      g_autoptr (GString) out = g_string_new (NULL);
+      g_autoptr (GVariant) all = g_variant_ref_sink (g_variant_builder_end (&b));
+
+      vgicctl_json_append (out, all);
+      printf ("%s\n", out->str);
+    }
+  else
+    g_variant_builder_clear (&b);
+  return errors ? EXIT_INPUT : EXIT_OK;
+}
+
 /* read_all() - the whole of @path, or of stdin for "-" */
 static GBytes *
 read_all (const char *path, GError **error)
@@ -715,6 +784,16 @@ static const Command commands[] = {
     "Print vgicd's counters and duration histograms in the Prometheus text\n"
     "format: what MetricsTextfile= writes for node_exporter.\n",
     cmd_metrics },
+  { "check", "check [--json]",
+    "check the configuration vgicd loads (group vgicd)",
+    "Ask the running vgicd to check the files it loads (vgicd.conf, its\n"
+    "drop-ins in vgicd.conf.d, its state file and vms.conf), read again now,\n"
+    "and print each problem as FILE:LINE: error|warning: MESSAGE, as\n"
+    "vgicd --check-config does; nothing when there is none.  Exit status 3\n"
+    "when one is an error (vgicd would not load the file, or a VM runs with\n"
+    "vgicd off).  --json prints a JSON array of objects: level, file, line,\n"
+    "group, key, message.  Root, user vgicd and group vgicd only.\n",
+    cmd_check },
   { "dump", "dump [--all-irqs] FILE|-",
     "decode a vGIC state record into a table",
     "Decode a vGIC state record (from FILE, or standard input for -) into a\n"

@@ -52,6 +52,8 @@ unknown_key_message (void)
     g_error ("vgicd_config_load() logged nothing for an unknown key");
   message = g_string_new (logged);
   g_string_replace (message, path, "FILE", 1);
+  /* The key is on line 2 here; the documents say LINE. */
+  g_string_replace (message, "FILE:2:", "FILE:LINE:", 1);
   return g_string_free (g_steal_pointer (&message), FALSE);
 }
 

@@ -990,7 +990,9 @@ test_unreachable (void)
   g_assert_cmpint (noname->status, ==, 2);
   assert_contains (noname->err, "is vgicd running? systemctl status vgicd");
   g_assert_cmpint (nobus->status, ==, 2);
-  assert_contains (nobus->err, "is vgicd running? systemctl status vgicd");
+  /* The bus is the cause, not vgicd: said so. */
+  assert_contains (nobus->err, "vgicctl: stats: the system bus is not running (");
+  assert_contains (nobus->err, "systemctl status dbus\n");
   g_assert_cmpint (setmode->status, ==, 2);
 }
 
@@ -1061,6 +1063,41 @@ test_real_vgicd (void)
     g_assert_cmpint (json->status, ==, 0);
     assert_valid_json (json->out);
     g_assert_cmpstr (sessions->out, ==, "No VM is attached to vgicd.\n");
+  }
+  {
+    /* check: the files this vgicd loads, read again now (a drop-in added
+     * after it started), as vgicd --check-config prints them. */
+    g_autoptr (Run) clean = vgicctl (NULL, "check");
+    g_autofree char *dir = g_strconcat (config, ".d", NULL);
+    g_autofree char *dropin = g_build_filename (dir, "50-bad.conf", NULL);
+    g_autofree char *want = g_strdup_printf ("%s:3: error: [vgicd] Mode=fast is not a mode",
+                                             dropin);
+    g_autoptr (GError) error = NULL;
+
+    g_assert_cmpint (clean->status, ==, 0);
+    g_assert_cmpstr (clean->out, ==, "");
+    g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+    g_file_set_contents (dropin, "[vgicd]\nMdoe=off\nMode=fast\n", -1, &error);
+    g_assert_no_error (error);
+    chmod (dropin, 0644);
+    {
+      g_autoptr (Run) bad = vgicctl (NULL, "check");
+      g_autoptr (Run) json = vgicctl (NULL, "check", "--json");
+
+      g_assert_cmpint (bad->status, ==, 3);
+      assert_contains (bad->out, want);
+      assert_contains (bad->out, ":2: warning: unknown key [vgicd] Mdoe ignored; did you mean Mode?");
+      g_assert_cmpint (json->status, ==, 3);
+      assert_valid_json (json->out);
+      assert_contains (json->out, "\"level\": \"error\"");
+      assert_contains (json->out, "\"line\": 3");
+    }
+    if (have_user)
+      {
+        g_autoptr (Run) denied = vgicctl (TEST_USER, "check");
+
+        g_assert_cmpint (denied->status, ==, 4);
+      }
   }
   stop_daemon (d);
 }

@@ -12,8 +12,9 @@
 #     applied to an empty root (the user exists, /var/lib/vgicd belongs to
 #     it, /etc/vgicd and /run/vgicd/vms to root).
 #
-# The service names /usr/sbin/vgicd, which verify wants to exist: the copy
-# checked here runs the VGICD given instead (nothing else differs).
+# The service names /usr/sbin/vgicd (ExecStart=, and ExecReload='s
+# configuration check), which verify wants to exist: the copy checked here
+# runs the VGICD given instead (nothing else differs).
 set -euo pipefail
 case ${1:-} in
 -h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -25,7 +26,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
 
-sed "s|^ExecStart=[^ ]*/vgicd\\b|ExecStart=$vgicd|" "$service" > "$tmp/vgicd.service"
+sed -e "s|^ExecStart=[^ ]*/vgicd\\b|ExecStart=$vgicd|" \
+	-e "s|^ExecReload=[^ ]*/vgicd\\b|ExecReload=$vgicd|" "$service" > "$tmp/vgicd.service"
 cp "$socket" "$tmp/vgicd.socket"
 grep -q "^ExecStart=$vgicd" "$tmp/vgicd.service" ||
 	{ echo "FAIL: no ExecStart=.../vgicd line in $service"; exit 1; }

@@ -448,6 +448,41 @@ c_reload() {
 		'configuration reloaded from /etc/vgicd/vgicd.conf: mode single'
 }
 
+c_reload_refused() {
+	local pid out
+	pid=$(in_ct systemctl show -P MainPID vgicd.service)
+	in_ct mkdir -p /etc/vgicd/vgicd.conf.d
+	printf '[vgicd]\n# a typo\nMode=fast\n' | in_ct tee /etc/vgicd/vgicd.conf.d/90-bad.conf >/dev/null
+	run_rc in_ct systemctl reload vgicd.service
+	expect "systemctl reload of a bad file fails" "$([ "$RC" -ne 0 ] && echo failed)" failed
+	expect "still active" "$(in_ct systemctl is-active vgicd.service)" active
+	expect "same process" "$(in_ct systemctl show -P MainPID vgicd.service)" "$pid"
+	expect "mode kept" "$(in_ct vgicctl mode)" single
+	out=$(in_ct journalctl -u vgicd.service --no-pager -o cat)
+	expect_match "the check's line in the unit's log" "$out" \
+		'^/etc/vgicd/vgicd.conf.d/90-bad.conf:3: error: \[vgicd\] Mode=fast is not a mode'
+	run_rc in_ct vgicctl check
+	expect "vgicctl check exit status" "$RC" 3
+	expect_match "vgicctl check" "$OUT" \
+		'^/etc/vgicd/vgicd.conf.d/90-bad.conf:3: error: \[vgicd\] Mode=fast is not a mode'
+	in_ct rm /etc/vgicd/vgicd.conf.d/90-bad.conf
+	run_rc in_ct vgicctl check
+	expect "vgicctl check once fixed" "$RC:$OUT" "0:"
+	run_rc in_ct systemctl reload vgicd.service
+	expect "systemctl reload once fixed" "$RC" 0
+}
+
+c_bus_activation() {
+	# c_stop left both units stopped: no QEMU, nobody started vgicd.
+	expect "service before" "$(in_ct systemctl is-active vgicd.service)" inactive
+	run_rc in_ct vgicctl status
+	expect "vgicctl status on an idle host" "$RC" 0
+	expect_match "answered by vgicd" "$OUT" '^Mode: '
+	expect "started by the bus" "$(in_ct systemctl is-active vgicd.service)" active
+	expect "with its socket" "$(in_ct systemctl is-active vgicd.socket)" active
+	in_ct systemctl stop vgicd.socket vgicd.service
+}
+
 c_single() {
 	run_rc in_ct "$CLIENT" --name nspawn-vm2 "$ADDRESS"
 	expect "client exit status" "$RC" 0
@@ -490,9 +525,11 @@ check "vgicctl mode single persists to /var/lib/vgicd/state.conf" c_mode
 check "journal: VGICD_* fields of a save, a load, an attach and a detach" c_journal
 check "vgicctl history: the save of a QEMU that has gone" c_history
 check "systemctl reload (SIGHUP) re-reads the file, same PID" c_reload
+check "a bad drop-in: reload refused, configuration kept; vgicctl check" c_reload_refused
 check "mode single: the next save goes one by one" c_single
 check "MetricsTextfile= through a drop-in; vgicctl metrics" c_metrics
 check "systemctl stop: clean; the socket re-activates it" c_stop
+check "vgicctl on an idle host: the bus starts vgicd (D-Bus activation)" c_bus_activation
 step_end
 
 in_ct journalctl -b --no-pager -o short-monotonic >"$LOGS/journal.log" 2>&1 || true

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "test-files.h"
 #include "vgicd-config.h"
 #include "vgicd-vms.h"
 
@@ -313,13 +314,7 @@ main (int argc, char **argv)
   g_test_add_func ("/check/vgicd-binary", test_vgicd_binary);
   g_test_add_func ("/check/shipped-files", test_shipped_files_pass);
   ret = g_test_run ();
-
-  {
-    g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", tmpdir);
-
-    if (system (cmd) != 0)
-      g_printerr ("could not remove %s\n", tmpdir);
-  }
+  test_remove_tree (tmpdir);
   g_free (tmpdir);
   return ret;
 }

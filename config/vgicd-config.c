@@ -119,6 +119,11 @@ static const VgicdConfigKey config_keys[] = {
           "VMs one process's sessions may add to the history"),
   KEY ("MetricsTextfile", PROM_PATH, NULL, metrics_textfile,
        "a .prom file for node_exporter's textfile collector"),
+  /* Read by libvirt's qemu hook, not by vgicd: the off switch that lasts
+   * (this file is a conffile; the hook's link in /etc/libvirt/hooks/qemu.d
+   * is the package's, and comes back with each upgrade). */
+  KEY ("LibvirtHook", BOOL, "true", libvirt_hook,
+       "libvirt's qemu hook hands domains' choices to vgicd (false: it does nothing)"),
 };
 
 /* vgicd_config_keys() - see vgicd-config.h */

@@ -113,6 +113,7 @@ typedef struct {
   guint history_vms;	/* [vgicd] HistoryVMs= VMs whose history is kept */
   guint history_vms_per_process;	/* [vgicd] HistoryVMsPerProcess= */
   char *metrics_textfile;	/* [vgicd] MetricsTextfile= .prom path, or NULL */
+  gboolean libvirt_hook;	/* [vgicd] LibvirtHook=: libvirt's qemu hook acts (vgicd-hook.c) */
 } VgicdConfig;
 
 /**

@@ -478,24 +478,28 @@ vgicd_domxml_format (xmlDoc *doc, gsize *len)
   return out;
 }
 
+VgicdConfig *
+vgicd_host_config (char **warning)
+{
+  const char *conf = g_getenv ("VGICD_CONFIG");
+  g_autoptr (VgicdDiags) diags = vgicd_diags_new ();
+  g_autoptr (GError) error = NULL;
+  VgicdConfig *config = vgicd_config_check (conf && *conf ? conf : VGICD_DEFAULT_CONFIG,
+                                            diags);
+
+  if (diags->errors && warning && !vgicd_diags_set_error (diags, &error))
+    *warning = g_strdup_printf ("%s; assuming the socket is %s, and the other keys as "
+                                "far as they load", error->message, config->socket_path);
+  return config;
+}
+
 char *
-vgicd_socket_path (char **warning)
+vgicd_socket_path (const VgicdConfig *config)
 {
   const char *env = g_getenv ("VGICD_SOCKET");
-  const char *conf = g_getenv ("VGICD_CONFIG");
-  g_autoptr (VgicdConfig) config = NULL;
-  g_autoptr (GError) error = NULL;
 
   if (env && *env)
     return g_strdup (env);
-  config = vgicd_config_load (conf && *conf ? conf : VGICD_DEFAULT_CONFIG, &error);
-  if (!config)
-    {
-      if (warning)
-        *warning = g_strdup_printf ("%s; assuming the socket is %s",
-                                    error->message, VGICD_DEFAULT_SOCKET);
-      return g_strdup (VGICD_DEFAULT_SOCKET);
-    }
   return g_strdup (config->socket_path);
 }
 

@@ -72,10 +72,15 @@ char *vgicd_domxml_text (xmlDoc *doc, const char *path);
 /* vgicd_domxml_format() - the document, without an XML declaration */
 char *vgicd_domxml_format (xmlDoc *doc, gsize *len);
 
+/* vgicd_host_config() - this host's vgicd.conf ($VGICD_CONFIG, default
+ * /etc/vgicd/vgicd.conf, and its drop-ins) as far as it reads: a key that
+ * does not load keeps its default, and *warning says so (a broken file must
+ * not stop a domain) */
+VgicdConfig *vgicd_host_config (char **warning);
+
 /* vgicd_socket_path() - where this host's vgicd listens: $VGICD_SOCKET, else
- * Socket= in $VGICD_CONFIG (default /etc/vgicd/vgicd.conf), else the
- * default.  A broken configuration file gives a warning in *warning. */
-char *vgicd_socket_path (char **warning);
+ * @config's Socket= */
+char *vgicd_socket_path (const VgicdConfig *config);
 
 /* vgicd_socket_reachable() - does something accept connections on @path?
  * On FALSE, *why says what connect(2) said. */

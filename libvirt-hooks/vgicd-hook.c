@@ -30,7 +30,8 @@
  * socket (vgicd itself, or systemd's vgicd.socket); vgicd takes a
  * connection closed before its first byte for the probe it is, and logs
  * nothing.  The socket is $VGICD_SOCKET, else Socket= in $VGICD_CONFIG or
- * /etc/vgicd/vgicd.conf, else /run/vgicd/vgicd.sock.  $VGICD_VMS_DIR and
+ * /etc/vgicd/vgicd.conf, else /run/vgicd/vgicd.sock.  LibvirtHook=false
+ * there switches the hook off: it exits 0 and does nothing.  $VGICD_VMS_DIR and
  * $VGICD_EMULATOR_CACHE move the choices' folder and the QEMU answers'
  * cache (for tests).
  *
@@ -127,13 +128,9 @@ typedef struct {
 } HostVgicd;
 
 static void
-host_vgicd (HostVgicd *h)
+host_vgicd (const VgicdConfig *config, HostVgicd *h)
 {
-  g_autofree char *warning = NULL;
-
-  h->socket_path = vgicd_socket_path (&warning);
-  if (warning)
-    fprintf (stderr, "vgicd: warning: %s\n", warning);
+  h->socket_path = vgicd_socket_path (config);
   h->up = vgicd_socket_reachable (h->socket_path, &h->why);
 }
 
@@ -166,7 +163,7 @@ arg_unwelcome (xmlDoc *doc, char **why)
 }
 
 static int
-on_prepare (const char *dom, xmlDoc *doc, VgicdVmChoice choice)
+on_prepare (const VgicdConfig *config, const char *dom, xmlDoc *doc, VgicdVmChoice choice)
 {
   g_autoptr (GError) error = NULL;
   g_autofree char *uuid = vgicd_domxml_uuid (doc);
@@ -188,7 +185,7 @@ on_prepare (const char *dom, xmlDoc *doc, VgicdVmChoice choice)
              "(a patched QEMU needs no argument)\n", dom, VGICD_QEMU_PROPERTY, why, dom);
   if (choice == VGICD_VM_OFF)
     return 0;
-  host_vgicd (&h);
+  host_vgicd (config, &h);
   if (!h.up && choice == VGICD_VM_REQUIRED)
     status = refuse ("domain '%s' requires vgicd, but vgicd is not reachable "
                      "on host %s (%s: %s); " REMEDY ", or make vgicd optional "
@@ -200,7 +197,7 @@ on_prepare (const char *dom, xmlDoc *doc, VgicdVmChoice choice)
 }
 
 static int
-on_migrate (const char *dom, xmlDoc *doc, VgicdVmChoice choice)
+on_migrate (const VgicdConfig *config, const char *dom, xmlDoc *doc, VgicdVmChoice choice)
 {
   g_autofree char *host = host_name ();
   g_autofree char *out = NULL;
@@ -212,7 +209,7 @@ on_migrate (const char *dom, xmlDoc *doc, VgicdVmChoice choice)
     {
       int status = 0;
 
-      host_vgicd (&h);
+      host_vgicd (config, &h);
       if (!h.up)
         status = refuse ("refusing incoming migration of domain '%s': it "
                          "requires vgicd, but vgicd is not reachable on host "
@@ -253,6 +250,8 @@ main (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   g_autoptr (GBytes) input = NULL;
   g_autoptr (xmlDoc) doc = NULL;
+  g_autoptr (VgicdConfig) config = NULL;
+  g_autofree char *warning = NULL;
   const char *dom, *op, *subop;
   gboolean migrate, prepare, release;
   VgicdVmChoice choice;
@@ -275,7 +274,16 @@ main (int argc, char **argv)
   if (!migrate && !prepare && !release)
     return 0;
 
+  /* Read all of it whatever follows: libvirt writes the XML to a pipe. */
   input = read_stdin (&error);
+  config = vgicd_host_config (&warning);
+  if (warning)
+    fprintf (stderr, "vgicd: warning: %s\n", warning);
+  /* The administrator's off switch (LibvirtHook=false in vgicd.conf, a
+   * conffile): nothing recorded, refused or edited.  Deleting the packaged
+   * link instead would last only until the next upgrade. */
+  if (!config->libvirt_hook)
+    return 0;
   if (!input)
     return refuse ("domain '%s': cannot read the domain XML: %s", dom,
                    error->message);
@@ -294,5 +302,5 @@ main (int argc, char **argv)
   if (!vgicd_domxml_choice (doc, &choice, &error))
     return refuse ("domain '%s': %s; fix it with \"vgicctl enable %s [--required]\" "
                    "or \"vgicctl disable %s\"", dom, error->message, dom, dom);
-  return migrate ? on_migrate (dom, doc, choice) : on_prepare (dom, doc, choice);
+  return migrate ? on_migrate (config, dom, doc, choice) : on_prepare (config, dom, doc, choice);
 }

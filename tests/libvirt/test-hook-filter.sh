@@ -247,4 +247,20 @@ check "a broken configuration warns and falls back to the default socket" \
 	grep -q "assuming the socket is /run/vgicd/vgicd.sock" "$T/err"
 vgicd_down
 
+echo "# the off switch: LibvirtHook=false"
+mkdir -p "$T/off.conf.d"
+printf '[vgicd]\nSocket=%s\n' "$SOCK" > "$T/off.conf"
+printf '[vgicd]\nLibvirtHook=false\n' > "$T/off.conf.d/50-off.conf"
+rm -rf "$VGICD_VMS_DIR"
+VGICD_CONFIG=$T/off.conf "$HOOK" required prepare begin - < "$FIX/aarch64-required.xml" > "$T/out" 2> "$T/err"
+RC=$?
+check "switched off (in a drop-in): a domain that requires vgicd starts where it is down" [ "$RC" = 0 ]
+check "switched off: nothing said, nothing written" [ ! -s "$T/out" ] && [ ! -s "$T/err" ]
+check "switched off: no choice recorded" [ ! -e "$VGICD_VMS_DIR" ]
+VGICD_CONFIG=$T/off.conf "$HOOK" stripped migrate begin - < "$FIX/aarch64-optin-with-arg.xml" > "$T/out" 2> "$T/err"
+check "switched off: an incoming domain is not edited" [ $? = 0 ] && [ ! -s "$T/out" ]
+printf '[vgicd]\nLibvirtHook=true\n' > "$T/off.conf.d/50-off.conf"
+VGICD_CONFIG=$T/off.conf "$HOOK" required prepare begin - < "$FIX/aarch64-required.xml" > "$T/out" 2> "$T/err"
+check "switched on again: the same domain is refused where vgicd is down" [ $? = 1 ]
+
 tap_end

@@ -483,6 +483,40 @@ c_bus_activation() {
 	in_ct systemctl stop vgicd.socket vgicd.service
 }
 
+# The hook's off switch survives an upgrade (from the .debs only): the
+# package's link comes back with each upgrade, LibvirtHook=false in the
+# conffile stays.  The newer version is the same vgicd .deb repacked with
+# a higher version, which dpkg installs as an upgrade.
+c_hook_off() {
+	local hook=/etc/libvirt/hooks/qemu.d/50-vgicd xml uuid v1 v2
+	xml=$VGICD_ROOT/tests/libvirt/fixtures/aarch64-optin.xml
+	uuid=$(sed -n 's|.*<uuid>\(.*\)</uuid>.*|\1|p' "$xml")
+	run_rc in_ct "$hook" aarch64-optin prepare begin - < "$xml"
+	expect "hook on: prepare" "$RC" 0
+	expect "hook on: the domain's choice recorded" \
+		"$(in_ct test -e "/run/vgicd/vms/$uuid.conf" && echo yes)" yes
+	in_ct "$hook" aarch64-optin release end - < "$xml"
+	in_ct sed -i 's/^#LibvirtHook=true$/LibvirtHook=false/' /etc/vgicd/vgicd.conf
+	expect "switched off in the conffile" \
+		"$(in_ct grep -c '^LibvirtHook=false$' /etc/vgicd/vgicd.conf)" 1
+	v1=$(in_ct dpkg-query -W -f '${Version}' vgicd)
+	in_ct sh -c 'rm -rf /tmp/newer && dpkg-deb -R /srv/vgicd-test/debs/vgicd_*.deb /tmp/newer &&
+		sed -i "s/^Version: .*/&+newer1/" /tmp/newer/DEBIAN/control &&
+		dpkg-deb -b /tmp/newer /tmp/vgicd-newer.deb >/dev/null'
+	run_rc in_ct dpkg -i /tmp/vgicd-newer.deb
+	expect "dpkg -i of a newer version" "$RC" 0
+	v2=$(in_ct dpkg-query -W -f '${Version}' vgicd)
+	expect "upgraded" "$v2" "$v1+newer1"
+	expect "the package's link is back" "$(in_ct test -L "$hook" && echo yes)" yes
+	expect "the switch is still off" \
+		"$(in_ct grep -c '^LibvirtHook=false$' /etc/vgicd/vgicd.conf)" 1
+	run_rc in_ct "$hook" aarch64-optin prepare begin - < "$xml"
+	expect "hook off: prepare" "$RC:$OUT" "0:"
+	expect "hook off: nothing recorded" \
+		"$(in_ct test -e "/run/vgicd/vms/$uuid.conf" || echo none)" none
+	in_ct sed -i 's/^LibvirtHook=false$/#LibvirtHook=true/' /etc/vgicd/vgicd.conf
+}
+
 c_single() {
 	run_rc in_ct "$CLIENT" --name nspawn-vm2 "$ADDRESS"
 	expect "client exit status" "$RC" 0
@@ -530,6 +564,7 @@ check "mode single: the next save goes one by one" c_single
 check "MetricsTextfile= through a drop-in; vgicctl metrics" c_metrics
 check "systemctl stop: clean; the socket re-activates it" c_stop
 check "vgicctl on an idle host: the bus starts vgicd (D-Bus activation)" c_bus_activation
+[ -z "$FROM_DEB" ] || check "the hook switched off stays off across an upgrade (dpkg -i)" c_hook_off
 step_end
 
 in_ct journalctl -b --no-pager -o short-monotonic >"$LOGS/journal.log" 2>&1 || true

@@ -88,9 +88,11 @@ struct _VgicdSession {
   VgicList *reads;	/* save: everything read so far */
   VgicRecord *record;	/* load: the validated record */
   gsize record_len;
-  VgicValues *list_state;	/* load: the values of QEMU's list of writes */
-  VgicList *list_plan;	/* load: the plan that list equals, to lay out as it is */
-  const VgicValues *state;	/* load: what is written, the record's or the list's */
+  VgicValues *list_state;	/* load: what the restore needs of the values of QEMU's
+				 * list: vCPU 0's GICR_TYPER, each ICC_CTLR_EL1 */
+  VgicList *list_plan;	/* load: that list, checked: the plan, to lay out as it is */
+  const VgicValues *state;	/* load: the values the restore is judged and planned
+				 * by: the record's, or list_state */
   gboolean op_fields;	/* the stream carries QEMU's fields: SaveFields, LoadList */
   gint64 op_start;
   guint op_ioctls;

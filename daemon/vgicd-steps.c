@@ -28,9 +28,9 @@
  * encoding one (the peer keeps the values it read, for QEMU's fields), and
  * LoadList takes QEMU's own restore, the writes kvm_arm_gicv3_put makes,
  * checks that it is exactly the restore vgicd plans for the values it
- * writes (vgic_validate_writes()), and runs it as a load's steps.  So the
- * source and the destination each gain on their own side, and each works
- * with a host whose QEMU or vgicd does not take part.
+ * writes (vgic_validate_restore_list()), and runs that very list as a
+ * load's steps.  So the source and the destination each gain on their own
+ * side, and each works with a host whose QEMU or vgicd does not take part.
  *
  * Every call to vgicd costs a round trip through two processes, which is
  * most of what vgicd adds to the kernel's time.  So a save reads round 2
@@ -238,7 +238,7 @@ step_fail (VgicdSession *s, const char *operation, const char *message)
 static GVariant *
 load_refused (VgicdSession *s, const GError *error)
 {
-  /* vgic_validate_writes() says "nothing written" itself. */
+  /* vgic_validate_restore_list() says "nothing written" itself. */
   g_autofree char *msg = s->op_fields ? g_strdup_printf ("%s", error->message)
                          : g_strdup_printf ("record refused, nothing written: %s",
                                             error->message);
@@ -579,8 +579,9 @@ state_has_routes (VgicdSession *s)
   return s->record && s->record->routes;
 }
 
-/* The writes that restore s->state.  QEMU's own restore was compared, write
- * for write, with the plan of its values: that plan, not made again. */
+/* The writes that restore s->state.  QEMU's own restore was checked, write
+ * for write, against the restore order: it is the plan of its values, not
+ * made again. */
 static VgicList *
 restore_writes (VgicdSession *s, GError **error)
 {
@@ -665,12 +666,13 @@ start_load_list (VgicdSession *s, guint32 count)
                                               s->window->capacity);
       return step_fail_why (s, "load", VGICD_REASON_REFUSED, msg);
     }
-  /* Private copy first: the peer can still write to the window. */
+  /* Private copy first: the peer can still write to the window.  Checked,
+   * that copy is the plan the restore lays out. */
   writes = vgic_list_new_from (s->window->entries, count);
-  s->list_state = vgic_validate_writes (s->shape, writes->entries, writes->len, &s->list_plan,
-                                        &error);
+  s->list_state = vgic_validate_restore_list (s->shape, writes, &error);
   if (!s->list_state)
     return load_refused (s, error);
+  s->list_plan = g_steal_pointer (&writes);
   s->state = s->list_state;
   return start_restore (s);
 }

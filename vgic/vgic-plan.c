@@ -18,6 +18,12 @@
  * includes the TYPER and every ICC_CTLR_EL1), then the bases and the APRs.
  * A restore reads the destination's TYPERs (as QEMU's put does), then writes.
  *
+ * The write round is written once, as a walk with a source for its values
+ * (restore_walk()): vgicd plans a restore by taking each value from a
+ * state, and checks QEMU's own restore by taking each from QEMU's list of
+ * writes (vgic_plan_check_restore()), so what vgicd plans and what it
+ * accepts cannot come to differ.
+ *
  * Restore ordering rules.  Each comes from the kernel, from the same code on
  * Linux 6.1, 6.12 and 7.3, the bases vgicd supports (the functions named are
  * those of all three); where the kernel does not need an order the plan
@@ -124,28 +130,72 @@
  */
 #include "vgic-plan.h"
 #include "vgic-regs.h"
+#include "vgicd/vgic-entry.h"
 
 #define add vgic_list_add
 
 /* The clear-all value written before a set register (rule R5). */
 #define CLEAR_ALL 0xffffffffu
 
-/* One access whose value comes from @state (NULL for a read: value 0). */
-static gboolean
-add_from (VgicList *plan, const VgicValues *state, uint32_t group, uint64_t attr,
-          GError **error)
-{
-  uint64_t value = 0;
-
-  if (state && !vgic_values_get (state, group, attr, &value, error))
-    return FALSE;
-  add (plan, group, attr, value);
-  return TRUE;
-}
-
 #define DIST(off) vgic_attr (0, (off))
 #define REDIST(shape, cpu, off) vgic_attr ((shape)->mpidrs[cpu], (off))
 #define SYSREG(shape, cpu, enc) vgic_attr ((shape)->mpidrs[cpu], (enc))
+
+/*
+ * Walk - one pass along a save's or a restore's accesses, with a source
+ * for their values.  The orders below are written once, as walks, and each
+ * access is taken from the walk:
+ *  - planning (@plan): appended to @plan, with its value from @state, or
+ *    0 for a read (@state NULL);
+ *  - checking (@writes): it must be QEMU's write at the cursor @at, whose
+ *    value it takes (take_write(), "Checking QEMU's restore" below).
+ * @value is the value of the access just taken: a restore's walk goes on
+ * from it where the order depends on a value (each vCPU's APR count on its
+ * ICC_CTLR_EL1), so planning and checking decide alike.
+ */
+typedef struct {
+  const VgicShape *shape;
+  VgicList *plan;	/* planning */
+  const VgicValues *state;
+  const VgicEntry *writes;	/* checking */
+  gsize n, at;
+  uint64_t *ctlrs;	/* checking: each vCPU's ICC_CTLR_EL1, as taken */
+  uint64_t value;
+  GError **error;
+} Walk;
+
+/* A walk that plans reads into @plan (every value 0; it cannot fail). */
+static inline Walk
+reads_into (VgicList *plan, const VgicShape *shape)
+{
+  return (Walk) { .shape = shape, .plan = plan };
+}
+
+static gboolean take_write (Walk *w, uint32_t group, uint64_t attr, gboolean clear);
+
+/* The walk's next access, (@group, @attr). */
+static inline gboolean
+take (Walk *w, uint32_t group, uint64_t attr)
+{
+  if (w->writes)
+    return take_write (w, group, attr, FALSE);
+  w->value = 0;
+  if (w->state && !vgic_values_get (w->state, group, attr, &w->value, w->error))
+    return FALSE;
+  add (w->plan, group, attr, w->value);
+  return TRUE;
+}
+
+/* The walk's next access is a clear-all (rule R5): ~0, whatever the state. */
+static inline gboolean
+take_clear (Walk *w, uint32_t group, uint64_t attr)
+{
+  if (w->writes)
+    return take_write (w, group, attr, TRUE);
+  w->value = CLEAR_ALL;
+  add (w->plan, group, attr, CLEAR_ALL);
+  return TRUE;
+}
 
 /* ------------------------------------------------------------------ */
 /* Register lists shared by save and restore                          */
@@ -161,30 +211,28 @@ add_typer_reads (VgicList *plan, const VgicShape *shape)
 }
 
 static gboolean
-add_lpi_bases (VgicList *plan, const VgicShape *shape, const VgicValues *state,
-               GError **error)
+walk_lpi_bases (Walk *w)
 {
   static const uint32_t regs[] = {
     GICR_PROPBASER, GICR_PROPBASER + 4, GICR_PENDBASER, GICR_PENDBASER + 4,
   };
 
-  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+  for (uint32_t cpu = 0; cpu < w->shape->nr_vcpus; cpu++)
     for (guint i = 0; i < G_N_ELEMENTS (regs); i++)
-      if (!add_from (plan, state, VGIC_GRP_REDIST, REDIST (shape, cpu, regs[i]), error))
+      if (!take (w, VGIC_GRP_REDIST, REDIST (w->shape, cpu, regs[i])))
         return FALSE;
   return TRUE;
 }
 
 /* AP0R[n-1..0] then AP1R[n-1..0], highest first as QEMU's fall-through. */
 static gboolean
-add_aprs (VgicList *plan, const VgicShape *shape, uint32_t cpu, guint n,
-          const VgicValues *state, GError **error)
+walk_aprs (Walk *w, uint32_t cpu, guint n)
 {
   for (guint i = n; i-- > 0;)
-    if (!add_from (plan, state, VGIC_GRP_SYSREG, SYSREG (shape, cpu, ICC_AP0R_EL1 (i)), error))
+    if (!take (w, VGIC_GRP_SYSREG, SYSREG (w->shape, cpu, ICC_AP0R_EL1 (i))))
       return FALSE;
   for (guint i = n; i-- > 0;)
-    if (!add_from (plan, state, VGIC_GRP_SYSREG, SYSREG (shape, cpu, ICC_AP1R_EL1 (i)), error))
+    if (!take (w, VGIC_GRP_SYSREG, SYSREG (w->shape, cpu, ICC_AP1R_EL1 (i))))
       return FALSE;
   return TRUE;
 }
@@ -247,13 +295,12 @@ vgic_plan_is_route (const VgicShape *shape, uint32_t group, uint64_t attr)
   return group == VGIC_GRP_DIST && attr >= lo && attr < end && attr % 8 == 0;
 }
 
-/* Add the routes QEMU misses, from @state (NULL for reads). */
+/* The routes QEMU misses. */
 static gboolean
-add_lost_routes (VgicList *plan, const VgicShape *shape, const VgicValues *state,
-                 GError **error)
+walk_lost_routes (Walk *w)
 {
-  for (uint32_t irq = first_lost_route (shape); irq < shape->nr_irqs; irq++)
-    if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_IROUTER + 8 * irq), error))
+  for (uint32_t irq = first_lost_route (w->shape); irq < w->shape->nr_irqs; irq++)
+    if (!take (w, VGIC_GRP_DIST, DIST (GICD_IROUTER + 8 * irq)))
       return FALSE;
   return TRUE;
 }
@@ -266,8 +313,9 @@ VgicList *
 vgic_plan_save_routes (const VgicShape *shape)
 {
   VgicList *plan = vgic_list_new (vgic_plan_route_count (shape));
+  Walk w = reads_into (plan, shape);
 
-  add_lost_routes (plan, shape, NULL, NULL);
+  walk_lost_routes (&w);
   return plan;
 }
 
@@ -333,19 +381,20 @@ vgic_plan_save_second (const VgicShape *shape, const VgicValues *first,
                        GError **error)
 {
   g_autoptr (VgicList) plan = vgic_list_new (shape->nr_vcpus * 12);
+  Walk w = reads_into (plan, shape);
   gboolean plpis;
 
   if (!plpis_of (shape, first, &plpis, error))
     return NULL;
-  if (plpis && !add_lpi_bases (plan, shape, NULL, error))
-    return NULL;
+  if (plpis)
+    walk_lpi_bases (&w);
   for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
     {
       uint64_t ctlr;
 
-      if (!icc_ctlr_of (shape, cpu, first, &ctlr, error) ||
-          !add_aprs (plan, shape, cpu, vgic_icc_ctlr_apr_count (ctlr), NULL, error))
+      if (!icc_ctlr_of (shape, cpu, first, &ctlr, error))
         return NULL;
+      walk_aprs (&w, cpu, vgic_icc_ctlr_apr_count (ctlr));
     }
   return g_steal_pointer (&plan);
 }
@@ -389,11 +438,12 @@ VgicList *
 vgic_plan_save_guess (const VgicShape *shape, gboolean plpis, guint apr)
 {
   VgicList *plan = vgic_list_new (shape->nr_vcpus * (4 + 2 * apr));
+  Walk w = reads_into (plan, shape);
 
   if (plpis)
-    add_lpi_bases (plan, shape, NULL, NULL);
+    walk_lpi_bases (&w);
   for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
-    add_aprs (plan, shape, cpu, apr, NULL, NULL);
+    walk_aprs (&w, cpu, apr);
   return plan;
 }
 
@@ -451,7 +501,11 @@ vgic_plan_save_registers (const VgicShape *shape, const VgicValues *values,
   else
     all = vgic_plan_save_first (shape);
   if (routes)
-    add_lost_routes (all, shape, NULL, NULL);
+    {
+      Walk w = reads_into (all, shape);
+
+      walk_lost_routes (&w);
+    }
   vgic_list_append (all, second->entries, second->len);
   /* A bitmap of the DIST offsets below 64 KiB finds the repeats without
    * hashing 7,000 keys. */
@@ -490,14 +544,111 @@ vgic_plan_restore_check (const VgicShape *shape)
 /* Write the SPI words of a bitmap register, with a clear-all first if
  * @clr_base (rule R5).  Word 0 (private IRQs) is skipped as in QEMU. */
 static gboolean
-add_dist_bitmap (VgicList *plan, const VgicShape *shape, const VgicValues *state,
-                 uint32_t set_base, uint32_t clr_base, GError **error)
+walk_dist_bitmap (Walk *w, uint32_t set_base, uint32_t clr_base)
 {
-  for (uint32_t irq = GIC_INTERNAL; irq < shape->nr_irqs; irq += 32)
+  for (uint32_t irq = GIC_INTERNAL; irq < w->shape->nr_irqs; irq += 32)
     {
-      if (clr_base)
-        add (plan, VGIC_GRP_DIST, DIST (clr_base + irq / 8), CLEAR_ALL);
-      if (!add_from (plan, state, VGIC_GRP_DIST, DIST (set_base + irq / 8), error))
+      if (clr_base && !take_clear (w, VGIC_GRP_DIST, DIST (clr_base + irq / 8)))
+        return FALSE;
+      if (!take (w, VGIC_GRP_DIST, DIST (set_base + irq / 8)))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean sre_refused (Walk *w, uint32_t cpu);
+
+/* The write round, in kvm_arm_gicv3_put's order: the one definition of
+ * it, which vgicd plans and QEMU's list is checked against.  @plpis: the
+ * LPI bases are written. */
+static gboolean
+restore_walk (Walk *w, gboolean plpis, gboolean routes)
+{
+  const VgicShape *shape = w->shape;
+  uint32_t n = shape->nr_irqs;
+
+  /* R0: the distributor's enable first, so that every write below that
+   * makes an interrupt pending queues it. */
+  if (!take (w, VGIC_GRP_DIST, DIST (GICD_CTLR)))
+    return FALSE;
+
+  /* R1: every vCPU's bases before any GICR_CTLR can enable LPIs. */
+  if (plpis && !walk_lpi_bases (w))
+    return FALSE;
+
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    {
+      const uint32_t m = shape->mpidrs[cpu];
+
+      if (!take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_CTLR)) ||
+          !take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_STATUSR)) ||
+          !take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_WAKER)) ||
+          !take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_IGROUPR0)) ||
+          !take_clear (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICENABLER0)) ||
+          !take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISENABLER0)) ||
+          /* QEMU's order; the kernel ignores ICFGR for IRQs below 32, so
+           * R2 does not apply here. */
+          !take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICFGR1)) ||
+          !take (w, VGIC_GRP_LEVEL, vgic_attr_level (m, 0)) ||
+          !take_clear (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICPENDR0)) ||
+          !take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISPENDR0)) ||
+          !take_clear (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICACTIVER0)) ||
+          !take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISACTIVER0)))
+        return FALSE;
+      for (uint32_t i = 0; i < GIC_INTERNAL; i += 4)
+        if (!take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_IPRIORITYR + i)))
+          return FALSE;
+    }
+
+  if (!take (w, VGIC_GRP_DIST, DIST (GICD_STATUSR)) ||
+      !walk_dist_bitmap (w, GICD_ISENABLER, GICD_ICENABLER) ||
+      !walk_dist_bitmap (w, GICD_IGROUPR, 0))
+    return FALSE;
+  /* R3: routes before the SPIs' line level, pending and active state. */
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq++)
+    if (!take (w, VGIC_GRP_DIST, DIST (qemu_irouter_lo (irq))) ||
+        !take (w, VGIC_GRP_DIST, DIST (qemu_irouter_lo (irq) + 4)))
+      return FALSE;
+  /* The routes QEMU's offsets miss, when the state is a record that has
+   * them: after QEMU's, so that they win over nothing (no offset is in both
+   * sets), and before line level, pending and active all the same (R3). */
+  if (routes && !walk_lost_routes (w))
+    return FALSE;
+  /* R2: configuration before line level and pending. */
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 16)
+    if (!take (w, VGIC_GRP_DIST, DIST (GICD_ICFGR + irq / 4)))
+      return FALSE;
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
+    if (!take (w, VGIC_GRP_LEVEL, vgic_attr_level (shape->mpidrs[0], irq)))
+      return FALSE;
+  if (!walk_dist_bitmap (w, GICD_ISPENDR, GICD_ICPENDR) ||
+      !walk_dist_bitmap (w, GICD_ISACTIVER, GICD_ICACTIVER))
+    return FALSE;
+  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 4)
+    if (!take (w, VGIC_GRP_DIST, DIST (GICD_IPRIORITYR + irq)))
+      return FALSE;
+
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    {
+      uint64_t ctlr = 0;
+
+      /* R4: icc_regs[] puts ICC_CTLR_EL1 (CBPR) before ICC_BPR1_EL1. */
+      for (guint i = 0; i < G_N_ELEMENTS (icc_regs); i++)
+        {
+          if (!take (w, VGIC_GRP_SYSREG, SYSREG (shape, cpu, icc_regs[i])))
+            return FALSE;
+          if (icc_regs[i] == ICC_CTLR_EL1)
+            ctlr = w->value;
+          /* A value the kernel refuses on any destination (set_gic_sre()):
+           * a record's was judged before it is planned (vgic-validate.c),
+           * QEMU's list is judged here, before anything is written. */
+          else if (icc_regs[i] == ICC_SRE_EL1 && w->writes && !(w->value & ICC_SRE_EL1_SRE))
+            return sre_refused (w, cpu);
+        }
+      if (w->ctlrs)
+        w->ctlrs[cpu] = ctlr;
+      /* R4: the APR count follows the CTLR just written, as in QEMU. */
+      if (!walk_aprs (w, cpu, vgic_icc_ctlr_apr_count (ctlr)))
         return FALSE;
     }
   return TRUE;
@@ -509,93 +660,135 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
 {
   g_autoptr (VgicList) plan = vgic_list_new (vgic_plan_restore_count (shape, TRUE, 4) +
                                              vgic_plan_route_count (shape));
-  uint32_t n = shape->nr_irqs;
+  Walk w = { .shape = shape, .plan = plan, .state = state, .error = error };
   gboolean plpis;
 
   /* QEMU writes the bases when the destination has LPIs; the destination
    * check (vgic_validate_destination()) made sure it has them exactly when
    * the source had. */
-  if (!plpis_of (shape, state, &plpis, error))
+  if (!plpis_of (shape, state, &plpis, error) || !restore_walk (&w, plpis, routes))
     return NULL;
-
-  /* R0: the distributor's enable first, so that every write below that
-   * makes an interrupt pending queues it. */
-  if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_CTLR), error))
-    return NULL;
-
-  /* R1: every vCPU's bases before any GICR_CTLR can enable LPIs. */
-  if (plpis && !add_lpi_bases (plan, shape, state, error))
-    return NULL;
-
-  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
-    {
-      const uint32_t m = shape->mpidrs[cpu];
-
-      if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_CTLR), error) ||
-          !add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_STATUSR), error) ||
-          !add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_WAKER), error) ||
-          !add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_IGROUPR0), error))
-        return NULL;
-      add (plan, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICENABLER0), CLEAR_ALL);
-      if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISENABLER0), error) ||
-          /* QEMU's order; the kernel ignores ICFGR for IRQs below 32, so
-           * R2 does not apply here. */
-          !add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICFGR1), error) ||
-          !add_from (plan, state, VGIC_GRP_LEVEL, vgic_attr_level (m, 0), error))
-        return NULL;
-      add (plan, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICPENDR0), CLEAR_ALL);
-      if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISPENDR0), error))
-        return NULL;
-      add (plan, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICACTIVER0), CLEAR_ALL);
-      if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISACTIVER0), error))
-        return NULL;
-      for (uint32_t i = 0; i < GIC_INTERNAL; i += 4)
-        if (!add_from (plan, state, VGIC_GRP_REDIST, vgic_attr (m, GICR_IPRIORITYR + i), error))
-          return NULL;
-    }
-
-  if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_STATUSR), error) ||
-      !add_dist_bitmap (plan, shape, state, GICD_ISENABLER, GICD_ICENABLER, error) ||
-      !add_dist_bitmap (plan, shape, state, GICD_IGROUPR, 0, error))
-    return NULL;
-  /* R3: routes before the SPIs' line level, pending and active state. */
-  for (uint32_t irq = GIC_INTERNAL; irq < n; irq++)
-    if (!add_from (plan, state, VGIC_GRP_DIST, DIST (qemu_irouter_lo (irq)), error) ||
-        !add_from (plan, state, VGIC_GRP_DIST, DIST (qemu_irouter_lo (irq) + 4), error))
-      return NULL;
-  /* The routes QEMU's offsets miss, when the state is a record that has
-   * them: after QEMU's, so that they win over nothing (no offset is in both
-   * sets), and before line level, pending and active all the same (R3). */
-  if (routes && !add_lost_routes (plan, shape, state, error))
-    return NULL;
-  /* R2: configuration before line level and pending. */
-  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 16)
-    if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_ICFGR + irq / 4), error))
-      return NULL;
-  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
-    if (!add_from (plan, state, VGIC_GRP_LEVEL, vgic_attr_level (shape->mpidrs[0], irq), error))
-      return NULL;
-  if (!add_dist_bitmap (plan, shape, state, GICD_ISPENDR, GICD_ICPENDR, error) ||
-      !add_dist_bitmap (plan, shape, state, GICD_ISACTIVER, GICD_ICACTIVER, error))
-    return NULL;
-  for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 4)
-    if (!add_from (plan, state, VGIC_GRP_DIST, DIST (GICD_IPRIORITYR + irq), error))
-      return NULL;
-
-  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
-    {
-      uint64_t ctlr;
-
-      /* R4: icc_regs[] puts ICC_CTLR_EL1 (CBPR) before ICC_BPR1_EL1. */
-      for (guint i = 0; i < G_N_ELEMENTS (icc_regs); i++)
-        if (!add_from (plan, state, VGIC_GRP_SYSREG, SYSREG (shape, cpu, icc_regs[i]), error))
-          return NULL;
-      /* R4: the APR count follows the CTLR just written, as in QEMU. */
-      if (!icc_ctlr_of (shape, cpu, state, &ctlr, error) ||
-          !add_aprs (plan, shape, cpu, vgic_icc_ctlr_apr_count (ctlr), state, error))
-        return NULL;
-    }
   return g_steal_pointer (&plan);
+}
+
+/* ------------------------------------------------------------------ */
+/* Checking QEMU's restore                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * QEMU's put hands vgicd its list of writes (LoadList), which vgicd runs
+ * only if it is exactly the restore vgicd plans for the values it writes.
+ * Rather than turn the list into values, plan them and compare (an index
+ * of every register, and a second list as long as the first), the check
+ * walks the restore order above once, with the list as the source of the
+ * values: what the list writes at each step is, by definition, the value
+ * the plan would take from the state there.  So a step holds when QEMU's
+ * write at the cursor is
+ *  - the walk's access, group and attr;
+ *  - with a value that fits the register;
+ *  - ~0, for a clear-all (the planner writes its own, whatever the state);
+ *  - for a register just written (QEMU's overlapping IROUTER words, the one
+ *    register a restore writes twice, back to back), the value written
+ *    there: one register, one value, as one state has;
+ * and the list ends where the walk does.  What the walk decides on comes
+ * from the list as the plan would take it from the state: the LPI bases
+ * are written exactly when write 1 is vCPU 0's PROPBASER (they come right
+ * after GICD_CTLR, R1), and each vCPU's APR count follows the ICC_CTLR_EL1
+ * just checked.  A list that passes is the plan of its own values, access
+ * for access and value for value, with no value taken from anywhere else:
+ * it can be laid out as it is.
+ *
+ * The check says why it stops, briefly; vgic-validate.c words a refusal
+ * for the operator.
+ */
+
+/* Checking: say why the walk stops at @what (group, attr) and write @at. */
+static gboolean
+check_failed (Walk *w, uint32_t group, uint64_t attr, const char *why)
+{
+  g_autofree char *want = NULL;
+  g_autofree char *got = NULL;
+
+  if (!w->error)
+    return FALSE;	/* no one to tell: vgic-validate.c words its own refusal */
+  want = vgic_reg_describe (group, attr);
+  if (w->at == w->n)
+    {
+      g_set_error (w->error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                   "QEMU's restore ends after %" G_GSIZE_FORMAT " writes, where the "
+                   "restore goes on with %s", w->n, want);
+      return FALSE;
+    }
+  got = vgic_reg_describe (w->writes[w->at].group, w->writes[w->at].attr);
+  g_set_error (w->error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+               "QEMU's restore, write %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT ": %s = 0x%"
+               G_GINT64_MODIFIER "x %s, where the restore writes %s", w->at, w->n, got,
+               (guint64) w->writes[w->at].value, why, want);
+  return FALSE;
+}
+
+/* Checking: the walk's next access, (@group, @attr), is QEMU's next write. */
+static gboolean
+take_write (Walk *w, uint32_t group, uint64_t attr, gboolean clear)
+{
+  const VgicEntry *e;
+
+  if (w->at == w->n)
+    return check_failed (w, group, attr, "");
+  e = &w->writes[w->at];
+  if (e->group != group || e->attr != attr)
+    return check_failed (w, group, attr, "is another access");
+  if (!vgic_entry_value_fits (group, e->value))
+    return check_failed (w, group, attr, "does not fit its register");
+  if (clear && e->value != CLEAR_ALL)
+    return check_failed (w, group, attr, "is a clear-all that does not clear all");
+  if (w->at > 0 && e[-1].group == group && e[-1].attr == attr && e[-1].value != e->value)
+    return check_failed (w, group, attr, "writes the register just written another value");
+  w->value = e->value;
+  w->at++;
+  return TRUE;
+}
+
+/* Checking: vCPU @cpu's ICC_SRE_EL1, just taken, lacks SRE. */
+static gboolean
+sre_refused (Walk *w, uint32_t cpu)
+{
+  g_set_error (w->error, VGICD_ERROR, VGICD_ERROR_BAD_RECORD,
+               "QEMU's restore, write %" G_GSIZE_FORMAT ": vCPU %u's ICC_SRE_EL1 is 0x%"
+               G_GINT64_MODIFIER "x, without SRE, which the kernel refuses", w->at - 1, cpu,
+               (guint64) w->value);
+  return FALSE;
+}
+
+VgicValues *
+vgic_plan_check_restore (const VgicShape *shape, const VgicEntry *writes, gsize n,
+                         GError **error)
+{
+  g_autofree uint64_t *ctlrs = g_new0 (uint64_t, shape->nr_vcpus);
+  g_autoptr (VgicList) kept = NULL;
+  Walk w = { .shape = shape, .writes = writes, .n = n, .ctlrs = ctlrs, .error = error };
+  const gboolean plpis = n > 1 && writes[1].group == VGIC_GRP_REDIST &&
+                         writes[1].attr == REDIST (shape, 0, GICR_PROPBASER);
+
+  if (!restore_walk (&w, plpis, FALSE))
+    return NULL;
+  if (w.at != n)
+    {
+      g_autofree char *what = vgic_reg_describe (writes[w.at].group, writes[w.at].attr);
+
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                   "QEMU's restore goes on after the restore's %" G_GSIZE_FORMAT " writes, "
+                   "with %s", w.at, what);
+      return NULL;
+    }
+  /* What a restore needs of the values beyond the writes: whether the VM
+   * has LPIs, as a save's GICR_TYPER says it, and each vCPU's ICC_CTLR_EL1
+   * (the guards, and the shape of the VM's next save). */
+  kept = vgic_list_new (shape->nr_vcpus + 1);
+  add (kept, VGIC_GRP_REDIST, REDIST (shape, 0, GICR_TYPER), plpis ? GICR_TYPER_PLPIS : 0);
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    add (kept, VGIC_GRP_SYSREG, SYSREG (shape, cpu, ICC_CTLR_EL1), ctlrs[cpu]);
+  return vgic_values_new (kept->entries, kept->len, error);
 }
 
 /* ------------------------------------------------------------------ */

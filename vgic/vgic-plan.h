@@ -11,6 +11,7 @@
  *            vgic_plan_save_second()  (reads; depends on the first's values)
  *   restore: vgic_plan_restore_check() (reads: the TYPER checks)
  *            vgic_plan_restore_write() (writes, from a validated record)
+ *            vgic_plan_check_restore() (QEMU's own writes: are they that?)
  *
  * The planner says what a save and a restore are; whether a state may be
  * written to a VM is vgic-validate.h's to say.
@@ -172,6 +173,32 @@ VgicList *vgic_plan_restore_check (const VgicShape *shape);
  */
 VgicList *vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
                                    gboolean routes, GError **error);
+
+/**
+ * vgic_plan_check_restore() - are @writes exactly vgic_plan_restore_write()
+ * (without routes) of the values they write?
+ * @shape: the VM
+ * @writes: QEMU's own restore, kvm_arm_gicv3_put's writes in its order
+ * @n: their number
+ * @error: (optional): VGICD_ERROR_REGISTER_SET naming the write where the
+ *	list leaves the restore order, or VGICD_ERROR_BAD_RECORD for an
+ *	ICC_SRE_EL1 without SRE, which the kernel refuses
+ *
+ * One pass along the restore order, each value taken from @writes at a
+ * cursor: the same access, a value that fits, ~0 for a clear-all, the
+ * previous write's value where a register is written twice (QEMU's
+ * overlapping IROUTER words), the LPI bases exactly when write 1 is vCPU
+ * 0's PROPBASER, each vCPU's APRs as the ICC_CTLR_EL1 it writes asks.  A
+ * list that passes is its own plan, to lay out as it is; nothing is
+ * allocated per write.  The words of a refusal for the operator are
+ * vgic_validate_writes()'s.
+ *
+ * Return: what a restore needs of the values beyond the writes (GICR_TYPER
+ * of vCPU 0, PLPIS as the list writes the bases, and every vCPU's
+ * ICC_CTLR_EL1: vgic_validate_guards(), vgic_plan_save_second()), or NULL.
+ */
+VgicValues *vgic_plan_check_restore (const VgicShape *shape, const VgicEntry *writes,
+                                     gsize n, GError **error);
 
 /**
  * vgic_plan_save_count() / vgic_plan_restore_count() - accesses in a whole

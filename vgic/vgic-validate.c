@@ -22,11 +22,14 @@
  * QEMU's own restore arrives as a list instead (kvm_arm_gicv3_put's writes,
  * when the stream carries QEMU's fields rather than a record).  The same
  * rule holds: vgicd runs it only when it is exactly the restore vgicd would
- * plan for the values it writes, so the list is turned back into values
- * (each register it writes, once) and re-planned, and the two lists must
- * agree access for access.  That one comparison carries every ordering rule
- * (R0 to R5), the clear-alls' value and the register set of this shape;
- * the restore then lays out the plan it was compared with.
+ * plan for the values it writes.  The planner checks that in one walk of
+ * its restore order, taking each value from the list
+ * (vgic_plan_check_restore()): that carries every ordering rule (R0 to
+ * R5), the clear-alls' value and the register set of this shape, and the
+ * list that passes is laid out as it is.  A list that fails is worded by
+ * the way the check was first made, which names the first difference: the
+ * list turned back into values (each register it writes, once), those
+ * re-planned, and the two lists compared access for access.
  *
  * The destination's own answers (its GICD_TYPER and GICR_TYPER) decide the
  * rest: room for every IRQ, and LPIs on both sides or neither.  Those rules
@@ -420,6 +423,9 @@ vgic_validate_destination (const VgicShape *shape, const VgicValues *state,
 /* ------------------------------------------------------------------ */
 
 /*
+ * vgic_plan_check_restore() decides; what follows is the comparison it
+ * replaced, kept to word a refusal (and to check the check, in the tests).
+ *
  * The list is turned into values as it is: every register it writes, once.
  * The comparison with the re-plan needs no other check beside it: a write
  * to a register no save reads is a write the plan does not make, a
@@ -569,8 +575,8 @@ writes_refused (const VgicShape *shape, const VgicEntry *writes, gsize n, gboole
 }
 
 VgicValues *
-vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
-                      VgicList **plan, GError **error)
+vgic_validate_writes_by_values (const VgicShape *shape, const VgicEntry *writes, gsize n,
+                                VgicList **plan, GError **error)
 {
   g_autoptr (VgicList) kept = vgic_list_new (n + 1);
   g_autoptr (VgicValues) state = NULL;
@@ -625,6 +631,66 @@ vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
   if (plan)
     *plan = g_steal_pointer (&planned);
   return g_steal_pointer (&state);
+}
+
+/* The walk refused @writes: say why as the comparison always has. */
+static void
+writes_worded (const VgicShape *shape, const VgicEntry *writes, gsize n, GError **error)
+{
+  g_autoptr (VgicValues) state = vgic_validate_writes_by_values (shape, writes, n, NULL, error);
+
+  /* The comparison accepts what the walk refused: a vgicd bug, and still
+   * a refusal. */
+  if (state)
+    g_set_error (error, VGICD_ERROR, VGICD_ERROR_FAILED,
+                 "internal error: the check of QEMU's restore and its wording disagree");
+}
+
+VgicValues *
+vgic_validate_restore_list (const VgicShape *shape, VgicList *writes, GError **error)
+{
+  VgicValues *kept = vgic_plan_check_restore (shape, writes->entries, writes->len, NULL);
+
+  if (!kept)
+    {
+      writes_worded (shape, writes->entries, writes->len, error);
+      return NULL;
+    }
+  /* The one field of an entry the check does not read, as the comparison
+   * did not: 0, as in a plan (an executor refuses a list where it is not). */
+  for (guint i = 0; i < writes->len; i++)
+    writes->entries[i].reserved = 0;
+  return kept;
+}
+
+VgicValues *
+vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
+                      VgicList **plan, GError **error)
+{
+  g_autoptr (VgicList) list = NULL;
+  g_autoptr (VgicValues) kept = NULL;
+  g_autoptr (VgicList) regs = NULL;
+  VgicValues *state;
+  uint64_t typer = 0;
+
+  g_return_val_if_fail (n <= G_MAXUINT, NULL);
+  list = vgic_list_new_from (writes, (guint) n);
+  kept = vgic_validate_restore_list (shape, list, error);
+  if (!kept)
+    return NULL;
+  /* Each register the list writes, once: it writes one twice only back to
+   * back, with one value (the check says so), and never GICR_TYPER. */
+  regs = vgic_list_new (list->len + 1);
+  for (guint i = 0; i < list->len; i++)
+    if (i == 0 || list->entries[i].group != list->entries[i - 1].group ||
+        list->entries[i].attr != list->entries[i - 1].attr)
+      vgic_list_append (regs, &list->entries[i], 1);
+  vgic_values_lookup (kept, VGIC_GRP_REDIST, vgic_attr (shape->mpidrs[0], GICR_TYPER), &typer);
+  vgic_list_add (regs, VGIC_GRP_REDIST, vgic_attr (shape->mpidrs[0], GICR_TYPER), typer);
+  state = vgic_values_new (regs->entries, regs->len, error);
+  if (state && plan)
+    *plan = g_steal_pointer (&list);
+  return state;
 }
 
 /* ------------------------------------------------------------------ */

@@ -10,7 +10,8 @@
  *   state's ICC_CTLR_EL1), as guards a peer checks before it
  *   writes, and as a check vgicd makes itself: vgic_validate_guards(),
  *   vgic_validate_destination()
- *   QEMU's own restore, as a list of writes: vgic_validate_writes()
+ *   QEMU's own restore, as a list of writes: vgic_validate_restore_list(),
+ *   vgic_validate_writes()
  *   what an executor hands back: vgic_validate_results()
  *
  * The record's byte format (magic, version, lengths, checksum) is the
@@ -96,12 +97,13 @@ gboolean vgic_validate_destination (const VgicShape *shape, const VgicValues *st
 /**
  * vgic_validate_writes() - may @writes, the list QEMU's own restore makes
  * (kvm_arm_gicv3_put's writes, in its order, with its values), run on @shape?
- * @plan: (out) (optional): the restore vgicd planned for those values, which
- *	@writes equals access for access: the writes to lay out, not planned
- *	again
+ * @plan: (out) (optional): a copy of @writes, which are the restore vgicd
+ *	plans for those values, access for access: the writes to lay out, not
+ *	planned again
  * @error: VGICD_ERROR_REGISTER_SET naming the first write that is not a vGIC
  *	register, does not fit its register, or differs from the restore vgicd
- *	plans; nothing has been written then
+ *	plans, or VGICD_ERROR_BAD_RECORD for an ICC_SRE_EL1 the kernel refuses;
+ *	nothing has been written then
  *
  * The list must be exactly vgic_plan_restore_write() of the values it
  * writes: the same accesses, in the same order, with the same values.
@@ -113,6 +115,32 @@ gboolean vgic_validate_destination (const VgicShape *shape, const VgicValues *st
  */
 VgicValues *vgic_validate_writes (const VgicShape *shape, const VgicEntry *writes, gsize n,
                                   VgicList **plan, GError **error);
+
+/**
+ * vgic_validate_restore_list() - vgic_validate_writes() for the restore
+ * vgicd runs: may @writes run on @shape as they are?
+ * @writes: vgicd's private copy of QEMU's list; when it may, it is the
+ *	restore to lay out, checked access for access against the restore
+ *	order (vgic_plan_check_restore()), with each entry's reserved field
+ *	set to 0 as in a plan
+ * @error: as vgic_validate_writes() sets it, word for word
+ *
+ * Return: what the restore needs of the values beyond the writes: GICR_TYPER
+ * of vCPU 0 (PLPIS as the list writes the LPI bases) and every vCPU's
+ * ICC_CTLR_EL1, for vgic_validate_guards(), vgic_validate_destination()
+ * and the VM's next save; or NULL with @error set.
+ */
+VgicValues *vgic_validate_restore_list (const VgicShape *shape, VgicList *writes,
+                                        GError **error);
+
+/**
+ * vgic_validate_writes_by_values() - vgic_validate_writes() as it was first
+ * made (for the tests, and to word a refusal): the list turned back into
+ * values, those planned, the two lists compared; the verdict is the same,
+ * the cost far higher
+ */
+VgicValues *vgic_validate_writes_by_values (const VgicShape *shape, const VgicEntry *writes,
+                                            gsize n, VgicList **plan, GError **error);
 
 /**
  * vgic_validate_results() - what an executor handed back for @sent: the

@@ -146,6 +146,129 @@ test_counts_grid (void)
   g_assert_cmpuint (shapes, ==, 6 * 3 * 2 * 3);
 }
 
+/* What vgic_plan_check_restore() keeps of @write must be what @state
+ * holds: vCPU 0's GICR_TYPER.PLPIS and every vCPU's ICC_CTLR_EL1. */
+static void
+assert_kept (const VgicShape *shape, const VgicValues *kept, const VgicValues *state)
+{
+  uint64_t got, want;
+
+  g_assert_cmpuint (vgic_values_size (kept), ==, shape->nr_vcpus + 1);
+  g_assert_true (vgic_values_lookup (kept, GRP_REDIST, vgic_attr (shape->mpidrs[0], GICR_TYPER),
+                                     &got));
+  g_assert_true (vgic_values_lookup (state, GRP_REDIST,
+                                     vgic_attr (shape->mpidrs[0], GICR_TYPER), &want));
+  g_assert_cmphex (got, ==, want & GICR_TYPER_PLPIS);
+  for (guint cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    {
+      const uint64_t attr = vgic_attr (shape->mpidrs[cpu], ICC_CTLR_EL1);
+
+      g_assert_true (vgic_values_lookup (kept, GRP_SYSREG, attr, &got));
+      g_assert_true (vgic_values_lookup (state, GRP_SYSREG, attr, &want));
+      g_assert_cmphex (got, ==, want);
+    }
+}
+
+/* The check of QEMU's restore walks the planner's own order: every restore
+ * the planner writes over the grid passes it as it is, and it keeps the
+ * values the restore is judged by; one write fewer or one more does not
+ * pass. */
+static void
+test_restore_check_walks_the_plan (void)
+{
+  for (guint a = 0; a < G_N_ELEMENTS (grid_vcpus); a++)
+    for (guint b = 0; b < G_N_ELEMENTS (grid_irqs); b++)
+      for (int plpis = 0; plpis <= 1; plpis++)
+        for (guint c = 0; c < G_N_ELEMENTS (grid_pribits); c++)
+          {
+            g_autoptr (VgicShape) shape = grid_shape (grid_vcpus[a], grid_irqs[b]);
+            g_autoptr (VgicList) write = NULL;
+            g_autoptr (VgicList) longer = NULL;
+            g_autoptr (VgicValues) kept = NULL;
+            g_autoptr (GError) error = NULL;
+            Saved saved = { 0 };
+
+            make_save (shape, plpis, grid_pribits[c], a * 100 + b * 10 + c, &saved);
+            write = make_restore (shape, &saved, plpis);
+            kept = vgic_plan_check_restore (shape, write->entries, write->len, &error);
+            g_assert_no_error (error);
+            assert_kept (shape, kept, saved.state);
+            g_clear_pointer (&kept, vgic_values_free);
+
+            g_assert_null (vgic_plan_check_restore (shape, write->entries, write->len - 1,
+                                                    &error));
+            g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
+            g_clear_error (&error);
+            longer = vgic_list_new_from (write->entries, write->len);
+            vgic_list_append (longer, &write->entries[0], 1);
+            g_assert_null (vgic_plan_check_restore (shape, longer->entries, longer->len,
+                                                    &error));
+            g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
+            saved_clear (&saved);
+          }
+}
+
+/* Each vCPU's APRs as its own ICC_CTLR_EL1 says, in the check as in the
+ * plan: a vCPU's CTLR that asks for other APRs than its list writes is
+ * refused, in both directions. */
+static void
+test_restore_check_apr_per_vcpu (void)
+{
+  g_autoptr (VgicShape) shape = grid_shape (3, 64);
+  g_autoptr (VgicList) reads = vgic_plan_save_first (shape);
+  g_autoptr (VgicList) second = NULL;
+  g_autoptr (VgicValues) first = NULL;
+  g_autoptr (VgicValues) state = NULL;
+  g_autoptr (VgicList) write = NULL;
+  g_autoptr (VgicValues) kept = NULL;
+  g_autoptr (GError) error = NULL;
+  static const guint bits[] = { 7, 5, 6 };
+
+  fake_save_fill (reads, 9, TRUE, 5);
+  for (guint i = 0; i < reads->len; i++)
+    {
+      Entry *e = &reads->entries[i];
+
+      if (e->group == GRP_SYSREG && vgic_attr_low (e->attr) == ICC_CTLR_EL1)
+        for (guint c = 0; c < 3; c++)
+          if (vgic_attr_mpidr (e->attr) == shape->mpidrs[c])
+            e->value = (e->value & ~ICC_CTLR_EL1_PRIBITS_MASK) |
+                       (uint64_t) (bits[c] - 1) << ICC_CTLR_EL1_PRIBITS_SHIFT;
+    }
+  first = vgic_values_from_reads (reads->entries, reads->len, &error);
+  g_assert_no_error (error);
+  second = vgic_plan_save_second (shape, first, &error);
+  g_assert_no_error (error);
+  fake_save_fill (second, 9, TRUE, 5);
+  vgic_list_append (reads, second->entries, second->len);
+  state = vgic_values_from_reads (reads->entries, reads->len, &error);
+  g_assert_no_error (error);
+  write = vgic_plan_restore_write (shape, state, FALSE, &error);
+  g_assert_no_error (error);
+  kept = vgic_plan_check_restore (shape, write->entries, write->len, &error);
+  g_assert_no_error (error);
+  assert_kept (shape, kept, state);
+
+  /* vCPU 1's CTLR asks for 4 APRs, or vCPU 0's for 1, where the list
+   * writes its own count. */
+  for (guint c = 0; c < 2; c++)
+    {
+      g_autoptr (VgicList) bad = vgic_list_new_from (write->entries, write->len);
+      const uint64_t attr = vgic_attr (shape->mpidrs[c], ICC_CTLR_EL1);
+      guint k;
+
+      for (k = 0; k < bad->len; k++)
+        if (bad->entries[k].group == GRP_SYSREG && bad->entries[k].attr == attr)
+          break;
+      g_assert_cmpuint (k, <, bad->len);
+      bad->entries[k].value = (bad->entries[k].value & ~ICC_CTLR_EL1_PRIBITS_MASK) |
+                              (uint64_t) (c == 0 ? 4 : 6) << ICC_CTLR_EL1_PRIBITS_SHIFT;
+      g_assert_null (vgic_plan_check_restore (shape, bad->entries, bad->len, &error));
+      g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
+      g_clear_error (&error);
+    }
+}
+
 /* The closed forms themselves, against the literal totals of the facts
  * table (a planner bug and a formula bug would otherwise cancel out). */
 static void
@@ -1085,6 +1208,8 @@ main (int argc, char **argv)
       g_test_add (p5, RestoreFixture, bits, restore_setup, test_rule_clear_then_set, restore_teardown);
       g_test_add (p6, RestoreFixture, bits, restore_setup, test_restore_writes_saved_values, restore_teardown);
     }
+  g_test_add_func ("/planner/restore/check-walks-the-plan", test_restore_check_walks_the_plan);
+  g_test_add_func ("/planner/restore/check-apr-per-vcpu", test_restore_check_apr_per_vcpu);
   g_test_add_func ("/planner/restore/refuses-small-destination", test_restore_refuses_small_destination);
   g_test_add_func ("/planner/restore/refuses-lpi-mismatch", test_restore_refuses_lpi_mismatch);
   g_test_add_func ("/planner/check-saved", test_check_saved);

@@ -3,8 +3,9 @@
  * test-validate.c - vgic/vgic-validate.c on its own: the record entry
  * point with and without the VM's round-1 plan, the destination's guards
  * against vgicd's own destination check (they must always agree), QEMU's
- * own restore as a list of writes, and the check of what an executor hands
- * back.
+ * own restore as a list of writes (the walk that checks it against the one
+ * comparison it replaced, on thousands of damaged lists), and the check of
+ * what an executor hands back.
  */
 #include <string.h>
 
@@ -389,6 +390,30 @@ restore_of (const VgicShape *shape, gboolean plpis, guint pri_bits, guint32 seed
   return plan;
 }
 
+/* What vgic_validate_restore_list() keeps, @kept, is what the whole state
+ * @state says for it: vCPU 0's GICR_TYPER and every ICC_CTLR_EL1. */
+static void
+assert_kept_agrees (const VgicShape *shape, const VgicValues *kept, const VgicValues *state)
+{
+  uint64_t a, b;
+
+  g_assert_nonnull (kept);
+  g_assert_cmpuint (vgic_values_size (kept), ==, shape->nr_vcpus + 1);
+  for (gsize i = 0; i < vgic_values_size (kept); i++)
+    {
+      const VgicEntry *e = vgic_values_at (kept, i);
+
+      g_assert_true (vgic_values_lookup (kept, e->group, e->attr, &a));
+      g_assert_true (vgic_values_lookup (state, e->group, e->attr, &b));
+      g_assert_cmphex (a, ==, b);
+    }
+  g_assert_true (vgic_values_lookup (kept, GRP_REDIST, vgic_attr (shape->mpidrs[0], GICR_TYPER),
+                                     &a));
+  for (guint cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    g_assert_true (vgic_values_lookup (kept, KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS,
+                                       vgic_attr (shape->mpidrs[cpu], ICC_CTLR_EL1), &a));
+}
+
 static void
 test_writes_round_trip (void)
 {
@@ -424,11 +449,50 @@ test_writes_round_trip (void)
                                              vgic_attr (shape->mpidrs[0], GICR_TYPER), &typer));
           g_assert_cmpuint ((typer & GICR_TYPER_PLPIS) != 0, ==, plpis);
         }
+        /* vgicd's own: the list itself, and the values the restore needs,
+         * as the whole state has them. */
+        {
+          g_autoptr (VgicList) own = vgic_list_new_from (writes->entries, writes->len);
+          g_autoptr (VgicValues) kept = vgic_validate_restore_list (shape, own, &error);
+
+          g_assert_no_error (error);
+          g_assert_cmpmem (own->entries, own->len * sizeof (VgicEntry), writes->entries,
+                           writes->len * sizeof (VgicEntry));
+          assert_kept_agrees (shape, kept, got);
+        }
       }
+}
+
+/* Entry @k's reserved field is not 0: the comparison never looked at it,
+ * so the list is accepted as before, and the plan vgicd lays out has 0
+ * there, as a planned one (an executor refuses a list where it is not). */
+static void
+test_writes_reserved (void)
+{
+  g_autoptr (VgicShape) shape = shape_new (2, 96);
+  g_autoptr (VgicValues) saved = NULL;
+  g_autoptr (VgicList) writes = restore_of (shape, TRUE, 7, 5, &saved);
+  g_autoptr (VgicList) own = vgic_list_new_from (writes->entries, writes->len);
+  g_autoptr (VgicList) plan = NULL;
+  g_autoptr (VgicValues) got = NULL;
+  g_autoptr (VgicValues) kept = NULL;
+  g_autoptr (GError) error = NULL;
+
+  own->entries[3].reserved = 1;
+  own->entries[own->len - 1].reserved = 0xffffffffu;
+  got = vgic_validate_writes (shape, own->entries, own->len, &plan, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (plan->entries, plan->len * sizeof (VgicEntry), writes->entries,
+                   writes->len * sizeof (VgicEntry));
+  kept = vgic_validate_restore_list (shape, own, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (own->entries, own->len * sizeof (VgicEntry), writes->entries,
+                   writes->len * sizeof (VgicEntry));
 }
 
 typedef enum {
   SWAP, VALUE, VALUE_AGAIN, CLEAR, SHORT, LONG, GROUP, WIDE, APART, IN_A_ROW, UNSAVED,
+  BASES_LOST, BASES_LATE, BASES_ADDED, SRE,
 } Damage;
 
 /* Insert @e before write @k of @writes. */
@@ -471,9 +535,11 @@ test_writes_refused (gconstpointer data)
   Damage how = GPOINTER_TO_INT (data);
   g_autoptr (VgicShape) shape = shape_new (4, 160);
   g_autoptr (VgicValues) saved = NULL;
-  g_autoptr (VgicList) writes = restore_of (shape, TRUE, 6, 3, &saved);
+  g_autoptr (VgicList) writes = restore_of (shape, how != BASES_ADDED, 6, 3, &saved);
   g_autoptr (GError) error = NULL;
+  g_autoptr (GError) by_values = NULL;
   g_autoptr (VgicValues) got = NULL;
+  g_autoptr (VgicValues) old = NULL;
   g_autoptr (VgicList) plan = NULL;
   g_autoptr (VgicList) planned = vgic_list_new_from (writes->entries, writes->len);
   g_autofree char *exact = NULL;
@@ -481,6 +547,8 @@ test_writes_refused (gconstpointer data)
   guint n = writes->len, k = n / 2;
   const char *want = "differs from the one vgicd plans";
   const guint64 irouter_33 = vgic_attr (0, GICD_IROUTER + 4 * 33);
+  const guint64 propbaser_0 = vgic_attr (shape->mpidrs[0], GICR_PROPBASER);
+  gint code = VGICD_ERROR_REGISTER_SET;
 
   switch (how)
     {
@@ -554,16 +622,258 @@ test_writes_refused (gconstpointer data)
         exact = differs_at (k, n, &e[k], &planned->entries[k]);
       }
       break;
+    case BASES_LOST:	/* the LPI bases written, but vCPU 0's PROPBASER not */
+      g_assert_cmphex (e[1].attr, ==, propbaser_0);
+      memmove (&e[1], &e[2], (n - 2) * sizeof (VgicEntry));
+      n--;
+      exact = differs_at (1, n, &e[1], &planned->entries[1 + 4 * shape->nr_vcpus]);
+      break;
+    case BASES_LATE:	/* vCPU 0's bases after the others' (R1 holds, QEMU's order not) */
+      {
+        VgicEntry first4[4];
+
+        memcpy (first4, &e[1], sizeof first4);
+        memmove (&e[1], &e[5], 4 * (shape->nr_vcpus - 1) * sizeof (VgicEntry));
+        memcpy (&e[1 + 4 * (shape->nr_vcpus - 1)], first4, sizeof first4);
+        exact = differs_at (1, n, &e[1], &planned->entries[1]);
+      }
+      break;
+    case BASES_ADDED:	/* a VM without LPIs, and vCPU 0's PROPBASER written */
+      {
+        VgicEntry base = { .group = GRP_REDIST, .attr = propbaser_0, .value = 0x1000 };
+
+        insert_write (writes, 1, base);
+        e = writes->entries;
+        n++;
+        want = "does not write a whole vGIC of this VM (missing register: ";
+      }
+      break;
+    case SRE:	/* an ICC_SRE_EL1 the kernel refuses */
+      k = find_write (writes, KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS,
+                      vgic_attr (shape->mpidrs[2], ICC_SRE_EL1));
+      e[k].value = 0x6;
+      code = VGICD_ERROR_BAD_RECORD;
+      exact = g_strdup ("QEMU's restore: vCPU 2's ICC_SRE_EL1 is 0x6, without SRE, which the "
+                        "kernel refuses (a GICv3 guest's CPU interface always has it); "
+                        "nothing written");
+      break;
     }
   got = vgic_validate_writes (shape, e, n, &plan, &error);
   g_assert_null (got);
   g_assert_null (plan);
-  g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
-  if (!strstr (error->message, want))
+  g_assert_error (error, VGICD_ERROR, code);
+  if (!strstr (error->message, want) && !exact)
     g_error ("\"%s\" not in: %s", want, error->message);
   g_assert_nonnull (strstr (error->message, "nothing written"));
   if (exact)
     g_assert_cmpstr (error->message, ==, exact);
+  /* The walk refuses it, and the words are those of the comparison it
+   * replaced, word for word. */
+  g_assert_null (vgic_plan_check_restore (shape, e, n, NULL));
+  old = vgic_validate_writes_by_values (shape, e, n, NULL, &by_values);
+  g_assert_null (old);
+  g_assert_error (by_values, error->domain, error->code);
+  g_assert_cmpstr (error->message, ==, by_values->message);
+}
+
+/* The kinds of damage test_writes_walk_agrees() does to a list. */
+enum {
+  D_SWAP, D_FLIP, D_INSERT_COPY, D_DELETE, D_OVERWRITE, D_INSERT_SAVED, D_REPEAT,
+  D_GICR_TYPER, D_DIST_OFFSET, D_TRUNCATE, D_DROP_PAIR_HALF, D_PAIR_DIFFERS, D_CLEAR_LESS,
+  D_PRIBITS, D_SRE, D_GROUP, D_WIDE, D_BASES, D_RESERVED, D_NONE, N_DAMAGE
+};
+
+/* Damage @w the way @how says, at places drawn from @r (some draws leave
+ * the list as it was: a swap of a write with itself, a pair not found). */
+static void
+damage (GRand *r, const VgicShape *shape, const VgicList *first, VgicList *w, guint how)
+{
+  const guint n = w->len;
+  const guint k = g_rand_int_range (r, 0, n), j = g_rand_int_range (r, 0, n);
+  VgicEntry *e = w->entries, x;
+
+  switch (how)
+    {
+    case D_SWAP:
+      x = e[k], e[k] = e[j], e[j] = x;
+      break;
+    case D_FLIP:
+      e[k].value ^= 1u << g_rand_int_range (r, 0, 32);
+      break;
+    case D_INSERT_COPY:
+      insert_write (w, k, e[j]);
+      break;
+    case D_DELETE:
+      memmove (&e[k], &e[k + 1], (n - 1 - k) * sizeof x);
+      vgic_list_truncate (w, n - 1);
+      break;
+    case D_OVERWRITE:
+      e[k] = e[j];
+      break;
+    case D_INSERT_SAVED:	/* a register a save reads, with some value */
+      x = first->entries[g_rand_int_range (r, 0, first->len)];
+      x.value = g_rand_int (r) & 0xff;
+      insert_write (w, k, x);
+      break;
+    case D_REPEAT:	/* a write repeated right after itself, maybe with another value */
+      x = e[k];
+      x.value ^= g_rand_boolean (r);
+      insert_write (w, k + 1, x);
+      break;
+    case D_GICR_TYPER:	/* QEMU writing what only a save reads */
+      e[k] = (VgicEntry) { .group = GRP_REDIST, .attr = vgic_attr (shape->mpidrs[0], GICR_TYPER) };
+      break;
+    case D_DIST_OFFSET:
+      e[k] = (VgicEntry) { .group = GRP_DIST,
+                           .attr = vgic_attr (0, g_rand_int_range (r, 0, 0x10000) & ~3u) };
+      break;
+    case D_TRUNCATE:
+      vgic_list_truncate (w, k + 1);
+      break;
+    case D_DROP_PAIR_HALF:	/* one of QEMU's overlapping IROUTER words */
+    case D_PAIR_DIFFERS:	/* ...or its second write another value */
+      for (guint i = k; i + 1 < n; i++)
+        if (e[i].group == e[i + 1].group && e[i].attr == e[i + 1].attr)
+          {
+            if (how == D_PAIR_DIFFERS)
+              e[i + 1].value ^= 2;
+            else
+              {
+                memmove (&e[i], &e[i + 1], (n - 1 - i) * sizeof x);
+                vgic_list_truncate (w, n - 1);
+              }
+            break;
+          }
+      break;
+    case D_CLEAR_LESS:	/* a clear-all that clears less */
+      for (guint i = k; i < n; i++)
+        if (e[i].value == 0xffffffffu)
+          {
+            e[i].value = g_rand_int (r) >> 1;
+            break;
+          }
+      break;
+    case D_PRIBITS:	/* a vCPU's ICC_CTLR_EL1 asking for other APRs */
+    case D_SRE:	/* ...or its ICC_SRE_EL1 without SRE */
+      {
+        const uint32_t cpu = g_rand_int_range (r, 0, shape->nr_vcpus);
+        const uint64_t attr = vgic_attr (shape->mpidrs[cpu],
+                                         how == D_SRE ? ICC_SRE_EL1 : ICC_CTLR_EL1);
+
+        for (guint i = 0; i < n; i++)
+          if (e[i].group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS && e[i].attr == attr)
+            {
+              if (how == D_SRE)
+                e[i].value &= ~ICC_SRE_EL1_SRE;
+              else
+                e[i].value ^= (uint64_t) g_rand_int_range (r, 1, 8) << ICC_CTLR_EL1_PRIBITS_SHIFT;
+              break;
+            }
+      }
+      break;
+    case D_GROUP:
+      e[k].group = g_rand_int_range (r, 0, 12);
+      break;
+    case D_WIDE:
+      e[k].value |= 1ULL << g_rand_int_range (r, 32, 64);
+      break;
+    case D_BASES:	/* vCPU 0's PROPBASER added where there are none, or taken away */
+      if (e[1].group == GRP_REDIST && e[1].attr == vgic_attr (shape->mpidrs[0], GICR_PROPBASER))
+        {
+          x = e[1];
+          memmove (&e[1], &e[2], (n - 2) * sizeof x);
+          if (g_rand_boolean (r))
+            e[n - 1] = x;	/* moved to the end */
+          else
+            vgic_list_truncate (w, n - 1);
+        }
+      else
+        insert_write (w, 1, (VgicEntry) { .group = GRP_REDIST, .value = 0x1000,
+                                          .attr = vgic_attr (shape->mpidrs[0], GICR_PROPBASER) });
+      break;
+    case D_RESERVED:	/* not looked at: the list is still the restore */
+      e[k].reserved = g_rand_int (r) | 1;
+      break;
+    }
+}
+
+/* The walk against the comparison it replaced (vgic_validate_writes_by_values()),
+ * on lists damaged at random, every kind of damage a few hundred times, on
+ * VMs with and without LPIs and with each APR count: the same verdict
+ * always; for a refusal, the same error, word for word; for a list
+ * accepted, the same plan and values, and the list is exactly the restore
+ * the planner makes of those values. */
+static void
+test_writes_walk_agrees (void)
+{
+  g_autoptr (GRand) r = g_rand_new_with_seed (20261205);
+  guint lists = 0, accepted = 0, refused_by[N_DAMAGE] = { 0 };
+
+  for (guint vcpus = 1; vcpus <= 8; vcpus *= 2)
+    for (int plpis = 0; plpis < 2; plpis++)
+      for (guint pri = 5; pri <= 7; pri++)
+        {
+          g_autoptr (VgicShape) shape = shape_new (vcpus, 96 + 32 * vcpus);
+          g_autoptr (VgicValues) saved = NULL;
+          g_autoptr (VgicList) put = restore_of (shape, plpis, pri, vcpus * 7 + pri, &saved);
+          g_autoptr (VgicList) first = vgic_plan_save_first (shape);
+
+          for (guint t = 0; t < 300; t++)
+            {
+              const guint how = t < N_DAMAGE * 10 ? t % N_DAMAGE
+                                                  : (guint) g_rand_int_range (r, 0, N_DAMAGE);
+              g_autoptr (VgicList) w = vgic_list_new_from (put->entries, put->len);
+              g_autoptr (GError) e_old = NULL;
+              g_autoptr (GError) e_new = NULL;
+              g_autoptr (VgicList) p_old = NULL;
+              g_autoptr (VgicList) p_new = NULL;
+              g_autoptr (VgicValues) v_old = NULL;
+              g_autoptr (VgicValues) v_new = NULL;
+              g_autoptr (VgicValues) walked = NULL;
+
+              damage (r, shape, first, w, how);
+              walked = vgic_plan_check_restore (shape, w->entries, w->len, NULL);
+              v_old = vgic_validate_writes_by_values (shape, w->entries, w->len, &p_old, &e_old);
+              v_new = vgic_validate_writes (shape, w->entries, w->len, &p_new, &e_new);
+              lists++;
+              if (!v_old != !walked || !v_old != !v_new)
+                g_error ("damage %u: the comparison %s, the walk %s: %s", how,
+                         v_old ? "accepts" : "refuses", walked ? "accepts" : "refuses",
+                         e_old ? e_old->message : e_new ? e_new->message : "");
+              if (!v_old)
+                {
+                  g_assert_error (e_new, e_old->domain, e_old->code);
+                  g_assert_cmpstr (e_new->message, ==, e_old->message);
+                  refused_by[how]++;
+                  continue;
+                }
+              accepted++;
+              g_assert_no_error (e_new);
+              g_assert_cmpuint (p_new->len, ==, w->len);
+              g_assert_cmpmem (p_new->entries, p_new->len * sizeof (VgicEntry), p_old->entries,
+                               p_old->len * sizeof (VgicEntry));
+              g_assert_cmpuint (vgic_values_size (v_new), ==, vgic_values_size (v_old));
+              for (gsize i = 0; i < vgic_values_size (v_new); i++)
+                g_assert_cmpmem (vgic_values_at (v_new, i), sizeof (VgicEntry),
+                                 vgic_values_at (v_old, i), sizeof (VgicEntry));
+              assert_kept_agrees (shape, walked, v_old);
+              {
+                g_autoptr (GError) error = NULL;
+                g_autoptr (VgicList) again = vgic_plan_restore_write (shape, v_new, FALSE, &error);
+
+                g_assert_no_error (error);
+                g_assert_cmpmem (again->entries, again->len * sizeof (VgicEntry),
+                                 p_new->entries, p_new->len * sizeof (VgicEntry));
+              }
+            }
+        }
+  g_test_message ("%u damaged lists: the same verdict and words; %u accepted", lists, accepted);
+  /* Every kind of damage but the harmless ones was refused somewhere. */
+  for (guint how = 0; how < N_DAMAGE; how++)
+    if (how != D_RESERVED && how != D_NONE)
+      g_assert_cmpuint (refused_by[how], >, 0);
+  g_assert_cmpuint (refused_by[D_RESERVED] + refused_by[D_NONE], ==, 0);
+  g_assert_cmpuint (accepted, >, 0);
 }
 
 int
@@ -596,6 +906,15 @@ main (int argc, char **argv)
                         test_writes_refused);
   g_test_add_data_func ("/validate/writes/register-no-save-reads", GINT_TO_POINTER (UNSAVED),
                         test_writes_refused);
+  g_test_add_data_func ("/validate/writes/bases-without-vcpu0-propbaser",
+                        GINT_TO_POINTER (BASES_LOST), test_writes_refused);
+  g_test_add_data_func ("/validate/writes/vcpu0-bases-last", GINT_TO_POINTER (BASES_LATE),
+                        test_writes_refused);
+  g_test_add_data_func ("/validate/writes/propbaser-without-lpis", GINT_TO_POINTER (BASES_ADDED),
+                        test_writes_refused);
+  g_test_add_data_func ("/validate/writes/sre-clear", GINT_TO_POINTER (SRE), test_writes_refused);
+  g_test_add_func ("/validate/writes/reserved-field", test_writes_reserved);
+  g_test_add_func ("/validate/writes/walk-agrees-with-comparison", test_writes_walk_agrees);
   g_test_add_func ("/validate/width", test_width);
   return g_test_run ();
 }

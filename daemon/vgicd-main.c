@@ -132,8 +132,8 @@ check_config (Vgicd *v, char **files)
       }
   else
     {
-      g_autoptr (VgicdConfig) config = vgicd_config_check (v->config_path, diags);
-
+      /* Only its problems are wanted here, not the configuration. */
+      vgicd_config_free (vgicd_config_check (v->config_path, diags));
       vgicd_config_check_state (v->state_path, diags);
       vgicd_vms_check (v->vms_conf, diags);
     }

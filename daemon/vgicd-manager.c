@@ -921,7 +921,6 @@ static void
 check_config (VgicdManager *m, GDBusMethodInvocation *inv)
 {
   g_autoptr (VgicdDiags) diags = vgicd_diags_new ();
-  g_autoptr (VgicdConfig) config = NULL;
   g_autofree char *path = NULL, *state = NULL, *vms = NULL;
   GVariantBuilder b;
 
@@ -931,7 +930,8 @@ check_config (VgicdManager *m, GDBusMethodInvocation *inv)
   vms = g_strdup (m->check_vms);
   g_mutex_unlock (&m->lock);
 
-  config = vgicd_config_check (path && *path ? path : NULL, diags);
+  /* Only its problems are wanted here, not the configuration. */
+  vgicd_config_free (vgicd_config_check (path && *path ? path : NULL, diags));
   if (state)
     vgicd_config_check_state (state, diags);
   if (vms)

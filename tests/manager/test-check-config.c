@@ -124,14 +124,15 @@ static void
 test_dropins (void)
 {
   g_autofree char *path = write_file ("drop/vgicd.conf", "[vgicd]\nMaxVcpus=100\nHistory=5\n");
-  g_autofree char *d1 = write_file ("drop/vgicd.conf.d/50-a.conf", "[vgicd]\nMaxVcpus=200\n");
-  g_autofree char *d2 = write_file ("drop/vgicd.conf.d/60-b.conf", "[vgicd]\nMaxVcpus=300\n");
-  g_autofree char *d3 = write_file ("drop/vgicd.conf.d/70-c.conf.dpkg-old", "[vgicd]\nMode=x\n");
   g_autoptr (VgicdConfig) config = NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicdDiags) diags = vgicd_diags_new ();
   g_autofree char *bad = NULL;
 
+  g_free (write_file ("drop/vgicd.conf.d/50-a.conf", "[vgicd]\nMaxVcpus=200\n"));
+  g_free (write_file ("drop/vgicd.conf.d/60-b.conf", "[vgicd]\nMaxVcpus=300\n"));
+  /* Not a drop-in: only NAME.conf is read. */
+  g_free (write_file ("drop/vgicd.conf.d/70-c.conf.dpkg-old", "[vgicd]\nMode=x\n"));
   config = vgicd_config_load (path, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (config->max_vcpus, ==, 300);

@@ -411,10 +411,18 @@ c_history() {
 # whole; vgicctl metrics prints the same figures.
 c_metrics() {
 	local dir=/var/lib/prometheus/node-exporter file
-	in_ct mkdir -p "$dir" /etc/systemd/system/vgicd.service.d
-	in_ct chown vgicd: "$dir"
-	in_ct sh -c "printf '[Service]\nReadWritePaths=$dir\n' >/etc/systemd/system/vgicd.service.d/metrics.conf"
-	in_ct sh -c "echo 'MetricsTextfile=$dir/vgicd.prom' >>/etc/vgicd/vgicd.conf"
+	# As the operations guide says: the folder stays root's (node_exporter's
+	# package owns it); the package's opt-in tmpfiles ACL and unit drop-in.
+	in_ct mkdir -p "$dir" /etc/systemd/system/vgicd.service.d /etc/vgicd/vgicd.conf.d
+	in_ct ln -s /usr/share/vgicd/textfile/vgicd-textfile.tmpfiles /etc/tmpfiles.d/vgicd-textfile.conf
+	run_rc in_ct systemd-tmpfiles --create vgicd-textfile.conf
+	expect "systemd-tmpfiles --create" "$RC" 0
+	# ls marks a folder with an ACL with "+" (the container has no getfacl).
+	expect_match "an ACL on the folder" "$(in_ct ls -ld "$dir")" '^d[-r][-w][-x][-r][-w][-x][-r][-w][-x]\+ '
+	expect "the folder's owner unchanged" "$(in_ct stat -c %U "$dir")" root
+	in_ct ln -s /usr/share/vgicd/textfile/vgicd-textfile.service.conf \
+		/etc/systemd/system/vgicd.service.d/textfile.conf
+	in_ct sh -c "printf '[vgicd]\nMetricsTextfile=$dir/vgicd.prom\n' >/etc/vgicd/vgicd.conf.d/metrics.conf"
 	in_ct systemctl daemon-reload
 	run_rc in_ct systemctl restart vgicd.service
 	expect "restart with MetricsTextfile=" "$RC" 0

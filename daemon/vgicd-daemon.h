@@ -17,6 +17,16 @@
 typedef struct _VgicdSession VgicdSession;
 typedef struct _VgicdHistory VgicdHistory;
 
+/* vgicd_operations_total's labels: VgicdTotals.operations' indices. */
+enum { VGICD_DIRECTION_SAVE, VGICD_DIRECTION_LOAD, VGICD_N_DIRECTIONS };
+enum {
+  VGICD_COUNT_OK,
+  VGICD_COUNT_FAILED,
+  VGICD_COUNT_REFUSED,
+  VGICD_COUNT_DECLINED,
+  VGICD_N_COUNTS
+};
+
 typedef struct {
   guint64 saves;		/* saves completed */
   guint64 loads;		/* loads completed */
@@ -31,6 +41,9 @@ typedef struct {
   guint64 bytes_loaded;		/* record bytes accepted */
   guint64 sessions_total;	/* sessions attached since start */
   guint64 refused;		/* peers refused (not on the allow-list) */
+  /* Every operation's end by direction and outcome (the history's
+   * outcome words), counted where it is logged. */
+  guint64 operations[VGICD_N_DIRECTIONS][VGICD_N_COUNTS];
 } VgicdTotals;
 
 typedef struct {
@@ -55,8 +68,10 @@ typedef struct {
   gint peers_closed;
   gint peers_closed_told;	/* a vgicd_daemon_changed() for it is queued */
   gint64 start_usec;		/* g_get_monotonic_time() at start */
+  gint64 start_real_usec;	/* g_get_real_time() at start: vgicd_start_time_seconds */
   VgicdHistory *history;	/* operations kept after their session (vgicd-history.h) */
   guint metrics_timeout;	/* a textfile write pending (vgicd-metrics.h) */
+  guint metrics_refresh;	/* the textfile's next write on an idle host */
   gboolean metrics_failing;	/* the last textfile write failed (logged once) */
   /* Called after any change the operator API shows (mode, kernel batch,
    * sessions, totals). */

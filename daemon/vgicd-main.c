@@ -339,6 +339,7 @@ main (int argc, char **argv)
   v.daemon.guess_plpis = TRUE;
   v.daemon.guess_apr = 1;
   v.daemon.start_usec = g_get_monotonic_time ();
+  v.daemon.start_real_usec = g_get_real_time ();
   v.daemon.kernel_batch = -1;
   v.daemon.kernel_batch_source = g_strdup ("no probe (Probe=false) and no VM attached yet");
   v.daemon.kernel_batch_unprobed = g_strdup ("no probe (Probe=false)");

@@ -20,8 +20,9 @@ char *vgicd_metrics_text (VgicdDaemon *d);
 void vgicd_metrics_changed (VgicdDaemon *d);
 
 /* vgicd_metrics_write_now() - write the textfile at once (at start, at
- * reload and before exit); logs and returns FALSE when it cannot */
+ * reload and before exit), and again in five minutes if nothing changes
+ * before; logs and returns FALSE when it cannot */
 gboolean vgicd_metrics_write_now (VgicdDaemon *d);
 
-/* vgicd_metrics_stop() - drop a pending write (before @d goes away) */
+/* vgicd_metrics_stop() - drop pending writes (before @d goes away) */
 void vgicd_metrics_stop (VgicdDaemon *d);

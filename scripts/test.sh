@@ -110,6 +110,8 @@ need_packages "${PKGS_BUILD[@]}" "${PKGS_BENCH[@]}" "${PKGS_FUZZ[@]}" "${PKGS_CR
 # Apart, as the tiers install them: in one transaction with the native
 # -dev packages, apt could take pkgconf:arm64 for pkg-config's dependency.
 need_packages "${PKGS_KERNEL[@]}" "${PKGS_QEMU[@]}" "${PKGS_POLICY[@]}" "${PKGS_CHROOT[@]}"
+# promtool, for tests/monitoring (on PATH from here on: -Dpromtool=enabled).
+need_promtool
 step_end
 
 # Builds that only the last steps need run in the background from here on,
@@ -135,7 +137,7 @@ BG_NICE=5 bg_start "L1 root" "$VGICD_BUILD/virsh-rootfs.log" bash tests/nested/v
 step_begin "native build and tests (gcc, -Werror)"
 # Optional features are forced on: a missing package fails the build
 # instead of quietly dropping the hook, vgicctl enable or the man pages.
-FEATURES=(-Dlibvirt=enabled -Dman=enabled)
+FEATURES=(-Dlibvirt=enabled -Dman=enabled -Dpromtool=enabled)
 setup "$VGICD_BUILD/gcc" --werror "${FEATURES[@]}"
 ninja -C "$VGICD_BUILD/gcc"
 run_suites "$VGICD_BUILD/gcc"

@@ -14,6 +14,7 @@
 # Building the project, and its meson test suites.
 PKGS_BUILD=(build-essential meson ninja-build pkg-config libglib2.0-dev libsystemd-dev
 	libxml2-dev libvirt-dev libxml2-utils scdoc dbus systemd bc python3
+	python3-yaml	# tests/monitoring: the alerting rules, read as data
 	procps		# kill(1): vgicd.service's ExecReload=, checked by the units test
 	shellcheck)	# the scripts suite
 # The benchmark's plot (bench/run-bench.sh: gnuplot's pngcairo terminal).
@@ -105,6 +106,39 @@ need_packages() {
 	fi
 	echo "installing: ${missing[*]}"
 	host_apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# need_promtool - put promtool first on PATH: the rule checker of Debian's
+# prometheus package (tests/monitoring), unpacked from that package into
+# $VGICD_CACHE/promtool/VERSION.  Not installed: the package would also
+# install and start a Prometheus server on the machine running the tests.
+need_promtool() {
+	local root=${VGICD_CACHE:-/var/cache/vgicd}/promtool version dir
+	version=$(apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ { print $2 }')
+	if [ -z "$version" ] || [ "$version" = "(none)" ]; then
+		if [ -z "${APT_UPDATED:-}" ]; then
+			host_apt_get update -qq || return 1
+			export APT_UPDATED=1
+		fi
+		version=$(apt-cache policy prometheus | awk '/Candidate:/ { print $2 }')
+	fi
+	[ -n "$version" ] && [ "$version" != "(none)" ] ||
+		{ echo "need_promtool: no prometheus package in this machine's apt sources" >&2; return 1; }
+	dir=$root/${version//:/%3a}
+	if [ ! -x "$dir/usr/bin/promtool" ]; then
+		rm -rf "$dir.tmp" && mkdir -p "$dir.tmp" && chmod 755 "$dir.tmp"
+		# apt-get download writes as _apt where it can (the folder is 755
+		# root: it falls back to root, with a notice that is no error).
+		(cd "$dir.tmp" && host_apt_get download -qq "prometheus=$version" 2>&1 |
+			grep -v 'Download is performed unsandboxed' >&2) || true
+		dpkg-deb -x "$dir.tmp"/prometheus_*.deb "$dir.tmp/root" &&
+			mkdir -p "$dir/usr/bin" &&
+			cp "$dir.tmp/root/usr/bin/promtool" "$dir/usr/bin/" &&
+			rm -rf "$dir.tmp" ||
+			{ echo "need_promtool: cannot unpack prometheus $version" >&2; return 1; }
+	fi
+	PATH=$dir/usr/bin:$PATH
+	export PATH
 }
 
 # The locks of this host's apt and dpkg.  On a fresh cloud machine

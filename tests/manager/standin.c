@@ -121,6 +121,7 @@ main (int argc, char **argv)
   d.kernel_batch = -1;
   d.kernel_batch_source = g_strdup ("test stand-in");
   d.start_usec = g_get_monotonic_time ();
+  d.start_real_usec = g_get_real_time ();
   d.sessions = g_ptr_array_new_with_free_func (session_free);
   for (int i = 0; i < nr_sessions; i++)
     {
@@ -186,6 +187,10 @@ main (int argc, char **argv)
     .saves = 7, .loads = 5, .declined = 1, .fallbacks = 2, .failures = 1,
     .bytes_saved = 123456, .bytes_loaded = 65432, .sessions_total = 9,
     .refused = 3,
+    .operations = {
+      [VGICD_DIRECTION_SAVE] = { [VGICD_COUNT_OK] = 7, [VGICD_COUNT_DECLINED] = 1 },
+      [VGICD_DIRECTION_LOAD] = { [VGICD_COUNT_OK] = 5, [VGICD_COUNT_REFUSED] = 1 },
+    },
   };
 
   bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, NULL, &error);

@@ -522,7 +522,20 @@ test_metrics (Fixture *f, gconstpointer data)
   g_autoptr (Run) st = vgicctl (NULL, "status", "--json");
 
   g_assert_cmpint (r->status, ==, 0);
+  assert_contains (r->out, "# TYPE vgicd_operations_total counter\n");
+  assert_contains (r->out, "vgicd_operations_total{direction=\"save\",outcome=\"ok\"} 7\n");
+  assert_contains (r->out, "vgicd_operations_total{direction=\"load\",outcome=\"refused\"} 1\n");
+  /* every series from the start, zeros too */
+  assert_contains (r->out, "vgicd_operations_total{direction=\"load\",outcome=\"failed\"} 0\n");
+  assert_contains (r->out, "vgicd_record_bytes_total{direction=\"save\"} 123456\n");
+  assert_contains (r->out, "vgicd_peers_refused_total 3\n");
+  assert_contains (r->out, "vgicd_sessions_attached 2\n");
+  g_assert_true (g_regex_match_simple ("^vgicd_start_time_seconds [0-9]+(\\.[0-9]{6})?$", r->out,
+                                       G_REGEX_MULTILINE, 0));
+  /* the names before 0.4.0, for one release, each saying what replaces it */
   assert_contains (r->out, "# TYPE vgicd_saves_total counter\nvgicd_saves_total 7\n");
+  assert_contains (r->out, "# HELP vgicd_failures_total Deprecated, removed in the next release: "
+                           "vgicd_operations_total{outcome=~\"failed|refused\"}.\n");
   assert_contains (r->out, "vgicd_failures_total 1\n");
   assert_contains (r->out, "vgicd_sessions 2\n");
   assert_contains (r->out, "vgicd_operation_duration_seconds_bucket{direction=\"save\","
@@ -534,7 +547,7 @@ test_metrics (Fixture *f, gconstpointer data)
   assert_contains (r->out, "vgicd_operation_duration_seconds_sum{direction=\"save\","
                            "path=\"single\"} 0.182000000\n");
   /* A refused load is no duration. */
-  g_assert_null (strstr (r->out, "direction=\"load\""));
+  g_assert_null (strstr (r->out, "vgicd_operation_duration_seconds_count{direction=\"load\""));
   g_assert_cmpint (st->status, ==, 0);
   assert_valid_json (st->out);
   assert_contains (st->out, "{\"properties\":");

@@ -430,14 +430,14 @@ c_metrics() {
 	expect "client exit status" "$RC" 0
 	for _ in $(seq 30); do
 		file=$(in_ct cat "$dir/vgicd.prom" 2>/dev/null || true)
-		grep -q '^vgicd_saves_total 1$' <<<"$file" && break
+		grep -q '^vgicd_operations_total{direction="save",outcome="ok"} 1$' <<<"$file" && break
 		sleep 0.1
 	done
-	expect_match "the textfile" "$file" '^vgicd_saves_total 1$'
+	expect_match "the textfile" "$file" '^vgicd_operations_total\{direction="save",outcome="ok"\} 1$'
 	expect_match "a histogram" "$file" '^vgicd_operation_duration_seconds_count\{direction="save",path="single"\} 1$'
 	expect "its owner" "$(in_ct stat -c '%U %a' "$dir/vgicd.prom")" "vgicd 644"
 	expect "nothing else in the folder" "$(in_ct ls "$dir")" "vgicd.prom"
-	expect_match "vgicctl metrics" "$(in_ct vgicctl metrics)" '^vgicd_saves_total 1$'
+	expect_match "vgicctl metrics" "$(in_ct vgicctl metrics)" '^vgicd_operations_total\{direction="save",outcome="ok"\} 1$'
 }
 
 c_reload() {

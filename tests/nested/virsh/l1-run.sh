@@ -421,7 +421,7 @@ expect a.journal-catalog-on-A \
 	"$(journalctl -x -q --no-pager -u vgicd.service MESSAGE_ID=b72f7a0c89a94420b3ccee11c29d15ee VGICD_VM=l2a | grep -m1 'Subject:')" \
 	sh -c "journalctl -x -q --no-pager -u vgicd.service MESSAGE_ID=b72f7a0c89a94420b3ccee11c29d15ee VGICD_VM=l2a | grep -q 'Subject: vgicd saved the vGIC of VM l2a'"
 sleep 2	# the textfile follows a change within a second
-expect a.metrics-textfile-on-A "$(grep -E '^vgicd_(saves_total|operation_duration_seconds_count)' $PROM/vgicd.prom 2>&1 | tr '\n' ' ')" \
+expect a.metrics-textfile-on-A "$(grep -E '^vgicd_(operations_total\{direction="save",outcome="ok"\}|operation_duration_seconds_count)' $PROM/vgicd.prom 2>&1 | tr '\n' ' ')" \
 	grep -qE '^vgicd_operation_duration_seconds_count\{direction="save",path="batch"\} [1-9]' $PROM/vgicd.prom
 conb=$B/log-libvirt/qemu/l2a.console
 wait_tick $conb $((n0 + 3)) 300

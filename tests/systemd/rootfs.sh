@@ -24,9 +24,9 @@ CACHE=$VGICD_CACHE/nspawn
 # (vgicd.service's ExecReload=; every Debian host has it, minbase does not).
 # util-linux (setpriv, for the unprivileged checks) and dpkg (for
 # --from-deb) are in minbase already.
-PACKAGES=systemd,systemd-sysv,dbus,procps,libglib2.0-0,libsystemd0
+PACKAGES=systemd,systemd-sysv,dbus,procps,libglib2.0-0,libsystemd0,libjson-glib-1.0-0
 # Bump to force a rebuild when the recipe below changes.
-RECIPE=1
+RECIPE=2
 
 [ -r "$DEBIAN_SOURCES" ] || { echo "rootfs.sh: cannot read $DEBIAN_SOURCES (the apt sources to build from)" >&2; exit 1; }
 mapfile -t MIRRORS < <(deb_sources_lines)

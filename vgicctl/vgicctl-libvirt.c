@@ -17,6 +17,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
+#include "vgicctl-libvirt-dl.h"
 #include "vgicd-domxml.h"
 #include "vgicd-emulator.h"
 
@@ -136,6 +137,13 @@ open_domain (const Request *r, Domain *d)
   g_autoptr (GError) error = NULL;
   char *xml;
 
+  /* Loaded here, not linked (vgicctl-libvirt-dl.h): only these two
+   * commands need libvirt, and a usage error does not. */
+  if (!vgicctl_libvirt_load (&error))
+    {
+      fprintf (stderr, "vgicctl: %s: %s\n", r->what, error->message);
+      return EXIT_DBUS;
+    }
   virSetErrorFunc (NULL, quiet_libvirt);
   d->conn = virConnectOpen (r->uri);
   if (!d->conn)

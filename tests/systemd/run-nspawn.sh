@@ -217,7 +217,7 @@ step_begin "install $SOURCE"
 if [ -n "$FROM_DEB" ]; then
 	# The packages' maintainer scripts do what a host install does
 	# (sysusers, tmpfiles, daemon-reload).  With dependencies the tree
-	# lacks (libvirt0 for vgicctl enable|disable), apt installs them first,
+	# lacks, apt installs them first,
 	# from the mirrors rootfs.sh built the tree from, as
 	# `apt install ./vgicd_*.deb` would on a host.
 	apt_install='DEBIAN_FRONTEND=noninteractive apt-get -y -q install --no-install-recommends'
@@ -527,6 +527,20 @@ c_hook_off() {
 	in_ct sed -i 's/^LibvirtHook=false$/#LibvirtHook=true/' /etc/vgicd/vgicd.conf
 }
 
+# vgicd's package does not pull libvirt in (from the .debs only): vgicctl
+# loads libvirt's client library for enable|disable, and says what to
+# install where it is missing.
+c_no_libvirt() {
+	expect "vgicd's Depends name no libvirt" \
+		"$(dpkg-deb -f "$STAGE"/debs/vgicd_*.deb Depends | grep -c libvirt)" 0
+	expect "libvirt0 not installed" \
+		"$(in_ct dpkg-query -W -f '${Status}' libvirt0 2>/dev/null | grep -c 'ok installed')" 0
+	run_rc in_ct vgicctl enable some-domain
+	expect "vgicctl enable without libvirt: exit status" "$RC" 2
+	expect_match "says what is missing" "$OUT" \
+		"^vgicctl: enable some-domain: libvirt's client library is not installed .*apt install libvirt0"
+}
+
 c_single() {
 	run_rc in_ct "$CLIENT" --name nspawn-vm2 "$ADDRESS"
 	expect "client exit status" "$RC" 0
@@ -575,6 +589,7 @@ check "MetricsTextfile= through a drop-in; vgicctl metrics" c_metrics
 check "systemctl stop: clean; the socket re-activates it" c_stop
 check "vgicctl on an idle host: the bus starts vgicd (D-Bus activation)" c_bus_activation
 [ -z "$FROM_DEB" ] || check "the hook switched off stays off across an upgrade (dpkg -i)" c_hook_off
+[ -z "$FROM_DEB" ] || check "no libvirt0 with vgicd; vgicctl enable says what to install" c_no_libvirt
 step_end
 
 in_ct journalctl -b --no-pager -o short-monotonic >"$LOGS/journal.log" 2>&1 || true

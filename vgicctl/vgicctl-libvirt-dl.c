@@ -32,9 +32,9 @@ vgicctl_libvirt_load (GError **error)
       /* Never unloaded: libvirt keeps threads and handlers of its own. */
       lib = dlopen (VGICCTL_LIBVIRT_SONAME, RTLD_NOW | RTLD_LOCAL);
       if (!lib)
-        why = g_strdup_printf ("libvirt's client library is not installed (%s: %s); "
+        why = g_strdup_printf ("libvirt's client library is not installed (%s); "
                                "apt install libvirt0, or run this on a libvirt host",
-                               VGICCTL_LIBVIRT_SONAME, dlerror ());
+                               dlerror ());
       for (guint i = 0; lib && !why && i < G_N_ELEMENTS (symbols); i++)
         if (!(*symbols[i].slot = dlsym (lib, symbols[i].name)))
           why = g_strdup_printf ("%s has no %s: libvirt is older than this vgicctl "

@@ -45,6 +45,7 @@ typedef struct {
   const VgicShape *shape;
   const VgicValues *values;
   gboolean routes;	/* the record carries every SPI's route (version 2) */
+  gboolean qemu_fields;	/* the values are QEMU's fields, not a record's */
   GString *out;
 } Dump;
 
@@ -332,6 +333,17 @@ dump_spis (const Dump *d, VgicDumpFlags flags)
       "    vgicd writes them.  \"vCPU\" is the vCPU the route names (\"none\":\n"
       "    no vCPU has that affinity).\n",
       GIC_INTERNAL, n / 2, n / 2 + 1, n - 1);
+  else if (d->qemu_fields)
+    g_string_append_printf (d->out,
+      "  Note: routes are carried for SPIs %u-%u only (\"-\" marks the others).\n"
+      "    These are QEMU's own fields, which QEMU 10.0 fills by reading\n"
+      "    GICD_IROUTER<n> at 0x6000+4n and 0x6000+4n+4 instead of 0x6000+8n.  KVM\n"
+      "    takes offset 0x6000+8m as the route of IRQ m, so those reads reach the\n"
+      "    routes of SPIs 32..nr_irqs/2 only, and a load from these fields leaves\n"
+      "    the others as the destination VM has them (vgicd's record, Record=true,\n"
+      "    carries them all).  \"vCPU\" is the vCPU the route names (\"none\": no\n"
+      "    vCPU has that affinity).\n",
+      GIC_INTERNAL, n / 2);
   else
     g_string_append_printf (d->out,
       "  Note: routes are carried for SPIs %u-%u only (\"-\" marks the others).\n"
@@ -520,13 +532,13 @@ sysreg_line (const Dump *d, uint32_t mpidr, const char *name, uint32_t enc,
 }
 
 static void
-dump_header (const Dump *d, guint version)
+dump_header (const Dump *d, const char *title)
 {
   const VgicShape *shape = d->shape;
   uint64_t typer_lo;
   char aff[16];
 
-  g_string_append_printf (d->out, "vGIC state record, format version %u\n", version);
+  g_string_append_printf (d->out, "%s\n", title);
   g_string_append_printf (d->out, "  %-16s %u (32 private, SPIs 32-%u)\n", "IRQs",
                           shape->nr_irqs, shape->nr_irqs - 1);
   g_string_append_printf (d->out, "  %-16s %u (affinities in vCPU index order):",
@@ -593,22 +605,31 @@ dump_vcpu (const Dump *d, uint32_t cpu)
 }
 
 char *
-vgic_dump_record (const VgicRecord *record, VgicDumpFlags flags)
+vgic_dump_state (const VgicShape *shape, const VgicValues *values, gboolean routes,
+                 const char *title, VgicDumpFlags flags)
 {
   g_autoptr (GString) out = NULL;
   Dump d;
 
-  g_return_val_if_fail (record != NULL, NULL);
-  g_return_val_if_fail (record->shape != NULL && record->values != NULL, NULL);
-  g_return_val_if_fail (record->shape->nr_vcpus > 0 &&
-                        record->shape->nr_irqs >= VGIC_MIN_IRQS, NULL);
+  g_return_val_if_fail (shape != NULL && values != NULL && title != NULL, NULL);
+  g_return_val_if_fail (shape->nr_vcpus > 0 && shape->nr_irqs >= VGIC_MIN_IRQS, NULL);
 
   out = g_string_new (NULL);
-  d = (Dump) { .shape = record->shape, .values = record->values, .routes = record->routes,
-               .out = out };
-  dump_header (&d, record->version);
+  d = (Dump) { .shape = shape, .values = values, .routes = routes,
+               .qemu_fields = !!(flags & VGIC_DUMP_QEMU_FIELDS), .out = out };
+  dump_header (&d, title);
   dump_spis (&d, flags);
-  for (uint32_t cpu = 0; cpu < record->shape->nr_vcpus; cpu++)
+  for (uint32_t cpu = 0; cpu < shape->nr_vcpus; cpu++)
     dump_vcpu (&d, cpu);
   return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+char *
+vgic_dump_record (const VgicRecord *record, VgicDumpFlags flags)
+{
+  g_autofree char *title = NULL;
+
+  g_return_val_if_fail (record != NULL, NULL);
+  title = g_strdup_printf ("vGIC state record, format version %u", record->version);
+  return vgic_dump_state (record->shape, record->values, record->routes, title, flags);
 }

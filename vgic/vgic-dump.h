@@ -20,6 +20,9 @@ typedef enum {
    * 0 or not carried).  Without it those are only counted, with their IRQ
    * numbers as ranges, so that the SPIs that matter stand out. */
   VGIC_DUMP_ALL_IRQS = 1 << 0,
+  /* The values are QEMU's own fields (vgic-qemu-fields.h), not a record's:
+   * the notes say so. */
+  VGIC_DUMP_QEMU_FIELDS = 1 << 1,
 } VgicDumpFlags;
 
 /**
@@ -37,3 +40,18 @@ typedef enum {
  * Return: the text, newly allocated (g_free()); every line ends in '\n'.
  */
 char *vgic_dump_record (const VgicRecord *record, VgicDumpFlags flags);
+
+/**
+ * vgic_dump_state() - vgic_dump_record() of any register values: those of
+ * a record, or QEMU's own fields (vgic-qemu-fields.h)
+ * @shape: the VM
+ * @values: its registers, as a record keys them
+ * @routes: @values hold every SPI's route (a version 2 record), not only
+ *	those QEMU 10.0's accesses reach
+ * @title: the first line, without its newline
+ * @flags: VGIC_DUMP_* flags
+ *
+ * Return: the text, newly allocated (g_free()).
+ */
+char *vgic_dump_state (const VgicShape *shape, const VgicValues *values, gboolean routes,
+                       const char *title, VgicDumpFlags flags);

@@ -23,7 +23,9 @@
 #include <gio/gunixinputstream.h>
 
 #include "vgic-dump.h"
+#include "vgic-qemu-fields.h"
 #include "vgic-record.h"
+#include "vgicctl-stream.h"
 #include "vgicctl-json.h"
 #include "vgicctl.h"
 #include "vgicd-config.h"
@@ -699,6 +701,74 @@ read_all (const char *path, GError **error)
   return g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
 }
 
+/* The IRQ count of a stream's VM: the stream does not carry it (QEMU takes
+ * it from the destination's configuration).  QEMU's virt machine has 256
+ * SPIs at every version; any other needs --irqs. */
+#define VIRT_NR_IRQS (256 + 32)
+
+/* dump_stream() - `vgicctl dump` of a migration stream: vgicd's record when
+ * the stream carries one, QEMU's own fields otherwise, each in a record
+ * dump's form, under a line that says where they come from. */
+static int
+dump_stream (const char *name, const guint8 *data, gsize len, guint nr_irqs,
+             VgicDumpFlags flags)
+{
+  g_auto (VgicctlStream) s = { 0 };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicRecord) record = NULL;
+  g_autoptr (VgicShape) shape = NULL;
+  g_autoptr (VgicValues) values = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *title = NULL;
+
+  if (!vgicctl_stream_read (data, len, &s, &error))
+    {
+      fprintf (stderr, "vgicctl: dump: %s: %s\n", name, error->message);
+      return EXIT_INPUT;
+    }
+  printf ("%s, %s%s%s: arm_gicv3 section %u at byte %" G_GSIZE_FORMAT ", %u vCPUs, %s\n\n",
+          name, s.container, s.machine ? ", machine " : "", s.machine ? s.machine : "",
+          s.section_id, s.offset, s.gic->nr_cpus,
+          s.record ? "with vgicd's state record (Record=true)"
+                   : "QEMU's own fields (no vgicd record)");
+  if (s.record)
+    {
+      record = vgic_record_decode (s.record, s.record_len, &error);
+      if (!record)
+        {
+          fprintf (stderr, "vgicctl: dump: %s: its vgicd record is not valid: %s\n", name,
+                   error->message);
+          return EXIT_INPUT;
+        }
+      text = vgic_dump_record (record, flags);
+      fputs (text, stdout);
+      return EXIT_OK;
+    }
+  if (!nr_irqs)
+    {
+      if (!s.machine || !g_str_has_prefix (s.machine, "virt"))
+        {
+          fprintf (stderr, "vgicctl: dump: %s: the stream does not say how many IRQs the "
+                   "VM has (machine %s): give --irqs N\n", name, s.machine ? s.machine : "unknown");
+          return EXIT_USAGE;
+        }
+      nr_irqs = VIRT_NR_IRQS;
+    }
+  if (!(shape = vgic_shape_new (nr_irqs, s.gic->nr_cpus, NULL, &error)) ||
+      !(values = vgic_qemu_fields_values (s.gic, shape, &error)))
+    {
+      fprintf (stderr, "vgicctl: dump: %s: %s\n", name, error->message);
+      return EXIT_INPUT;
+    }
+  title = g_strdup_printf ("vGIC state from QEMU's own fields, as its load writes them "
+                           "(%u IRQs%s; vCPU affinities KVM's default)", nr_irqs,
+                           s.machine && g_str_has_prefix (s.machine, "virt") && nr_irqs == VIRT_NR_IRQS
+                           ? ", the virt machine's" : "");
+  text = vgic_dump_state (shape, values, FALSE, title, flags | VGIC_DUMP_QEMU_FIELDS);
+  fputs (text, stdout);
+  return EXIT_OK;
+}
+
 static int
 cmd_dump (int argc, char **argv)
 {
@@ -724,6 +794,9 @@ cmd_dump (int argc, char **argv)
       fprintf (stderr, "vgicctl: dump: cannot read %s: %s\n", name, error->message);
       return EXIT_INPUT;
     }
+  if (vgicctl_stream_detect (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes)))
+    return dump_stream (name, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), 0,
+                        seen[0] ? VGIC_DUMP_ALL_IRQS : VGIC_DUMP_NONE);
   record = vgic_record_decode (g_bytes_get_data (bytes, &len),
                                g_bytes_get_size (bytes), &error);
   if (!record)

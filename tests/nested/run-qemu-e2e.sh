@@ -17,7 +17,9 @@
 #       a second patched QEMU, which saves with vgicd off (C).  A's and C's
 #       GIC and ITS device sections must be identical (analyze-migration.py
 #       of the QEMU source package), and the guest must keep running after
-#       cont;
+#       cont; `vgicctl dump` of every stream reads the same GIC state from
+#       the stock and patched QEMUs' fields, and from vgicd's record the
+#       same registers again (files/*.dump.txt);
 #   (b) B into the stock QEMU fails (unknown subsection) and the source
 #       stays alive; A loads into the patched QEMU with vgicd by QEMU's own
 #       path; with an explicit vgicd address that is unreachable the patched
@@ -170,9 +172,18 @@ NESTED_SMP=2 NESTED_MEM=3G nested_boot "$PATCHED_IMAGE" "$NESTED_OUT/l1.cpio" "$
 step_end
 [ $rc -ne 124 ] || echo "L1 timed out after ${TIMEOUT}s"
 
-step_begin "analysis (analyze-migration.py, trace events)"
+step_begin "analysis (analyze-migration.py, vgicctl dump, trace events)"
 arc=0
-/usr/bin/python3 "$HERE/e2e/analyze.py" --log "$LOG" --out "$NESTED_OUT/files" \
+# A native vgicctl for `vgicctl dump` of the streams: the test command's
+# build when it is there, else one built for this (vgicctl alone).
+VGICCTL=$VGICD_BUILD/gcc/vgicctl/vgicctl
+if [ ! -x "$VGICCTL" ]; then
+	[ -f "$VGICD_BUILD/e2e-host/build.ninja" ] ||
+		heavy meson setup "$VGICD_BUILD/e2e-host" "$VGICD_ROOT" -Dman=disabled >/dev/null
+	heavy ninja -C "$VGICD_BUILD/e2e-host" vgicctl/vgicctl >/dev/null
+	VGICCTL=$VGICD_BUILD/e2e-host/vgicctl/vgicctl
+fi
+/usr/bin/python3 "$HERE/e2e/analyze.py" --log "$LOG" --out "$NESTED_OUT/files" --vgicctl "$VGICCTL" \
 	--analyze "$ANALYZE" --a "$SIZES_A" --b "$SIZE_B" --c "$SIZES_C" --reps "$REPS" \
 	--c-vmdesc "$C_VMDESC" --d "$SIZES_D" --d-hops "$D_HOPS" \
 	--results "$NESTED_OUT/results.json" ${ENFORCE:+--enforce-target} || arc=$?

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 
 FAILS = []
@@ -242,6 +243,59 @@ def check_a(analyze, files, n):
         print("    %-8s %s" % (s_ + " ->", "  ".join(row)))
 
 
+def dump_text(vgicctl, path):
+    """`vgicctl dump` of a stream: (exit status, its text without the first
+    two lines, which name the file and the section's byte offset)."""
+    p = subprocess.run([vgicctl, "dump", path], capture_output=True, text=True)
+    with open(path + ".dump.txt", "w") as f:
+        f.write(p.stdout + p.stderr)
+    return p.returncode, "\n".join(p.stdout.splitlines()[2:]), p.stderr.strip()
+
+
+def fields_only(text):
+    """A dump without what QEMU's fields cannot hold and a record can (the
+    TYPER registers and the LPI line from them), the title and the routes
+    note, whose words differ by source."""
+    out, note = [], False
+    for line in text.splitlines()[1:]:
+        if line.startswith("  Note:"):
+            note = True
+        elif note and not line.strip():
+            note = False
+        if note or re.match(r"^\s*(LPIs|GICD_TYPER|GICR_TYPER)\s", line):
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def check_dump(vgicctl, files, n):
+    """`vgicctl dump` of every stream of the chain: the same state in V, S
+    and D streams dumps the same; R's dumps its record, which shows the
+    registers QEMU's fields hold as they do (one guest, handed along)."""
+    names = ["a%d-%d.mig" % (n, i) for i in range(len(CHAIN))]
+    if any(x not in files for x in names):
+        return
+    dumps = [dump_text(vgicctl, files[x]) for x in names]
+    failed = ["%d (%s): exit %d: %s" % (i, CHAIN[i], d[0], d[2]) for i, d in enumerate(dumps) if d[0]]
+    result("a%d.vgicctl-dump-of-every-stream" % n, not failed,
+           "; ".join(failed) if failed else "%d streams, dumps in %s/*.dump.txt" % (
+               len(names), os.path.dirname(files[names[0]])))
+    if failed:
+        return
+    plain = [i for i, t in enumerate(CHAIN) if t != "R"]
+    ref = dumps[plain[0]][1]
+    bad = [str(i) for i in plain if dumps[i][1] != ref]
+    result("a%d.dump-of-QEMU's-fields-same-in-V-S-D" % n, not bad and ref.startswith(
+        "vGIC state from QEMU's own fields"), "differ: %s" % bad if bad else ref.splitlines()[0])
+    for i in (i for i, t in enumerate(CHAIN) if t == "R"):
+        rec = dumps[i][1]
+        same = fields_only(rec) == fields_only(ref)
+        result("a%d.dump-of-the-record-matches-QEMU's-fields" % n,
+               rec.startswith("vGIC state record") and same,
+               rec.splitlines()[0] + ("; every register both hold agrees" if same else
+                                      "; they differ: see the .dump.txt files"))
+
+
 def trace_events(path):
     """(time in s, event, args) of a QEMU log-backend trace with timestamps."""
     out = []
@@ -399,6 +453,7 @@ def main():
     ap.add_argument("--d", default="")
     ap.add_argument("--d-hops", type=int, default=3)
     ap.add_argument("--results")
+    ap.add_argument("--vgicctl", help="a native vgicctl: `vgicctl dump` of the (a) streams")
     args = ap.parse_args()
     sizes_a = [int(x) for x in args.a.split(",") if x]
     sizes_c = [int(x) for x in args.c.split(",") if x]
@@ -421,6 +476,8 @@ def main():
     print("\n(a)/(b) streams (analyze-migration.py):")
     for n in sizes_a:
         check_a(args.analyze, files, n)
+        if args.vgicctl:
+            check_dump(args.vgicctl, files, n)
     if args.b != "0":
         try:
             su = subsections_of(desc(args.analyze, files["b-unreach.mig"]), "arm_gicv3")

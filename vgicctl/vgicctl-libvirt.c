@@ -12,7 +12,32 @@
 
 #include "vgicctl.h"
 
+/* Their own options, in vgicctl's GOptionContext (vgicctl.c); built
+ * without libvirt too, so that the usage and the docs stay the same. */
+static gboolean opt_required, opt_allow_tcg;
+static char *opt_connect;
+
+#define CONNECT_ENTRY \
+  { "connect", 'c', 0, G_OPTION_ARG_STRING, &opt_connect, \
+    "A libvirt URI (default: libvirt's default, qemu:///system for root)", "URI" }
+
+const GOptionEntry vgicctl_enable_options[] = {
+  { "required", 0, 0, G_OPTION_ARG_NONE, &opt_required,
+    "The domain does not start or migrate in where vgicd is down", NULL },
+  { "allow-tcg", 0, 0, G_OPTION_ARG_NONE, &opt_allow_tcg,
+    "Accept aarch64 domains of type qemu too (for tests)", NULL },
+  CONNECT_ENTRY,
+  { NULL }
+};
+
+const GOptionEntry vgicctl_disable_options[] = {
+  CONNECT_ENTRY,
+  { NULL }
+};
+
 #ifdef VGICCTL_LIBVIRT
+
+#include "vgicctl-json.h"
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -29,6 +54,8 @@ typedef struct {
   VgicdVmChoice want;
   gboolean allow_tcg;
   char *what;		/* "enable DOMAIN", the prefix of every message */
+  VgicctlJson json;	/* --json: what was done, as an object */
+  gboolean quiet;	/* -q: warnings and errors only */
 } Request;
 
 /* What libvirt holds of the domain. */
@@ -88,45 +115,20 @@ libvirt_failure (const char *what, const char *fallback)
     }
 }
 
-/* The command line: DOMAIN, --connect URI (which parse_flags(), knowing
- * only switches, cannot take), --required, --allow-tcg. */
+/* The command line, parsed by vgicctl.c: DOMAIN and the options. */
 static int
-parse_request (int argc, char **argv, gboolean enable, Request *r)
+parse_request (const VgicctlCall *call, gboolean enable, Request *r)
 {
-  static const char *const flags[] = { "--required", "--connect", "--allow-tcg", NULL };
-  gboolean seen[3] = { FALSE };
-  char *args[1] = { NULL };
-  g_autoptr (GPtrArray) rest = g_ptr_array_new ();
-  int status;
-
-  r->cmd = enable ? "enable" : "disable";
-  g_ptr_array_add (rest, argv[0]);
-  for (int i = 1; i < argc; i++)
-    {
-      if (g_str_equal (argv[i], "--connect") || g_str_equal (argv[i], "-c"))
-        {
-          if (++i == argc)
-            return usage_error ("%s: --connect needs a libvirt URI", r->cmd);
-          r->uri = argv[i];
-          continue;
-        }
-      if (g_str_has_prefix (argv[i], "--connect="))
-        {
-          r->uri = argv[i] + strlen ("--connect=");
-          continue;
-        }
-      g_ptr_array_add (rest, argv[i]);
-    }
-  if ((status = parse_flags (r->cmd, rest->len, (char **) rest->pdata, flags, seen, 1, args)))
-    return status;
-  if (!args[0])
-    return usage_error ("%s: which domain? Give its libvirt name", r->cmd);
-  if (!enable && (seen[0] || seen[2]))
-    return usage_error ("disable: --required and --allow-tcg are for enable");
-  r->domain = args[0];
-  r->allow_tcg = seen[2];
-  r->want = !enable ? VGICD_VM_OFF : seen[0] ? VGICD_VM_REQUIRED : VGICD_VM_WANTED;
+  r->cmd = call->name;
+  if (!call->args[0])
+    return usage_error ("which domain? Give its libvirt name");
+  r->uri = opt_connect;
+  r->domain = call->args[0];
+  r->allow_tcg = opt_allow_tcg;
+  r->want = !enable ? VGICD_VM_OFF : opt_required ? VGICD_VM_REQUIRED : VGICD_VM_WANTED;
   r->what = g_strdup_printf ("%s %s", r->cmd, r->domain);
+  r->json = call->json;
+  r->quiet = call->quiet;
   return EXIT_OK;
 }
 
@@ -261,13 +263,43 @@ update_live (const Request *r, Domain *d, gboolean *active)
 
 /* What changed, and (enable, on this host) whether this host's QEMU can
  * use vgicd at all. */
+/* report_json() - what was done, for scripts: the same facts as the
+ * sentences (vgicctl(1) lists the keys) */
+static void
+report_json (const Request *r, const Domain *d, gboolean active, gboolean arg_removed)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "domain");
+  json_builder_add_string_value (b, r->domain);
+  json_builder_set_member_name (b, "command");
+  json_builder_add_string_value (b, r->cmd);
+  json_builder_set_member_name (b, "choice");
+  json_builder_add_string_value (b, vgicd_vm_choice_to_string (r->want));
+  json_builder_set_member_name (b, "previous");
+  json_builder_add_string_value (b, vgicd_vm_choice_to_string (d->was));
+  json_builder_set_member_name (b, "changed");
+  json_builder_add_boolean_value (b, d->was != r->want);
+  json_builder_set_member_name (b, "active");
+  json_builder_add_boolean_value (b, active);
+  json_builder_set_member_name (b, "argument-removed");
+  json_builder_add_boolean_value (b, arg_removed);
+  json_builder_end_object (b);
+  vgicctl_json_print_builder (b, r->json);
+}
+
 static void
 report (const Request *r, const Domain *d, gboolean active, gboolean arg_removed)
 {
   g_autofree char *emulator = NULL;
   g_autofree char *why = NULL;
 
-  if (r->want == VGICD_VM_OFF)
+  if (r->json)
+    report_json (r, d, active, arg_removed);
+  else if (r->quiet)
+    ;
+  else if (r->want == VGICD_VM_OFF)
     printf ("Domain %s: vgicd %s, from its next start%s.\n", r->domain,
             d->was == VGICD_VM_OFF ? "was already off" : "off",
             active ? " or migration (or once vgicd is reloaded)" : "");
@@ -278,7 +310,7 @@ report (const Request *r, const Domain *d, gboolean active, gboolean arg_removed
             "required: it does not start or migrate where vgicd is down" :
             "optional: it runs without vgicd where vgicd is down",
             active ? " or migration (or once vgicd is reloaded)" : "");
-  if (arg_removed)
+  if (arg_removed && !r->json && !r->quiet)
     printf ("Domain %s: removed the argument -global %s=... that earlier versions "
             "added; a patched QEMU reaches vgicd without it.\n", r->domain,
             VGICD_QEMU_PROPERTY);
@@ -293,14 +325,14 @@ report (const Request *r, const Domain *d, gboolean active, gboolean arg_removed
 }
 
 static int
-enable_disable (int argc, char **argv, gboolean enable)
+enable_disable (const VgicctlCall *call, gboolean enable)
 {
   Request r = { 0 };
   g_auto (Domain) d = { 0 };
   gboolean active = FALSE, arg_removed = FALSE;
   int status;
 
-  if ((status = parse_request (argc, argv, enable, &r)) ||
+  if ((status = parse_request (call, enable, &r)) ||
       (status = open_domain (&r, &d)) ||
       (enable && (status = check_target (&r, &d))) ||
       (status = define_edited (&r, &d, &arg_removed)) ||
@@ -317,7 +349,7 @@ enable_disable (int argc, char **argv, gboolean enable)
 #else
 
 static int
-enable_disable (int argc, char **argv, gboolean enable)
+enable_disable (const VgicctlCall *call, gboolean enable)
 {
   fprintf (stderr, "vgicctl: %s: this vgicctl was built without libvirt; "
            "edit the domain with virsh edit (see the vgicd hook's README)\n",
@@ -328,13 +360,13 @@ enable_disable (int argc, char **argv, gboolean enable)
 #endif
 
 int
-vgicctl_enable (int argc, char **argv)
+vgicctl_enable (const VgicctlCall *call)
 {
-  return enable_disable (argc, argv, TRUE);
+  return enable_disable (call, TRUE);
 }
 
 int
-vgicctl_disable (int argc, char **argv)
+vgicctl_disable (const VgicctlCall *call)
 {
-  return enable_disable (argc, argv, FALSE);
+  return enable_disable (call, FALSE);
 }

@@ -5,13 +5,18 @@
  * that ask vgicd over org.vgicd.Manager1 on the system bus (status, mode,
  * sessions, stats, history, metrics, check) or need no vgicd at all (dump, a
  * state record decoded locally).  enable|disable, which edit a libvirt
- * domain, are vgicctl-libvirt.c's; the JSON printer is vgicctl-json.c's.
+ * domain, are vgicctl-libvirt.c's; the JSON printer is vgicctl-json.c's,
+ * status's readiness judgement vgicctl-state.c's.
  *
  * It is meant for shell scripts as much as for people: one exit code per
  * kind of failure, errors on stderr saying what failed and what to do, and
  * the plain answers (`vgicctl mode`, --json) on stdout with nothing else.
  * The command table is the one list of commands: the usage, `vgicctl
- * COMMAND --help` and the docs checks (tests/docs) all read it.
+ * COMMAND --help` and the docs checks (tests/docs) all read it.  Each
+ * command's options are parsed by a GOptionContext made from its own
+ * GOptionEntry table and the options every command takes (--json, -q,
+ * --no-pager, --help), so --opt=value, --opt value and -- work as they do
+ * in every GLib tool, and a mistake prints that command's usage only.
  */
 #include <errno.h>
 #include <locale.h>
@@ -25,8 +30,10 @@
 #include "vgic-dump.h"
 #include "vgic-qemu-fields.h"
 #include "vgic-record.h"
+#include "vgic-regs.h"
 #include "vgicctl-stream.h"
 #include "vgicctl-json.h"
+#include "vgicctl-state.h"
 #include "vgicctl.h"
 #include "vgicd-config.h"
 #include "vgicd/manager.h"
@@ -37,16 +44,27 @@
 #define HINT_RUNNING "is vgicd running? systemctl status vgicd"
 
 /* One command: what `vgicctl --help` lists (synopsis, summary), what
- * `vgicctl COMMAND --help` prints (synopsis, help) and what runs it. */
+ * `vgicctl COMMAND --help` prints (GOptionContext's help: params, help and
+ * the options) and what runs it. */
 typedef struct {
   const char *name;
-  const char *synopsis;
+  const char *synopsis;	/* its own options and arguments, for the usage */
+  const char *params;	/* its arguments, for --help's Usage: line */
   const char *summary;	/* a line or two for the usage; "\n" breaks a line */
   const char *help;
-  int (*run) (int argc, char **argv);
+  const GOptionEntry *options;	/* its own (NULL: none); the common ones follow */
+  guint max_args;	/* positional arguments it takes at most */
+  int (*run) (const VgicctlCall *call);
 } Command;
 
+/* What every command also takes, as the usage and usage errors say it. */
+#define COMMON_SYNOPSIS "[--json[=short|pretty]] [-q] [--no-pager]"
+
 static const char *usage (void);
+
+/* The command being run, once main() has found it: its usage errors print
+ * its own synopsis rather than the whole usage. */
+static const Command *current;
 
 int
 usage_error (const char *fmt, ...)
@@ -57,8 +75,33 @@ usage_error (const char *fmt, ...)
   va_start (ap, fmt);
   msg = g_strdup_vprintf (fmt, ap);
   va_end (ap);
-  fprintf (stderr, "vgicctl: %s\n\n%s", msg, usage ());
+  if (!current)
+    {
+      fprintf (stderr, "vgicctl: %s\n\n%s", msg, usage ());
+      return EXIT_USAGE;
+    }
+  fprintf (stderr, "vgicctl: %s: %s\nUsage: vgicctl %s " COMMON_SYNOPSIS "\n"
+           "'vgicctl %s --help' describes it.\n", current->name, msg, current->synopsis,
+           current->name);
   return EXIT_USAGE;
+}
+
+/* What the last failed call to vgicd said, in a few words, for status's
+ * "reason" when vgicd is down (the full message went to stderr). */
+static char *last_failure;
+
+static void
+note_failure (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
+
+static void
+note_failure (const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  g_free (last_failure);
+  last_failure = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
 }
 
 /* dbus_failure() - report a failed call with the exit status its kind has */
@@ -66,6 +109,7 @@ static int
 dbus_failure (const char *what, GError *error)
 {
   g_dbus_error_strip_remote_error (error);
+  note_failure ("%s", error->message);
 
   if (g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_ACCESS_DENIED))
     {
@@ -114,6 +158,7 @@ dbus_failure (const char *what, GError *error)
     {
       fprintf (stderr, "vgicctl: %s: cannot reach vgicd (%s): %s\n", what,
                error->message, HINT_RUNNING);
+      note_failure ("cannot reach vgicd: %s", error->message);
       return EXIT_DBUS;
     }
   /* Anything else is vgicd's own answer (a failed save, say): its message
@@ -134,11 +179,17 @@ system_bus (const char *what, int *status)
        * (which the bus would start). */
       if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND) ||
           g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED))
-        fprintf (stderr, "vgicctl: %s: the system bus is not running (%s); "
-                 "systemctl status dbus\n", what, error->message);
+        {
+          fprintf (stderr, "vgicctl: %s: the system bus is not running (%s); "
+                   "systemctl status dbus\n", what, error->message);
+          note_failure ("the system bus is not running: %s", error->message);
+        }
       else
-        fprintf (stderr, "vgicctl: %s: cannot connect to the system bus: %s; "
-                 HINT_RUNNING "\n", what, error->message);
+        {
+          fprintf (stderr, "vgicctl: %s: cannot connect to the system bus: %s; "
+                   HINT_RUNNING "\n", what, error->message);
+          note_failure ("cannot connect to the system bus: %s", error->message);
+        }
       *status = EXIT_DBUS;
     }
   return bus;
@@ -178,21 +229,21 @@ call (const char *what, const char *iface, const char *method, GVariant *params,
  * once the JSON is printed).
  */
 static GVariant *
-call_list (const char *what, const char *method, GVariant *params, gboolean json, int *status)
+call_list (const char *what, const char *method, GVariant *params, VgicctlJson json,
+           int *status)
 {
   g_autoptr (GVariant) reply = call (what, VGICD_MANAGER_INTERFACE, method, params, "(aa{sv})",
                                      status);
   g_autoptr (GVariant) list = NULL;
-  g_autoptr (GString) out = NULL;
+  g_autoptr (JsonNode) node = NULL;
 
   if (!reply)
     return NULL;
   list = g_variant_get_child_value (reply, 0);
   if (!json)
     return g_steal_pointer (&list);
-  out = g_string_new (NULL);
-  vgicctl_json_append (out, list);
-  printf ("%s\n", out->str);
+  node = vgicctl_json_from_variant (list);
+  vgicctl_json_print (node, json);
   *status = EXIT_OK;
   return NULL;
 }
@@ -269,74 +320,96 @@ format_duration_usec (guint64 usec)
   return g_strdup_printf ("%us", (guint) s);
 }
 
-/* Is the first argument a request for help?  Every command takes --help. */
-static gboolean
-wants_help (int argc, char **argv)
+/* config_errors() - the errors CheckConfig finds in the files vgicd loads,
+ * or -1 when vgicctl may not ask (the bus policy lets root and group vgicd
+ * only) or vgicd did not answer: status works for everyone, and says
+ * nothing of a check it could not make (stderr stays quiet about it). */
+static int
+config_errors (void)
 {
-  for (int i = 1; i < argc; i++)
-    if (g_str_equal (argv[i], "--help") || g_str_equal (argv[i], "-h"))
-      return TRUE;
-  return FALSE;
-}
-
-int
-parse_flags (const char *cmd, int argc, char **argv, const char *const *known,
-             gboolean *seen, int max_args, char **args)
-{
+  g_autoptr (GDBusConnection) bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, NULL, NULL);
+  g_autoptr (GVariant) reply = NULL;
+  g_autoptr (GVariant) list = NULL;
+  GVariantIter it;
+  const char *level;
   int n = 0;
 
-  for (int i = 1; i < argc; i++)
-    {
-      gboolean matched = FALSE;
-
-      if (argv[i][0] == '-' && argv[i][1] != '\0')
-        {
-          for (int k = 0; known && known[k]; k++)
-            if (g_str_equal (argv[i], known[k]))
-              {
-                seen[k] = TRUE;
-                matched = TRUE;
-              }
-          if (!matched)
-            return usage_error ("%s: unknown option %s", cmd, argv[i]);
-          continue;
-        }
-      if (n == max_args)
-        return usage_error ("%s: unexpected argument \"%s\"", cmd, argv[i]);
-      args[n++] = argv[i];
-    }
-  return EXIT_OK;
+  if (bus)
+    reply = g_dbus_connection_call_sync (bus, VGICD_MANAGER_NAME, VGICD_MANAGER_PATH,
+                                         VGICD_MANAGER_INTERFACE, "CheckConfig", NULL,
+                                         G_VARIANT_TYPE ("(a(ssusss))"),
+                                         G_DBUS_CALL_FLAGS_NONE, CALL_TIMEOUT_MS, NULL, NULL);
+  if (!reply)
+    return -1;
+  list = g_variant_get_child_value (reply, 0);
+  g_variant_iter_init (&it, list);
+  while (g_variant_iter_next (&it, "(&ssusss)", &level, NULL, NULL, NULL, NULL, NULL))
+    n += g_str_equal (level, "error");
+  return n;
 }
 
+static void
+add_dict_member (JsonBuilder *b, const char *name, GVariantDict *d)
+{
+  json_builder_set_member_name (b, name);
+  if (d)
+    {
+      g_autoptr (GVariant) v = g_variant_ref_sink (g_variant_dict_end (d));
+
+      json_builder_add_value (b, vgicctl_json_from_variant (v));
+    }
+  else
+    json_builder_add_null_value (b);
+}
+
+/* cmd_status() - the state line (ok, degraded, down: vgicctl-state.c) and
+ * what vgicd says of itself; down still prints the state (and the JSON)
+ * and exits with the failed call's status */
 static int
-cmd_status (int argc, char **argv)
+cmd_status (const VgicctlCall *c)
 {
   g_autoptr (GVariantDict) props = NULL;
   g_autoptr (GVariantDict) stats = NULL;
   g_autofree char *uptime = NULL;
+  g_autofree char *reason = NULL;
+  const char *state = "down";
   const char *source;
-  int status;
+  int status = EXIT_OK, errors = -1;
 
-  static const char *const flags[] = { "--json", NULL };
-  gboolean seen[1] = { FALSE };
-
-  if ((status = parse_flags ("status", argc, argv, flags, seen, 0, NULL)))
-    return status;
-  if (!(props = get_all ("status", &status)) ||
-      !(stats = get_stats ("status", &status)))
-    return status;
-  if (seen[0])
+  if ((props = get_all ("status", &status)) && (stats = get_stats ("status", &status)))
     {
-      g_autoptr (GString) out = g_string_new ("{\"properties\":");
-      g_autoptr (GVariant) p = g_variant_ref_sink (g_variant_dict_end (props));
-      g_autoptr (GVariant) s = g_variant_ref_sink (g_variant_dict_end (stats));
-
-      vgicctl_json_append (out, p);
-      g_string_append (out, ",\"stats\":");
-      vgicctl_json_append (out, s);
-      printf ("%s}\n", out->str);
-      return EXIT_OK;
+      errors = config_errors ();
+      state = vgicctl_state_judge (props, errors, &reason);
     }
+  else
+    reason = g_strdup (last_failure ? last_failure : "vgicd did not answer");
+
+  if (c->json)
+    {
+      g_autoptr (JsonBuilder) b = json_builder_new ();
+
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "state");
+      json_builder_add_string_value (b, state);
+      json_builder_set_member_name (b, "reason");
+      json_builder_add_string_value (b, reason);
+      json_builder_set_member_name (b, "config-errors");
+      if (errors >= 0)
+        json_builder_add_int_value (b, errors);
+      else
+        json_builder_add_null_value (b);
+      add_dict_member (b, "properties", props);
+      add_dict_member (b, "stats", stats);
+      json_builder_end_object (b);
+      vgicctl_json_print_builder (b, c->json);
+      return status;
+    }
+  /* -q: the exit status is the answer (0: vgicd answers). */
+  if (c->quiet)
+    return status;
+  printf ("State:         %s (%s)\n", state, reason);
+  if (!stats)
+    return status;
 
   source = dict_str (props, "KernelBatchSource");
   uptime = format_duration_usec (dict_u64 (stats, "uptime-usec"));
@@ -362,43 +435,71 @@ cmd_status (int argc, char **argv)
   return EXIT_OK;
 }
 
-static int
-cmd_mode (int argc, char **argv)
+/* mode's own option */
+static gboolean opt_runtime;
+static const GOptionEntry mode_options[] = {
+  { "runtime", 0, 0, G_OPTION_ARG_NONE, &opt_runtime,
+    "Change the mode until vgicd restarts or reloads, not in its state file", NULL },
+  { NULL }
+};
+
+/* print_mode_json() - {"mode": MODE} and, for a change, "saved" */
+static void
+print_mode_json (VgicctlJson json, const char *mode, gboolean changed, gboolean saved)
 {
-  static const char *const flags[] = { "--runtime", NULL };
-  gboolean seen[1] = { FALSE };
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "mode");
+  json_builder_add_string_value (b, mode);
+  if (changed)
+    {
+      json_builder_set_member_name (b, "saved");
+      json_builder_add_boolean_value (b, saved);
+    }
+  json_builder_end_object (b);
+  vgicctl_json_print_builder (b, json);
+}
+
+static int
+cmd_mode (const VgicctlCall *c)
+{
   g_autoptr (GError) error = NULL;
   g_autoptr (GVariant) reply = NULL;
-  char *args[1] = { NULL };
   VgicdMode mode;
   int status;
 
-  if ((status = parse_flags ("mode", argc, argv, flags, seen, 1, args)))
-    return status;
-
-  if (!args[0])
+  if (c->n_args == 0)
     {
       g_autoptr (GVariantDict) props = NULL;
 
-      if (seen[0])
-        return usage_error ("mode: --runtime needs a mode to set");
+      if (opt_runtime)
+        return usage_error ("--runtime needs a mode to set");
       if (!(props = get_all ("mode", &status)))
         return status;
-      printf ("%s\n", dict_str (props, "Mode"));
+      /* The mode is the answer: printed with -q too. */
+      if (c->json)
+        print_mode_json (c->json, dict_str (props, "Mode"), FALSE, FALSE);
+      else
+        printf ("%s\n", dict_str (props, "Mode"));
       return EXIT_OK;
     }
 
   /* Checked here too, so a typo is a usage error even when vgicd is down. */
-  if (!vgicd_mode_from_string (args[0], &mode, &error))
-    return usage_error ("mode: %s", error->message);
+  if (!vgicd_mode_from_string (c->args[0], &mode, &error))
+    return usage_error ("%s", error->message);
 
   reply = call ("mode", VGICD_MANAGER_INTERFACE, "SetMode",
-                g_variant_new ("(sb)", vgicd_mode_to_string (mode), !seen[0]),
+                g_variant_new ("(sb)", vgicd_mode_to_string (mode), !opt_runtime),
                 "()", &status);
   if (!reply)
     return status;
 
-  if (seen[0])
+  if (c->json)
+    print_mode_json (c->json, vgicd_mode_to_string (mode), TRUE, !opt_runtime);
+  else if (c->quiet)
+    ;
+  else if (opt_runtime)
     printf ("Mode is now %s, until vgicd restarts or reloads.\n", vgicd_mode_to_string (mode));
   else
     printf ("Mode is now %s, saved in vgicd's state file.\n",
@@ -423,23 +524,20 @@ format_last (GVariantDict *s, const char *op, guint64 count)
 }
 
 static int
-cmd_sessions (int argc, char **argv)
+cmd_sessions (const VgicctlCall *c)
 {
-  static const char *const flags[] = { "--json", NULL };
-  gboolean seen[1] = { FALSE };
   g_autoptr (GVariant) list = NULL;
   int status;
   gsize n;
 
-  if ((status = parse_flags ("sessions", argc, argv, flags, seen, 0, NULL)))
-    return status;
-  if (!(list = call_list ("sessions", "ListSessions", NULL, seen[0], &status)))
+  if (!(list = call_list ("sessions", "ListSessions", NULL, c->json, &status)))
     return status;
   n = g_variant_n_children (list);
 
   if (n == 0)
     {
-      printf ("No VM is attached to vgicd.\n");
+      if (!c->quiet)
+        printf ("No VM is attached to vgicd.\n");
       return EXIT_OK;
     }
 
@@ -489,9 +587,8 @@ print_stat (const char *name, GVariant *v)
 }
 
 static int
-cmd_stats (int argc, char **argv)
+cmd_stats (const VgicctlCall *c)
 {
-  static const char *const flags[] = { "--json", NULL };
   /* The order people read them in; a number vgicd sends that is not here
    * follows them, so that a new total is never left out.  --json prints
    * whatever vgicd sends. */
@@ -501,7 +598,6 @@ cmd_stats (int argc, char **argv)
     "bytes-loaded", "sessions", "sessions-total", "refused", "peers-closed",
     "manager-refused", "manager-dropped", "uptime-usec", NULL
   };
-  gboolean seen[1] = { FALSE };
   g_autoptr (GVariant) reply = NULL;
   g_autoptr (GVariant) stats = NULL;
   GVariantIter iter;
@@ -509,18 +605,15 @@ cmd_stats (int argc, char **argv)
   GVariant *v;
   int status;
 
-  if ((status = parse_flags ("stats", argc, argv, flags, seen, 0, NULL)))
-    return status;
   if (!(reply = call ("stats", VGICD_MANAGER_INTERFACE, "GetStats", NULL, "(a{sv})", &status)))
     return status;
   stats = g_variant_get_child_value (reply, 0);
 
-  if (seen[0])
+  if (c->json)
     {
-      g_autoptr (GString) out = g_string_new (NULL);
+      g_autoptr (JsonNode) node = vgicctl_json_from_variant (stats);
 
-      vgicctl_json_append (out, stats);
-      printf ("%s\n", out->str);
+      vgicctl_json_print (node, c->json);
       return EXIT_OK;
     }
 
@@ -552,26 +645,23 @@ format_when (guint64 usec)
 }
 
 static int
-cmd_history (int argc, char **argv)
+cmd_history (const VgicctlCall *c)
 {
-  static const char *const flags[] = { "--json", NULL };
-  gboolean seen[1] = { FALSE };
-  char *args[1] = { NULL };
+  const char *vm = c->args[0];
   g_autoptr (GVariant) list = NULL;
   int status;
   gsize n;
 
-  if ((status = parse_flags ("history", argc, argv, flags, seen, 1, args)))
-    return status;
   if (!(list = call_list ("history", "GetHistory",
-                          g_variant_new ("(su)", args[0] ? args[0] : "", 0), seen[0], &status)))
+                          g_variant_new ("(su)", vm ? vm : "", 0), c->json, &status)))
     return status;
   n = g_variant_n_children (list);
   if (n == 0)
     {
-      printf (args[0] ? "vgicd has no operation of %s.\n"
-                      : "vgicd has no operation kept%s (it keeps them from its start).\n",
-              args[0] ? args[0] : "");
+      if (!c->quiet)
+        printf (vm ? "vgicd has no operation of %s.\n"
+                   : "vgicd has no operation kept%s (it keeps them from its start).\n",
+                vm ? vm : "");
       return EXIT_OK;
     }
   printf ("%-26s %-20s %-4s %-6s %-6s %-8s %9s %6s %6s %8s %12s\n", "WHEN", "VM", "OP",
@@ -597,24 +687,35 @@ cmd_history (int argc, char **argv)
       if (g_variant_dict_lookup (d, "message", "&s", &message))
         printf ("    %s\n", message);
     }
-  printf ("(1-BY-1 MS: what the same operation costs one register per ioctl; \"~\" marks\n"
-          " an estimate from this host's measured one-by-one cost, \"-\" not measured yet)\n");
+  if (!c->quiet)
+    printf ("(1-BY-1 MS: what the same operation costs one register per ioctl; \"~\" marks\n"
+            " an estimate from this host's measured one-by-one cost, \"-\" not measured yet)\n");
   return EXIT_OK;
 }
 
 static int
-cmd_metrics (int argc, char **argv)
+cmd_metrics (const VgicctlCall *c)
 {
   g_autoptr (GVariant) reply = NULL;
+  g_autoptr (JsonNode) node = NULL;
+  g_autoptr (GError) error = NULL;
   const char *text;
   int status;
 
-  if ((status = parse_flags ("metrics", argc, argv, NULL, NULL, 0, NULL)))
-    return status;
   if (!(reply = call ("metrics", VGICD_MANAGER_INTERFACE, "GetMetrics", NULL, "(s)", &status)))
     return status;
   g_variant_get (reply, "(&s)", &text);
-  fputs (text, stdout);
+  if (!c->json)
+    {
+      fputs (text, stdout);
+      return EXIT_OK;
+    }
+  if (!(node = vgicctl_json_from_exposition (text, &error)))
+    {
+      fprintf (stderr, "vgicctl: metrics: %s\n", error->message);
+      return EXIT_DBUS;
+    }
+  vgicctl_json_print (node, c->json);
   return EXIT_OK;
 }
 
@@ -622,10 +723,8 @@ cmd_metrics (int argc, char **argv)
  * them in the files it loads (Manager1.CheckConfig), one a line as
  * `vgicd --check-config` prints them; status 3 when one is an error */
 static int
-cmd_check (int argc, char **argv)
+cmd_check (const VgicctlCall *c)
 {
-  static const char *const flags[] = { "--json", NULL };
-  gboolean seen[1] = { FALSE };
   g_autoptr (GVariant) reply = NULL;
   g_autoptr (GVariant) list = NULL;
   GVariantBuilder b;
@@ -634,8 +733,6 @@ cmd_check (int argc, char **argv)
   guint line, errors = 0;
   int status;
 
-  if ((status = parse_flags ("check", argc, argv, flags, seen, 0, NULL)))
-    return status;
   if (!(reply = call ("check", VGICD_MANAGER_INTERFACE, "CheckConfig", NULL, "(a(ssusss))",
                       &status)))
     return status;
@@ -646,7 +743,7 @@ cmd_check (int argc, char **argv)
                               &message))
     {
       errors += g_str_equal (level, "error");
-      if (seen[0])
+      if (c->json)
         {
           GVariantBuilder o;
 
@@ -664,13 +761,12 @@ cmd_check (int argc, char **argv)
       else
         printf ("%s: %s: %s\n", file, level, message);
     }
-  if (seen[0])
+  if (c->json)
     {
-      g_autoptr (GString) out = g_string_new (NULL);
       g_autoptr (GVariant) all = g_variant_ref_sink (g_variant_builder_end (&b));
+      g_autoptr (JsonNode) node = vgicctl_json_from_variant (all);
 
-      vgicctl_json_append (out, all);
-      printf ("%s\n", out->str);
+      vgicctl_json_print (node, c->json);
     }
   else
     g_variant_builder_clear (&b);
@@ -701,6 +797,117 @@ read_all (const char *path, GError **error)
   return g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
 }
 
+/* What a dump shows, from a record or from a stream's fields. */
+typedef struct {
+  const char *source;		/* "record" or "qemu-fields" */
+  guint version;		/* the record's format version; 0 for fields */
+  gboolean routes;
+  const VgicShape *shape;
+  const VgicValues *values;
+  const VgicctlStream *stream;	/* where it was found, or NULL (a bare record) */
+} DumpWhat;
+
+/* dump_json() - the decoded state for scripts: where it comes from, its
+ * shape and every register it holds.  Attrs and values are hex strings,
+ * since they are 64-bit and a JSON number is exact to 2^53 only in most
+ * readers; the per-IRQ table stays the text's (vgic-dump.c). */
+static void
+dump_json (const DumpWhat *w, VgicctlJson json)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "source");
+  json_builder_add_string_value (b, w->source);
+  json_builder_set_member_name (b, "stream");
+  if (!w->stream)
+    json_builder_add_null_value (b);
+  else
+    {
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "container");
+      json_builder_add_string_value (b, w->stream->container);
+      json_builder_set_member_name (b, "machine");
+      if (w->stream->machine)
+        json_builder_add_string_value (b, w->stream->machine);
+      else
+        json_builder_add_null_value (b);
+      json_builder_set_member_name (b, "section-id");
+      json_builder_add_int_value (b, w->stream->section_id);
+      json_builder_set_member_name (b, "offset");
+      json_builder_add_int_value (b, (gint64) w->stream->offset);
+      json_builder_end_object (b);
+    }
+  json_builder_set_member_name (b, "version");
+  json_builder_add_int_value (b, w->version);
+  json_builder_set_member_name (b, "routes");
+  json_builder_add_boolean_value (b, w->routes);
+  json_builder_set_member_name (b, "nr-irqs");
+  json_builder_add_int_value (b, w->shape->nr_irqs);
+  json_builder_set_member_name (b, "vcpus");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < w->shape->nr_vcpus; i++)
+    {
+      g_autofree char *mpidr = g_strdup_printf ("0x%08x", w->shape->mpidrs[i]);
+
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "index");
+      json_builder_add_int_value (b, i);
+      json_builder_set_member_name (b, "affinity");
+      json_builder_add_string_value (b, mpidr);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_set_member_name (b, "registers");
+  json_builder_begin_array (b);
+  for (gsize i = 0; i < vgic_values_size (w->values); i++)
+    {
+      const VgicEntry *e = vgic_values_at (w->values, i);
+      g_autofree char *attr = g_strdup_printf ("0x%016" G_GINT64_MODIFIER "x", (guint64) e->attr);
+      g_autofree char *value = g_strdup_printf ("0x%016" G_GINT64_MODIFIER "x",
+                                                (guint64) e->value);
+
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "group");
+      json_builder_add_string_value (b, vgic_group_name (e->group));
+      json_builder_set_member_name (b, "attr");
+      json_builder_add_string_value (b, attr);
+      json_builder_set_member_name (b, "value");
+      json_builder_add_string_value (b, value);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+  vgicctl_json_print_builder (b, json);
+}
+
+/* dump's own options */
+static gboolean opt_all_irqs;
+static gint opt_irqs;
+static const GOptionEntry dump_options[] = {
+  { "all-irqs", 0, 0, G_OPTION_ARG_NONE, &opt_all_irqs,
+    "One row per SPI, the quiet ones too (the table only)", NULL },
+  { "irqs", 0, 0, G_OPTION_ARG_INT, &opt_irqs,
+    "The VM's IRQ count, for QEMU's fields in a stream of another machine than virt", "N" },
+  { NULL }
+};
+
+/* dump_show() - the table, or the JSON */
+static int
+dump_show (const DumpWhat *w, const char *title, VgicDumpFlags flags, VgicctlJson json)
+{
+  g_autofree char *text = NULL;
+
+  if (json)
+    {
+      dump_json (w, json);
+      return EXIT_OK;
+    }
+  text = vgic_dump_state (w->shape, w->values, w->routes, title, flags);
+  fputs (text, stdout);
+  return EXIT_OK;
+}
+
 /* The IRQ count of a stream's VM: the stream does not carry it (QEMU takes
  * it from the destination's configuration).  QEMU's virt machine has 256
  * SPIs at every version; any other needs --irqs. */
@@ -711,22 +918,23 @@ read_all (const char *path, GError **error)
  * dump's form, under a line that says where they come from. */
 static int
 dump_stream (const char *name, const guint8 *data, gsize len, guint nr_irqs,
-             VgicDumpFlags flags)
+             VgicDumpFlags flags, VgicctlJson json)
 {
   g_auto (VgicctlStream) s = { 0 };
   g_autoptr (GError) error = NULL;
   g_autoptr (VgicRecord) record = NULL;
   g_autoptr (VgicShape) shape = NULL;
   g_autoptr (VgicValues) values = NULL;
-  g_autofree char *text = NULL;
   g_autofree char *title = NULL;
+  DumpWhat w = { .stream = &s };
 
   if (!vgicctl_stream_read (data, len, &s, &error))
     {
       fprintf (stderr, "vgicctl: dump: %s: %s\n", name, error->message);
       return EXIT_INPUT;
     }
-  printf ("%s, %s%s%s: arm_gicv3 section %u at byte %" G_GSIZE_FORMAT ", %u vCPUs, %s\n\n",
+  if (!json)
+    printf ("%s, %s%s%s: arm_gicv3 section %u at byte %" G_GSIZE_FORMAT ", %u vCPUs, %s\n\n",
           name, s.container, s.machine ? ", machine " : "", s.machine ? s.machine : "",
           s.section_id, s.offset, s.gic->nr_cpus,
           s.record ? "with vgicd's state record (Record=true)"
@@ -740,9 +948,10 @@ dump_stream (const char *name, const guint8 *data, gsize len, guint nr_irqs,
                    error->message);
           return EXIT_INPUT;
         }
-      text = vgic_dump_record (record, flags);
-      fputs (text, stdout);
-      return EXIT_OK;
+      title = g_strdup_printf ("vGIC state record, format version %u", record->version);
+      w = (DumpWhat) { "record", record->version, record->routes, record->shape, record->values,
+                       &s };
+      return dump_show (&w, title, flags, json);
     }
   if (!nr_irqs)
     {
@@ -764,39 +973,36 @@ dump_stream (const char *name, const guint8 *data, gsize len, guint nr_irqs,
                            "(%u IRQs%s; vCPU affinities KVM's default)", nr_irqs,
                            s.machine && g_str_has_prefix (s.machine, "virt") && nr_irqs == VIRT_NR_IRQS
                            ? ", the virt machine's" : "");
-  text = vgic_dump_state (shape, values, FALSE, title, flags | VGIC_DUMP_QEMU_FIELDS);
-  fputs (text, stdout);
-  return EXIT_OK;
+  w = (DumpWhat) { "qemu-fields", 0, FALSE, shape, values, &s };
+  return dump_show (&w, title, flags | VGIC_DUMP_QEMU_FIELDS, json);
 }
 
 static int
-cmd_dump (int argc, char **argv)
+cmd_dump (const VgicctlCall *c)
 {
-  static const char *const flags[] = { "--all-irqs", NULL };
-  gboolean seen[1] = { FALSE };
   g_autoptr (GError) error = NULL;
   g_autoptr (GBytes) bytes = NULL;
   g_autoptr (VgicRecord) record = NULL;
   g_autofree char *text = NULL;
-  char *args[1] = { NULL };
+  const char *path = c->args[0];
   const char *name;
   gsize len;
-  int status;
 
-  if ((status = parse_flags ("dump", argc, argv, flags, seen, 1, args)))
-    return status;
-  if (!args[0])
-    return usage_error ("dump: which record? Give a file, or - for standard input");
-  name = g_str_equal (args[0], "-") ? "standard input" : args[0];
+  if (!path)
+    return usage_error ("which record? Give a file, or - for standard input");
+  name = g_str_equal (path, "-") ? "standard input" : path;
 
-  if (!(bytes = read_all (args[0], &error)))
+  if (!(bytes = read_all (path, &error)))
     {
       fprintf (stderr, "vgicctl: dump: cannot read %s: %s\n", name, error->message);
       return EXIT_INPUT;
     }
+  if (opt_irqs < 0)
+    return usage_error ("--irqs %d: a number of IRQs, 64 to 1020", opt_irqs);
   if (vgicctl_stream_detect (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes)))
-    return dump_stream (name, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), 0,
-                        seen[0] ? VGIC_DUMP_ALL_IRQS : VGIC_DUMP_NONE);
+    return dump_stream (name, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes),
+                        (guint) opt_irqs, opt_all_irqs ? VGIC_DUMP_ALL_IRQS : VGIC_DUMP_NONE,
+                        c->json);
   record = vgic_record_decode (g_bytes_get_data (bytes, &len),
                                g_bytes_get_size (bytes), &error);
   if (!record)
@@ -805,20 +1011,31 @@ cmd_dump (int argc, char **argv)
                name, error->message);
       return EXIT_INPUT;
     }
-  text = vgic_dump_record (record, seen[0] ? VGIC_DUMP_ALL_IRQS : VGIC_DUMP_NONE);
-  fputs (text, stdout);
-  return EXIT_OK;
+  {
+    DumpWhat w = { "record", record->version, record->routes, record->shape, record->values,
+                   NULL };
+
+    text = g_strdup_printf ("vGIC state record, format version %u", record->version);
+    return dump_show (&w, text, opt_all_irqs ? VGIC_DUMP_ALL_IRQS : VGIC_DUMP_NONE, c->json);
+  }
 }
 
 static const Command commands[] = {
-  { "status", "status [--json]",
-    "mode, kernel batch support, sessions, totals",
-    "Show vgicd's mode, whether the kernel has the vGIC batch group (and how\n"
-    "that is known), its version, socket and configuration file, the number\n"
-    "of attached VMs and short host totals.  --json prints one JSON object:\n"
-    "\"properties\" (Manager1's) and \"stats\" (as stats --json).\n",
-    cmd_status },
-  { "mode", "mode [auto|single|off [--runtime]]",
+  { "status", "status", NULL,
+    "vgicd's state (ok, degraded, down), mode, kernel\n"
+    "batch support, sessions, totals",
+    "Show whether vgicd is ok, degraded or down, and why; its mode, whether\n"
+    "the kernel has the vGIC batch group (and how that is known), its\n"
+    "version, socket and configuration file, the number of attached VMs and\n"
+    "short host totals.  Degraded: mode off, mode auto on a kernel without\n"
+    "the batch group, or errors in the files vgicd loads (checked when the\n"
+    "caller may ask: root, group vgicd).  Down: vgicd cannot be reached\n"
+    "(exit status 2, the state still printed).  --json prints one object:\n"
+    "state, reason, config-errors, properties (Manager1's) and stats (as\n"
+    "stats --json).  -q prints nothing: the exit status says whether vgicd\n"
+    "answers.\n",
+    NULL, 0, cmd_status },
+  { "mode", "mode [auto|single|off [--runtime]]", "[auto|single|off]",
     "print the mode (auto, single or off), or change it\n"
     "(root only): saved in vgicd's state file unless\n"
     "--runtime",
@@ -828,21 +1045,23 @@ static const Command commands[] = {
     "  off     decline saves (QEMU uses its own path); loads are still served\n"
     "The new mode is saved in vgicd's state file (/var/lib/vgicd/state.conf),\n"
     "where it wins over Mode= of vgicd.conf, unless --runtime is given, in\n"
-    "which case it lasts until vgicd restarts or reloads.\n",
-    cmd_mode },
-  { "sessions", "sessions [--json]",
+    "which case it lasts until vgicd restarts or reloads.  --json prints\n"
+    "{\"mode\"}, and \"saved\" for a change; -q leaves out the confirmation.\n",
+    mode_options, 1, cmd_mode },
+  { "sessions", "sessions", NULL,
     "the VMs attached to vgicd",
     "List the attached VMs: name, uuid, vCPUs, saves/loads, and the last save\n"
-    "and load (milliseconds, ioctls, batch or single).\n",
-    cmd_sessions },
-  { "stats", "stats [--json]",
+    "and load (milliseconds, ioctls, batch or single).  --json prints every\n"
+    "key vgicd sends, as an array.\n",
+    NULL, 0, cmd_sessions },
+  { "stats", "stats", NULL,
     "host totals since vgicd started",
     "Print the host totals since vgicd started: saves, loads, declined saves,\n"
     "fallbacks to one-by-one, failures, bytes, sessions, refused and closed\n"
     "peers, and uptime, one per line.  --json prints every key vgicd sends\n"
     "as one JSON object, the duration histograms included.\n",
-    cmd_stats },
-  { "history", "history [VM] [--json]",
+    NULL, 0, cmd_stats },
+  { "history", "history [VM]", "[VM]",
     "the last saves and loads, also of VMs gone",
     "The last saves and loads vgicd ran, oldest first, also of VMs whose QEMU\n"
     "has gone (a migration source's, once its migration completed): when,\n"
@@ -851,13 +1070,15 @@ static const Command commands[] = {
     "(measured, or estimated from this host's one-by-one operations).  VM: a\n"
     "UUID or a name.  vgicd keeps History= operations of HistoryVMs= VMs, in\n"
     "memory (vgicd.conf(5)).  --json prints a JSON array.\n",
-    cmd_history },
-  { "metrics", "metrics",
+    NULL, 1, cmd_history },
+  { "metrics", "metrics", NULL,
     "the figures in Prometheus text format",
     "Print vgicd's counters and duration histograms in the Prometheus text\n"
-    "format: what MetricsTextfile= writes for node_exporter.\n",
-    cmd_metrics },
-  { "check", "check [--json]",
+    "format: what MetricsTextfile= writes for node_exporter.  --json prints\n"
+    "them parsed: an array of families (name, type, help, samples), each\n"
+    "sample a name, its labels and its value.\n",
+    NULL, 0, cmd_metrics },
+  { "check", "check", NULL,
     "check the configuration vgicd loads (group vgicd)",
     "Ask the running vgicd to check the files it loads (vgicd.conf, its\n"
     "drop-ins in vgicd.conf.d, its state file and vms.conf), read again now,\n"
@@ -866,15 +1087,23 @@ static const Command commands[] = {
     "when one is an error (vgicd would not load the file, or a VM runs with\n"
     "vgicd off).  --json prints a JSON array of objects: level, file, line,\n"
     "group, key, message.  Root, user vgicd and group vgicd only.\n",
-    cmd_check },
-  { "dump", "dump [--all-irqs] FILE|-",
-    "decode a vGIC state record into a table",
+    NULL, 0, cmd_check },
+  { "dump", "dump [--all-irqs] [--irqs N] FILE|-", "FILE|-",
+    "decode a vGIC state record, or the GIC's state in\n"
+    "a saved migration stream, into a table",
     "Decode a vGIC state record (from FILE, or standard input for -) into a\n"
     "table of every IRQ and vCPU.  Quiet SPIs are summarised unless\n"
-    "--all-irqs is given.  Does not need vgicd.  Exit status 3 if the record\n"
-    "is not valid.\n",
-    cmd_dump },
-  { "enable", "enable DOMAIN [--required] [--allow-tcg] [--connect URI]",
+    "--all-irqs is given.  FILE may also be a saved migration stream (a virsh\n"
+    "save image, or a migration to a file): its GIC section is shown, from\n"
+    "vgicd's record when the stream carries one, else from QEMU's own fields,\n"
+    "as the registers QEMU's load writes; the stream does not say how many\n"
+    "IRQs the VM has: 288 for the virt machine, else give --irqs N.  --json\n"
+    "prints source (record or qemu-fields), stream (where it was found),\n"
+    "version, routes, nr-irqs, vcpus and every register (group, attr, value).\n"
+    "Does not need vgicd.  Exit status 3 if the file is neither a valid\n"
+    "record nor a stream this vgicctl can read.\n",
+    dump_options, 1, cmd_dump },
+  { "enable", "enable DOMAIN [--required] [--allow-tcg] [--connect URI]", "DOMAIN",
     "a libvirt domain uses vgicd where the host has it\n"
     "(--required: it does not start or migrate where\n"
     "vgicd is down)",
@@ -889,14 +1118,52 @@ static const Command commands[] = {
     "earlier versions added is removed.  Only aarch64 KVM domains are accepted\n"
     "(--allow-tcg also accepts aarch64 type='qemu' domains, for tests).  Warns\n"
     "when this host's QEMU has no vgicd property.  --connect URI: a libvirt URI\n"
-    "(default: libvirt's default, qemu:///system for root).\n",
-    vgicctl_enable },
-  { "disable", "disable DOMAIN [--connect URI]",
+    "(default: libvirt's default, qemu:///system for root).  --json prints\n"
+    "what was done: domain, choice, previous, changed, active, argument-removed.\n",
+    vgicctl_enable_options, 1, vgicctl_enable },
+  { "disable", "disable DOMAIN [--connect URI]", "DOMAIN",
     "a libvirt domain never uses vgicd",
     "Record in a libvirt domain's metadata (persistent, and live when it runs)\n"
     "that it never uses vgicd: its saves take QEMU's own path.  The argument\n"
-    "earlier versions added is removed.\n",
-    vgicctl_disable },
+    "earlier versions added is removed.  --json prints what was done, as\n"
+    "enable's.\n",
+    vgicctl_disable_options, 1, vgicctl_disable },
+};
+
+/* The options every command takes: parsed into these, then handed to the
+ * command in its VgicctlCall. */
+static VgicctlJson opt_json;
+static gboolean opt_quiet;
+static gboolean opt_no_pager;	/* taken and ignored: vgicctl never pages */
+static gboolean opt_help;
+static char **opt_args;		/* the positional arguments */
+
+static gboolean
+parse_json (const char *name, const char *value, gpointer data, GError **error)
+{
+  if (!value || g_str_equal (value, "short"))
+    opt_json = VGICCTL_JSON_SHORT;
+  else if (g_str_equal (value, "pretty"))
+    opt_json = VGICCTL_JSON_PRETTY;
+  else
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "--json takes short or pretty, not \"%s\"", value);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static const GOptionEntry common_options[] = {
+  { "json", 0, G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, parse_json,
+    "JSON output: short (one line, the default) or pretty", "short|pretty" },
+  { "quiet", 'q', 0, G_OPTION_ARG_NONE, &opt_quiet,
+    "Answers and errors only, no informative lines", NULL },
+  { "no-pager", 0, 0, G_OPTION_ARG_NONE, &opt_no_pager,
+    "Accepted, as systemctl's; vgicctl never pages", NULL },
+  { "help", 'h', 0, G_OPTION_ARG_NONE, &opt_help, "Show this help", NULL },
+  { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &opt_args, NULL, NULL },
+  { NULL }
 };
 
 static const Command *
@@ -920,7 +1187,8 @@ usage (void)
 
   if (text)
     return text;
-  out = g_string_new ("Usage: vgicctl [--help] [--version] COMMAND [ARGS]\n\nCommands:\n");
+  out = g_string_new ("Usage: vgicctl [--help] [--version] COMMAND [OPTIONS] [ARGS]\n\n"
+                      "Commands:\n");
   for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
     {
       g_auto (GStrv) lines = g_strsplit (commands[i].summary, "\n", -1);
@@ -932,6 +1200,22 @@ usage (void)
       for (guint k = 0; lines[k]; k++)
         g_string_append_printf (out, "%*s%s\n", k ? COLUMN : 0, "", lines[k]);
     }
+  /* From the same table the parser uses. */
+  g_string_append (out, "\nOptions of every command:\n");
+  for (const GOptionEntry *e = common_options; e->long_name; e++)
+    {
+      g_autofree char *flag = NULL;
+
+      if (!*e->long_name)
+        continue;	/* G_OPTION_REMAINING */
+      flag = g_strdup_printf ("%s%c%s--%s%s%s%s", e->short_name ? "-" : "",
+                              e->short_name ? e->short_name : ' ', e->short_name ? ", " : "",
+                              e->long_name, e->arg_description ? "[=" : "",
+                              e->arg_description ? e->arg_description : "",
+                              e->arg_description ? "]" : "");
+      g_string_append_printf (out, "  %-*s%s\n", COLUMN - 2,
+                              g_strstrip (flag), e->description);
+    }
   g_string_append (out,
                    "\n"
                    "'vgicctl COMMAND --help' describes a command.\n"
@@ -942,10 +1226,70 @@ usage (void)
   return text;
 }
 
+/* run_command() - parse @cmd's options (@argv[0] is its name) and run it */
+static int
+run_command (const Command *cmd, int argc, char **argv)
+{
+  g_autoptr (GOptionContext) ctx = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *prgname = g_strconcat ("vgicctl ", cmd->name, NULL);
+  g_autofree char *summary = g_strchomp (g_strdup (cmd->help));
+  g_auto (GStrv) strv = NULL;
+  static char *no_args[] = { NULL };
+  VgicctlCall call = { cmd->name, no_args, 0, VGICCTL_JSON_NONE, FALSE };
+  gboolean options_end = FALSE;
+  int status;
+
+  /* A bare --json is the short form, and never takes the next argument
+   * as its format (GLib's optional argument would: `history --json VM`
+   * must mean the VM); the format is given as --json=FORMAT. */
+  for (int i = 0; i < argc; i++)
+    {
+      gboolean bare = !options_end && g_str_equal (argv[i], "--json");
+
+      options_end = options_end || g_str_equal (argv[i], "--");
+      g_ptr_array_add (args, g_strdup (bare ? "--json=short" : argv[i]));
+    }
+  g_ptr_array_add (args, NULL);
+  strv = (GStrv) g_ptr_array_steal (args, NULL);
+
+  /* "Usage: vgicctl mode [OPTION…] [auto|single|off]" in the help */
+  g_set_prgname (prgname);
+  ctx = g_option_context_new (cmd->params);
+  /* --help is ours, so that it returns here (GLib's exits). */
+  g_option_context_set_help_enabled (ctx, FALSE);
+  g_option_context_set_summary (ctx, summary);
+  if (cmd->options)
+    g_option_context_add_main_entries (ctx, cmd->options, NULL);
+  g_option_context_add_main_entries (ctx, common_options, NULL);
+  if (!g_option_context_parse_strv (ctx, &strv, &error))
+    return usage_error ("%s", error->message);
+  if (opt_help)
+    {
+      g_autofree char *help = g_option_context_get_help (ctx, TRUE, NULL);
+
+      fputs (help, stdout);
+      return EXIT_OK;
+    }
+  if (opt_args)
+    {
+      call.args = opt_args;
+      call.n_args = g_strv_length (opt_args);
+    }
+  if (call.n_args > cmd->max_args)
+    return usage_error ("unexpected argument \"%s\"", call.args[cmd->max_args]);
+  call.json = opt_json;
+  call.quiet = opt_quiet;
+  status = cmd->run (&call);
+  g_clear_pointer (&opt_args, g_strfreev);
+  return status;
+}
+
 int
 main (int argc, char **argv)
 {
-  const Command *cmd;
+  int status;
 
   setlocale (LC_ALL, "");
 
@@ -965,13 +1309,10 @@ main (int argc, char **argv)
   if (argv[1][0] == '-')
     return usage_error ("unknown option %s", argv[1]);
 
-  cmd = find_command (argv[1]);
-  if (!cmd)
+  current = find_command (argv[1]);
+  if (!current)
     return usage_error ("unknown command \"%s\"", argv[1]);
-  if (wants_help (argc - 1, argv + 1))
-    {
-      printf ("Usage: vgicctl %s\n\n%s", cmd->synopsis, cmd->help);
-      return EXIT_OK;
-    }
-  return cmd->run (argc - 1, argv + 1);
+  status = run_command (current, argc - 1, argv + 1);
+  g_free (last_failure);
+  return status;
 }

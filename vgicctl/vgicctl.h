@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * vgicctl.h - what vgicctl's commands share: the exit statuses, the usage
- * error, flag parsing, and the commands defined outside vgicctl.c.
+ * error, the options every command takes, and the commands defined outside
+ * vgicctl.c.
  */
 #pragma once
 
@@ -16,14 +17,32 @@ enum {
   EXIT_DENIED = 4,	/* permission denied */
 };
 
-/* usage_error() - report a mistake on the command line; exit status 1 */
+/* --json's format: none asked for, one line (the default), or indented. */
+typedef enum {
+  VGICCTL_JSON_NONE,
+  VGICCTL_JSON_SHORT,
+  VGICCTL_JSON_PRETTY,
+} VgicctlJson;
+
+/* One command as invoked: its positional arguments (after the options,
+ * which GOptionContext took out) and the options every command has.  A
+ * command's own options are in static variables beside it, which its
+ * GOptionEntry table points at. */
+typedef struct {
+  const char *name;
+  char **args;		/* NULL-terminated, never NULL */
+  guint n_args;
+  VgicctlJson json;
+  gboolean quiet;	/* -q: no informative output, only answers and errors */
+} VgicctlCall;
+
+/* usage_error() - report a mistake on the command line, with the usage of
+ * the command being run (or vgicctl's whole usage before there is one);
+ * returns EXIT_USAGE */
 int usage_error (const char *fmt, ...) G_GNUC_PRINTF (1, 2);
 
-/* parse_flags() - accept only the flags in @known (NULL-terminated), noting
- * which were given in @seen, and at most @max_args positional arguments */
-int parse_flags (const char *cmd, int argc, char **argv, const char *const *known,
-                 gboolean *seen, int max_args, char **args);
-
-/* vgicctl-libvirt.c: enable|disable DOMAIN */
-int vgicctl_enable (int argc, char **argv);
-int vgicctl_disable (int argc, char **argv);
+/* vgicctl-libvirt.c: enable|disable DOMAIN, and their own options */
+extern const GOptionEntry vgicctl_enable_options[];
+extern const GOptionEntry vgicctl_disable_options[];
+int vgicctl_enable (const VgicctlCall *call);
+int vgicctl_disable (const VgicctlCall *call);

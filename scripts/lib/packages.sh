@@ -15,6 +15,7 @@
 PKGS_BUILD=(build-essential meson ninja-build pkg-config libglib2.0-dev libsystemd-dev
 	libxml2-dev libvirt-dev libxml2-utils scdoc dbus systemd bc python3
 	python3-yaml	# tests/monitoring: the alerting rules, read as data
+	libjson-glib-dev	# vgicctl --json
 	procps		# kill(1): vgicd.service's ExecReload=, checked by the units test
 	shellcheck)	# the scripts suite
 # The benchmark's plot (bench/run-bench.sh: gnuplot's pngcairo terminal).
@@ -23,7 +24,7 @@ PKGS_BENCH=(gnuplot-nox)
 PKGS_FUZZ=(clang libclang-rt-14-dev)
 # The aarch64 cross build of the project, and qemu-user for its tests.
 PKGS_CROSS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64
-	libsystemd-dev:arm64 libxml2-dev:arm64 libvirt-dev:arm64 qemu-user)
+	libsystemd-dev:arm64 libxml2-dev:arm64 libvirt-dev:arm64 libjson-glib-dev:arm64 qemu-user)
 # A booted systemd in nspawn (tests/systemd/run-nspawn.sh).
 PKGS_NSPAWN=(mmdebstrap systemd-container
 	procps)		# pgrep: finding the container's PID 1
@@ -46,7 +47,8 @@ PKGS_LIBVIRT=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-sys
 PKGS_QEMU=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross pkgconf:arm64 libglib2.0-dev:arm64
 	zlib1g-dev:arm64 libfdt-dev:arm64 libpixman-1-dev:arm64 libsystemd-dev:arm64
 	ccache ninja-build meson pkg-config dpkg-dev git bc python3-venv
-	libxml2-dev:arm64 libvirt-dev:arm64)	# the aarch64 hook the QEMU e2e tier runs
+	libxml2-dev:arm64 libvirt-dev:arm64	# the aarch64 hook the QEMU e2e tier runs
+	libjson-glib-dev:arm64)	# vgicctl, which the same cross build configures
 # Debian 13's qemu packaging with the series (qemu-patch/build-debian-qemu.sh):
 # the host only makes the trixie chroot; quilt, the cross toolchain and
 # qemu's build dependencies are installed inside it, not here.
@@ -73,7 +75,7 @@ PKGS_BOOT=(qemu-system-arm cpio
 	ipxe-qemu)	# efi-virtio.rom, which qemu-system-arm only recommends
 # The nested tiers' aarch64 userland.
 PKGS_NESTED=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libglib2.0-dev:arm64
-	libsystemd-dev:arm64 bc python3)
+	libsystemd-dev:arm64 libjson-glib-dev:arm64 bc python3)
 
 # virsh migrate inside the nested arm64 machine (tests/nested/run-virsh-e2e.sh):
 # its Debian 13 arm64 root is made with mmdebstrap on this amd64 host, whose

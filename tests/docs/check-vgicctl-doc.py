@@ -5,11 +5,14 @@
 #
 #   commands  vgicctl's commands and their flags (`vgicctl --help`, which is
 #             written from its command table, and `vgicctl COMMAND --help`)
-#             against man/vgicctl.1.scd (SYNOPSIS and COMMANDS), README.md's
-#             folder-table row for vgicctl/ and debian/control's description
-#             of the vgicd package;
+#             against man/vgicctl.1.scd (SYNOPSIS and COMMANDS; the options
+#             of every command, which `vgicctl --help` lists, in OPTIONS),
+#             README.md's folder-table row for vgicctl/ and debian/control's
+#             description of the vgicd package;
 #   status    the `vgicctl status` examples of docs/operations.md and the
-#             man page against what vgicctl status prints;
+#             man page against what vgicctl status prints, and the keys
+#             of `vgicctl status|mode|metrics --json` against the man
+#             page's JSON OUTPUT;
 #   metrics   the metric families `vgicctl metrics` prints (names, types,
 #             labels) against docs/operations.md's metrics table, the GetStats
 #             keys that table names, and every vgicd_* name in its §6;
@@ -81,13 +84,24 @@ def getstats():
 
 # --- commands --------------------------------------------------------------
 
+def common_flags():
+    """The options every command takes, as `vgicctl --help` lists them."""
+    usage = run("--help")
+    listing = re.search(r"^Options of every command:\n(.*?)(?:\n\n|\Z)", usage, re.M | re.S)
+    if not listing:
+        sys.exit("vgicctl --help has no Options of every command: section:\n" + usage)
+    return set(re.findall(r"--[a-z][a-z0-9-]*", listing.group(1)))
+
+
 def code_commands():
-    """{command: flags} from the built vgicctl's usage and its per-command help."""
+    """{command: flags} from the built vgicctl's usage and its per-command
+    help, without the options every command takes."""
     usage = run("--help")
     listing = re.search(r"^Commands:\n(.*?)(?:\n\n|\Z)", usage, re.M | re.S)
     if not listing:
         sys.exit("vgicctl --help has no Commands: section:\n" + usage)
     names = re.findall(r"^  ([a-z][a-z-]*)", listing.group(1), re.M)
+    common = common_flags()
     commands = {}
     for name in names:
         text = run(name, "--help")
@@ -95,7 +109,11 @@ def code_commands():
         # start with a dash), whichever way the help is laid out.
         lines = [l for l in text.splitlines()
                  if l.startswith("Usage:") or re.match(r"\s+-", l)]
-        commands[name] = flags_of("\n".join(lines))
+        flags = flags_of("\n".join(lines))
+        for flag in sorted(common - flags - {"--help"}):
+            errors.append("vgicctl %s --help does not list %s, an option of every command"
+                          % (name, flag))
+        commands[name] = flags - common
     return commands
 
 
@@ -115,6 +133,10 @@ def check_commands():
     code = code_commands()
     names = set(code)
     man = read(MAN)
+
+    compare(MAN + " OPTIONS", "option", flags_of(section(man, "OPTIONS") or "")
+            - {"--connect"}, common_flags() - {"--help"},
+            "vgicctl --help (Options of every command)")
 
     synopsis = section(man, "SYNOPSIS")
     documented = {}
@@ -158,7 +180,7 @@ def check_commands():
 
 # Lines whose values are the host's own (where the socket is, how long vgicd
 # has run, what the kernel offers): an example shows another host's.
-HOST_VALUES = {"Kernel batch", "Socket", "Config file", "Uptime"}
+HOST_VALUES = {"State", "Kernel batch", "Socket", "Config file", "Uptime"}
 
 
 def status_lines(lines):
@@ -171,7 +193,41 @@ def template(value):
     return "^" + re.sub(r"\d+", r"\\d+", re.escape(value)) + "$"
 
 
+def json_keys(*args):
+    """The top-level keys of `vgicctl ARGS --json` (of its first element, for
+    an array)."""
+    try:
+        value = json.loads(run(*args, "--json"))
+    except ValueError as e:
+        errors.append("vgicctl %s --json: not JSON: %s" % (" ".join(args), e))
+        return set()
+    if isinstance(value, list):
+        value = value[0] if value else {}
+    return set(value)
+
+
+def check_json_doc():
+    """The man page's JSON OUTPUT against what vgicctl --json prints."""
+    man = read(MAN)
+    body = section(man, "JSON OUTPUT")
+    if body is None:
+        errors.append("%s: no JSON OUTPUT section" % MAN)
+        return
+    real = {"status": json_keys("status"), "mode": json_keys("mode") | {"saved"},
+            "metrics": json_keys("metrics")}
+    for name, keys in real.items():
+        part = section(body, re.escape(name), "##")
+        m = re.search(r"Keys: (.*?)(?:\n\n|\Z)", part or "", re.S)
+        if not m:
+            errors.append("%s JSON OUTPUT: no ## %s with a Keys: line" % (MAN, name))
+            continue
+        listed = set(re.findall(r"\*([a-z][a-z0-9-]*)\*", m.group(1)))
+        compare("%s JSON OUTPUT, %s" % (MAN, name), "key", listed, keys,
+                "vgicctl %s --json" % name)
+
+
 def check_status():
+    check_json_doc()
     real = status_lines(run("status").splitlines())
     version = run("--version").split()[-1]
     examples = {}
@@ -203,6 +259,9 @@ def check_status():
         if "Version" in values and values["Version"] != version:
             errors.append("%s: the vgicctl status example shows Version: %s; this is %s"
                           % (where, values["Version"], version))
+        if "State" in values and not re.match(r"(ok|degraded|down) \(.+\)$", values["State"]):
+            errors.append("%s: the vgicctl status example's State: \"%s\" is not ok, degraded "
+                          "or down (reason)" % (where, values["State"]))
         if "Kernel batch" in values and not re.match(r"(yes|no|unknown)( \(.+\))?$",
                                                      values["Kernel batch"]):
             errors.append("%s: the vgicctl status example's Kernel batch: \"%s\" is not yes, "

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <gio/gio.h>
+#include <json-glib/json-glib.h>
 
 #include "test-files.h"
 
@@ -148,6 +149,13 @@ assert_contains (const char *haystack, const char *needle)
   if (!strstr (haystack, needle))
     g_error ("expected \"%s\" in:\n%s", needle, haystack);
 }
+
+/* The JSON helpers, below with the tests of --json. */
+static JsonNode *parse_json (const char *text);
+static JsonNode *json_at (JsonNode *root, const char *path);
+static gint64 json_int (JsonNode *root, const char *path);
+static const char *json_str (JsonNode *root, const char *path);
+static JsonNode *json_find (JsonNode *root, const char *key, const char *value);
 
 /* start_bus() - a dbus-daemon with tests/support/system-bus.conf.in; @extra goes in as is */
 static GSubprocess *
@@ -340,9 +348,153 @@ test_usage (void)
   g_assert_cmpint (extra->status, ==, 1);
   g_assert_cmpint (badopt->status, ==, 1);
   assert_contains (badopt->err, "--yaml");
+  /* a command's mistake prints that command's usage, not vgicctl's */
+  assert_contains (badopt->err, "Usage: vgicctl stats [--json[=short|pretty]] [-q] [--no-pager]\n");
+  g_assert_null (strstr (badopt->err, "Commands:"));
   g_assert_cmpint (cmdhelp->status, ==, 0);
+  assert_contains (cmdhelp->out, "vgicctl mode [OPTION");
   assert_contains (cmdhelp->out, "--runtime");
+  assert_contains (cmdhelp->out, "--json=short|pretty");
+  assert_contains (cmdhelp->out, "-q, --quiet");
+  assert_contains (cmdhelp->out, "--no-pager");
   g_assert_cmpint (nodump->status, ==, 1);
+  assert_contains (nodump->err, "vgicctl: dump: which record?");
+  assert_contains (nodump->err, "Usage: vgicctl dump [--all-irqs] [--irqs N] FILE|-");
+  /* the options of every command, in the usage */
+  assert_contains (help->out, "Options of every command:\n");
+  assert_contains (help->out, "  --json[=short|pretty]  ");
+  {
+    g_autoptr (Run) badjson = vgicctl (NULL, "status", "--json=xml");
+    g_autoptr (Run) twomodes = vgicctl (NULL, "mode", "auto", "single");
+    g_autoptr (Run) notdisable = vgicctl (NULL, "disable", "vm", "--required");
+    g_autoptr (Run) nodomain = vgicctl (NULL, "enable", "--connect", "test:///default");
+    g_autoptr (Run) noarg = vgicctl (NULL, "enable", "vm", "--connect");
+    g_autoptr (Run) runtime = vgicctl (NULL, "mode", "--runtime");
+
+    g_assert_cmpint (badjson->status, ==, 1);
+    assert_contains (badjson->err, "--json takes short or pretty, not \"xml\"");
+    g_assert_cmpint (twomodes->status, ==, 1);
+    assert_contains (twomodes->err, "vgicctl: mode: unexpected argument \"single\"\n"
+                     "Usage: vgicctl mode [auto|single|off [--runtime]] ");
+    g_assert_cmpint (notdisable->status, ==, 1);
+    assert_contains (notdisable->err, "--required");
+    assert_contains (notdisable->err, "Usage: vgicctl disable DOMAIN [--connect URI] ");
+    /* --connect took its value from the next argument, so no domain is left */
+    g_assert_cmpint (nodomain->status, ==, 1);
+    assert_contains (nodomain->err, "which domain?");
+    g_assert_cmpint (noarg->status, ==, 1);
+    assert_contains (noarg->err, "--connect");
+    g_assert_cmpint (runtime->status, ==, 1);
+    assert_contains (runtime->err, "--runtime needs a mode to set");
+  }
+}
+
+/* The options every command takes, and GLib's conventions: -- ends the
+ * options, options go before or after the arguments, --json alone never
+ * swallows the next argument. */
+static void
+test_options (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) dashdash = vgicctl (NULL, "history", "--", "--json");
+  g_autoptr (Run) vm_after = vgicctl (NULL, "history", "--json", "gone-vm");
+  g_autoptr (Run) vm_before = vgicctl (NULL, "history", "gone-vm", "--json=pretty");
+  g_autoptr (Run) nopager = vgicctl (NULL, "stats", "--no-pager");
+  g_autoptr (Run) quiet_status = vgicctl (NULL, "status", "-q");
+  g_autoptr (Run) quiet_mode = vgicctl (NULL, "mode", "--quiet");
+  g_autoptr (Run) quiet_history = vgicctl (NULL, "history", "-q", "no-such-vm");
+  g_autoptr (Run) mode_json = vgicctl (NULL, "mode", "--json");
+  g_autoptr (Run) set_quiet = vgicctl (NULL, "mode", "single", "-q", "--runtime");
+  g_autoptr (Run) set_json = vgicctl (NULL, "mode", "--json=pretty", "off", "--runtime");
+  g_autoptr (JsonNode) after = NULL, before = NULL, m = NULL, s = NULL;
+
+  g_assert_cmpint (dashdash->status, ==, 0);
+  g_assert_cmpstr (dashdash->out, ==, "vgicd has no operation of --json.\n");
+  g_assert_cmpint (vm_after->status, ==, 0);
+  after = parse_json (vm_after->out);
+  g_assert_cmpuint (json_array_get_length (json_node_get_array (after)), ==, 2);
+  g_assert_cmpstr (json_str (after, "0/vm"), ==, "gone-vm");
+  g_assert_cmpint (vm_before->status, ==, 0);
+  before = parse_json (vm_before->out);
+  g_assert_true (json_node_equal (after, before));
+  /* pretty: indented, one member a line */
+  assert_contains (vm_before->out, "[\n  {\n");
+  g_assert_cmpint (nopager->status, ==, 0);
+  assert_contains (nopager->out, "saves:           7\n");
+  g_assert_cmpint (quiet_status->status, ==, 0);
+  g_assert_cmpstr (quiet_status->out, ==, "");
+  /* the mode is the answer, not information: -q keeps it */
+  g_assert_cmpstr (quiet_mode->out, ==, "auto\n");
+  g_assert_cmpint (quiet_history->status, ==, 0);
+  g_assert_cmpstr (quiet_history->out, ==, "");
+  g_assert_cmpint (mode_json->status, ==, 0);
+  m = parse_json (mode_json->out);
+  g_assert_cmpstr (json_str (m, "mode"), ==, "auto");
+  g_assert_cmpint (set_quiet->status, ==, 0);
+  g_assert_cmpstr (set_quiet->out, ==, "");
+  g_assert_cmpint (set_json->status, ==, 0);
+  s = parse_json (set_json->out);
+  g_assert_cmpstr (json_str (s, "mode"), ==, "off");
+  g_assert_false (json_node_get_boolean (json_at (s, "saved")));
+}
+
+/* status's one readiness answer: ok, then degraded once the mode is off,
+ * the human line and the JSON saying the same */
+static void
+test_status_state (Fixture *f, gconstpointer data)
+{
+  g_autoptr (Run) ok = vgicctl (NULL, "status");
+  g_autoptr (Run) ok_json = vgicctl (NULL, "status", "--json");
+  g_autoptr (Run) off = vgicctl (NULL, "mode", "off", "--runtime");
+  g_autoptr (Run) deg = vgicctl (NULL, "status");
+  g_autoptr (Run) deg_json = vgicctl (NULL, "status", "--json=pretty");
+  g_autoptr (JsonNode) a = NULL, b = NULL;
+
+  g_assert_cmpint (ok->status, ==, 0);
+  g_assert_true (g_str_has_prefix (ok->out, "State:         ok (vgicd answers, mode auto, "
+                                            "kernel batch unknown)\n"));
+  a = parse_json (ok_json->out);
+  g_assert_cmpstr (json_str (a, "state"), ==, "ok");
+  /* root may ask for the configuration check: none of the stand-in's */
+  g_assert_cmpint (json_int (a, "config-errors"), ==, 0);
+  g_assert_cmpint (off->status, ==, 0);
+  g_assert_cmpint (deg->status, ==, 0);
+  g_assert_true (g_str_has_prefix (deg->out, "State:         degraded (mode off: vgicd "
+                                             "declines saves"));
+  b = parse_json (deg_json->out);
+  g_assert_cmpstr (json_str (b, "state"), ==, "degraded");
+  assert_contains (deg->out, json_str (b, "reason"));
+  g_assert_cmpstr (json_str (b, "properties/Mode"), ==, "off");
+}
+
+/* Every command answers --json=pretty with JSON (enable and disable need a
+ * libvirt, tests/libvirt's tier) */
+static void
+test_every_json (Fixture *f, gconstpointer data)
+{
+  static const char *const commands[][3] = {
+    { "status" }, { "mode" }, { "sessions" }, { "stats" }, { "history" },
+    { "metrics" }, { "check" }, { "dump", "RECORD" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    {
+      const char *arg = commands[i][1] ? g_getenv (commands[i][1]) : NULL;
+      g_autoptr (Run) r = arg ? vgicctl (NULL, commands[i][0], "--json=pretty", arg)
+                              : vgicctl (NULL, commands[i][0], "--json=pretty");
+      g_autoptr (JsonNode) n = NULL;
+
+      g_assert_cmpint (r->status, ==, 0);
+      n = parse_json (r->out);
+      g_assert_true (JSON_NODE_HOLDS_OBJECT (n) || JSON_NODE_HOLDS_ARRAY (n));
+    }
+  {
+    g_autoptr (Run) d = vgicctl (NULL, "dump", "--json", g_getenv ("RECORD"));
+    g_autoptr (JsonNode) n = parse_json (d->out);
+
+    g_assert_cmpint (json_int (n, "nr-irqs"), ==, 64);
+    g_assert_cmpuint (json_array_get_length (json_node_get_array (json_at (n, "vcpus"))), ==, 2);
+    g_assert_true (g_str_has_prefix (json_str (n, "registers/0/attr"), "0x"));
+  }
 }
 
 static void
@@ -456,18 +608,93 @@ assert_valid_json (const char *text)
   g_assert_cmpint (r->status, ==, 0);
 }
 
+/* parse_json() - vgicctl's --json output, parsed with json-glib (and checked
+ * by python3's parser too: two readers, not vgicctl's own writer) */
+static JsonNode *
+parse_json (const char *text)
+{
+  g_autoptr (JsonParser) p = json_parser_new ();
+  g_autoptr (GError) error = NULL;
+
+  assert_valid_json (text);
+  json_parser_load_from_data (p, text, -1, &error);
+  g_assert_no_error (error);
+  return json_node_copy (json_parser_get_root (p));
+}
+
+/* json_at() - the node at @path below @root: members and array indices
+ * separated by '/' ("stats/saves", "0/name"); a missing one fails */
+static JsonNode *
+json_at (JsonNode *root, const char *path)
+{
+  g_auto (GStrv) parts = g_strsplit (path, "/", -1);
+  JsonNode *n = root;
+
+  for (guint i = 0; parts[i]; i++)
+    {
+      if (JSON_NODE_HOLDS_OBJECT (n) && json_object_has_member (json_node_get_object (n), parts[i]))
+        n = json_object_get_member (json_node_get_object (n), parts[i]);
+      else if (JSON_NODE_HOLDS_ARRAY (n) &&
+               strtoul (parts[i], NULL, 10) < json_array_get_length (json_node_get_array (n)))
+        n = json_array_get_element (json_node_get_array (n), strtoul (parts[i], NULL, 10));
+      else
+        g_error ("no %s in the JSON (at %s)", path, parts[i]);
+    }
+  return n;
+}
+
+static gint64
+json_int (JsonNode *root, const char *path)
+{
+  JsonNode *n = json_at (root, path);
+
+  g_assert_true (JSON_NODE_HOLDS_VALUE (n) && json_node_get_value_type (n) == G_TYPE_INT64);
+  return json_node_get_int (n);
+}
+
+static const char *
+json_str (JsonNode *root, const char *path)
+{
+  JsonNode *n = json_at (root, path);
+
+  g_assert_true (JSON_NODE_HOLDS_VALUE (n) && json_node_get_value_type (n) == G_TYPE_STRING);
+  return json_node_get_string (n);
+}
+
+/* json_find() - the first element of the array @root whose @key is the
+ * string @value, or NULL */
+static JsonNode *
+json_find (JsonNode *root, const char *key, const char *value)
+{
+  JsonArray *a = json_node_get_array (root);
+
+  for (guint i = 0; i < json_array_get_length (a); i++)
+    {
+      JsonObject *o = json_array_get_object_element (a, i);
+
+      if (json_object_has_member (o, key) &&
+          g_strcmp0 (json_object_get_string_member (o, key), value) == 0)
+        return json_array_get_element (a, i);
+    }
+  return NULL;
+}
+
 static void
 test_stats (Fixture *f, gconstpointer data)
 {
   g_autoptr (Run) json = vgicctl (NULL, "stats", "--json");
   g_autoptr (Run) text = vgicctl (NULL, "stats");
 
+  g_autoptr (JsonNode) n = NULL;
+
   g_assert_cmpint (json->status, ==, 0);
-  assert_valid_json (json->out);
-  assert_contains (json->out, "\"saves\": 7");
-  assert_contains (json->out, "\"bytes-saved\": 123456");
-  assert_contains (json->out, "\"sessions\": 0");
-  assert_contains (json->out, "\"uptime-usec\": ");
+  n = parse_json (json->out);
+  g_assert_cmpint (json_int (n, "saves"), ==, 7);
+  g_assert_cmpint (json_int (n, "bytes-saved"), ==, 123456);
+  g_assert_cmpint (json_int (n, "sessions"), ==, 0);
+  g_assert_cmpint (json_int (n, "uptime-usec"), >=, 0);
+  /* --json alone is one line */
+  g_assert_true (strchr (json->out, '\n') == json->out + strlen (json->out) - 1);
   g_assert_cmpint (text->status, ==, 0);
   assert_contains (text->out, "saves:           7\n");
   assert_contains (text->out, "refused:         3\n");
@@ -498,10 +725,25 @@ test_history (Fixture *f, gconstpointer data)
   /* oldest first */
   g_assert_true (strstr (r->out, "single") < strstr (r->out, "refused"));
   g_assert_cmpint (json->status, ==, 0);
-  assert_valid_json (json->out);
-  assert_contains (json->out, "\"single-estimated\": true");
-  assert_contains (json->out, "\"single-ns\": 180000000");
-  assert_contains (json->out, "\"vm\": \"vm-0 \\\"q\\\\t\\\"\"");
+  {
+    g_autoptr (JsonNode) n = parse_json (json->out);
+    JsonNode *gone = json_find (n, "vm", "gone-vm");
+    JsonNode *quoted = json_find (n, "vm", "vm-0 \"q\\t\"");
+
+    g_assert_nonnull (gone);
+    g_assert_cmpint (json_int (gone, "single-ns"), ==, 180000000);
+    g_assert_nonnull (quoted);
+    g_assert_cmpstr (json_str (quoted, "outcome"), ==, "refused");
+    gboolean estimated = FALSE;
+
+    for (guint i = 0; i < json_array_get_length (json_node_get_array (n)); i++)
+      {
+        JsonObject *o = json_array_get_object_element (json_node_get_array (n), i);
+
+        estimated |= json_object_get_boolean_member_with_default (o, "single-estimated", FALSE);
+      }
+    g_assert_true (estimated);
+  }
   g_assert_cmpint (one->status, ==, 0);
   g_assert_null (strstr (one->out, "refused"));
   assert_contains (one->out, "batch");
@@ -549,12 +791,43 @@ test_metrics (Fixture *f, gconstpointer data)
   /* A refused load is no duration. */
   g_assert_null (strstr (r->out, "vgicd_operation_duration_seconds_count{direction=\"load\""));
   g_assert_cmpint (st->status, ==, 0);
-  assert_valid_json (st->out);
-  assert_contains (st->out, "{\"properties\":");
-  assert_contains (st->out, "\"Mode\": ");
-  assert_contains (st->out, "\"stats\":");
-  assert_contains (st->out, "\"saves\": 7");
-  assert_contains (st->out, "\"histograms\": [");
+  {
+    g_autoptr (JsonNode) n = parse_json (st->out);
+    JsonArray *le;
+
+    g_assert_cmpstr (json_str (n, "state"), ==, "ok");
+    g_assert_cmpstr (json_str (n, "properties/Mode"), ==, "auto");
+    g_assert_cmpint (json_int (n, "stats/saves"), ==, 7);
+    g_assert_true (JSON_NODE_HOLDS_ARRAY (json_at (n, "stats/histograms")));
+    /* the histogram's +Inf bound: JSON has no word for it */
+    le = json_node_get_array (json_at (n, "stats/histograms/0/le-seconds"));
+
+    g_assert_cmpuint (json_array_get_length (le), >, 1);
+    g_assert_true (JSON_NODE_HOLDS_NULL (json_array_get_element (le, json_array_get_length (le) - 1)));
+  }
+  {
+    /* metrics --json: the exposition parsed, families in the text's order */
+    g_autoptr (Run) mj = vgicctl (NULL, "metrics", "--json=pretty");
+    g_autoptr (JsonNode) n = NULL;
+    JsonNode *saves, *hist, *sample;
+
+    g_assert_cmpint (mj->status, ==, 0);
+    n = parse_json (mj->out);
+    saves = json_find (n, "name", "vgicd_saves_total");
+    g_assert_nonnull (saves);
+    g_assert_cmpstr (json_str (saves, "type"), ==, "counter");
+    g_assert_cmpstr (json_str (saves, "help"), !=, "");
+    g_assert_cmpint (json_int (saves, "samples/0/value"), ==, 7);
+    hist = json_find (n, "name", "vgicd_operation_duration_seconds");
+    g_assert_nonnull (hist);
+    g_assert_cmpstr (json_str (hist, "type"), ==, "histogram");
+    /* its _bucket, _sum and _count series are its samples */
+    sample = json_find (json_at (hist, "samples"), "name",
+                        "vgicd_operation_duration_seconds_sum");
+    g_assert_nonnull (sample);
+    g_assert_cmpstr (json_str (sample, "labels/direction"), ==, "save");
+    g_assert_null (json_find (n, "name", "vgicd_operation_duration_seconds_bucket"));
+  }
 }
 
 static void
@@ -586,11 +859,15 @@ test_sessions_two (Fixture *f, gconstpointer data)
   assert_contains (r->out, ": mode off, set by /etc/vgicd/vms.conf [name vm-1]");
   g_assert_null (strstr (r->out, "set by host"));
   g_assert_cmpint (json->status, ==, 0);
-  assert_valid_json (json->out);
-  /* the quote and the backslash escaped */
-  assert_contains (json->out, "\"name\": \"vm-1 \\\"q\\\\t\\\"\"");
-  assert_contains (json->out, "\"vcpus\": 8");
-  assert_contains (json->out, "\"kernel-batch\": true");
+  {
+    g_autoptr (JsonNode) n = parse_json (json->out);
+    /* the quote and the backslash came through */
+    JsonNode *vm1 = json_find (n, "name", "vm-1 \"q\\t\"");
+
+    g_assert_nonnull (vm1);
+    g_assert_cmpint (json_int (vm1, "vcpus"), ==, 8);
+    g_assert_true (json_node_get_boolean (json_at (vm1, "kernel-batch")));
+  }
   assert_contains (st->out, "Sessions:      2 attached");
 }
 
@@ -1007,6 +1284,20 @@ test_unreachable (void)
   assert_contains (nobus->err, "vgicctl: stats: the system bus is not running (");
   assert_contains (nobus->err, "systemctl status dbus\n");
   g_assert_cmpint (setmode->status, ==, 2);
+  {
+    /* down: the state is still printed, with the usual exit status */
+    g_autoptr (Run) json = vgicctl (NULL, "status", "--json");
+    g_autoptr (Run) text = vgicctl (NULL, "status");
+    g_autoptr (JsonNode) n = NULL;
+
+    g_assert_cmpint (json->status, ==, 2);
+    n = parse_json (json->out);
+    g_assert_cmpstr (json_str (n, "state"), ==, "down");
+    assert_contains (json_str (n, "reason"), "cannot reach vgicd");
+    g_assert_true (JSON_NODE_HOLDS_NULL (json_at (n, "properties")));
+    g_assert_cmpint (text->status, ==, 2);
+    g_assert_true (g_str_has_prefix (text->out, "State:         down (cannot reach vgicd"));
+  }
 }
 
 static void
@@ -1101,9 +1392,24 @@ test_real_vgicd (void)
       assert_contains (bad->out, want);
       assert_contains (bad->out, ":2: warning: unknown key [vgicd] Mdoe ignored; did you mean Mode?");
       g_assert_cmpint (json->status, ==, 3);
-      assert_valid_json (json->out);
-      assert_contains (json->out, "\"level\": \"error\"");
-      assert_contains (json->out, "\"line\": 3");
+      {
+        g_autoptr (JsonNode) n = parse_json (json->out);
+        JsonNode *e = json_find (n, "level", "error");
+
+        g_assert_nonnull (e);
+        g_assert_cmpint (json_int (e, "line"), ==, 3);
+        g_assert_cmpstr (json_str (e, "file"), ==, dropin);
+      }
+      {
+        /* status: the same error makes vgicd degraded, for root */
+        g_autoptr (Run) st = vgicctl (NULL, "status", "--json");
+        g_autoptr (JsonNode) n = parse_json (st->out);
+
+        g_assert_cmpint (st->status, ==, 0);
+        g_assert_cmpstr (json_str (n, "state"), ==, "degraded");
+        assert_contains (json_str (n, "reason"), "the configuration has 1 error (vgicctl check)");
+        g_assert_cmpint (json_int (n, "config-errors"), ==, 1);
+      }
     }
     if (have_user)
       {
@@ -1160,6 +1466,9 @@ main (int argc, char **argv)
 
   g_test_add_func ("/vgicctl/usage", test_usage);
   ADD ("status", test_status, NULL);
+  ADD ("status/state", test_status_state, NULL);
+  ADD ("options", test_options, "2");
+  ADD ("every-json", test_every_json, "2");
   ADD ("mode/print", test_mode_print, NULL);
   ADD ("mode/persist", test_mode_persist, NULL);
   ADD ("mode/runtime", test_mode_runtime, NULL);

@@ -42,7 +42,7 @@ PACKAGES=(
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients
 	qemu-system-arm
 	# vgicd's and libvgicd0's dependencies (their Depends:, minus the above)
-	libglib2.0-0t64 libsystemd0 libvirt0 libxml2
+	libglib2.0-0t64 libsystemd0 libvirt0 libxml2 libjson-glib-1.0-0
 )
 IFS=, INCLUDE="${PACKAGES[*]}"
 unset IFS

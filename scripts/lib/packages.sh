@@ -16,6 +16,7 @@ PKGS_BUILD=(build-essential meson ninja-build pkg-config libglib2.0-dev libsyste
 	libxml2-dev libvirt-dev libxml2-utils scdoc dbus systemd bc python3
 	python3-yaml	# tests/monitoring: the alerting rules, read as data
 	libjson-glib-dev	# vgicctl --json
+	bash-completion		# where vgicctl's completion goes (its completionsdir)
 	procps		# kill(1): vgicd.service's ExecReload=, checked by the units test
 	shellcheck)	# the scripts suite
 # The benchmark's plot (bench/run-bench.sh: gnuplot's pngcairo terminal).

@@ -1369,6 +1369,30 @@ test_real_vgicd (void)
     g_assert_cmpstr (sessions->out, ==, "No VM is attached to vgicd.\n");
   }
   {
+    /* every command that asks vgicd answers --json=pretty with JSON from
+     * the real daemon too (its metrics text parsed, its state judged) */
+    static const char *const commands[] = {
+      "status", "mode", "sessions", "stats", "history", "metrics", "check",
+    };
+
+    for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+      {
+        g_autoptr (Run) r = vgicctl (NULL, commands[i], "--json=pretty");
+        g_autoptr (JsonNode) n = NULL;
+
+        g_assert_cmpint (r->status, ==, 0);
+        n = parse_json (r->out);
+        if (g_str_equal (commands[i], "status"))
+          {
+            /* mode off (set above): degraded, and says why */
+            g_assert_cmpstr (json_str (n, "state"), ==, "degraded");
+            assert_contains (json_str (n, "reason"), "mode off");
+          }
+        if (g_str_equal (commands[i], "metrics"))
+          g_assert_nonnull (json_find (n, "name", "vgicd_saves_total"));
+      }
+  }
+  {
     /* check: the files this vgicd loads, read again now (a drop-in added
      * after it started), as vgicd --check-config prints them. */
     g_autoptr (Run) clean = vgicctl (NULL, "check");

@@ -87,7 +87,9 @@ mkdir "$tmp/records" && : >"$tmp/records/rec.bin" && cd "$tmp/records" || exit 1
 expect "dump: the files here, and - for standard input" "- rec.bin" vgicctl dump ""
 expect "dump r: rec.bin" "rec.bin" vgicctl dump r
 expect "dump -: its options, and - for standard input" \
-	"- --all-irqs --help --json --json= --no-pager --quiet" vgicctl dump -
+	"- --all-irqs --help --irqs --json --json= --no-pager --quiet" vgicctl dump -
+expect "dump --irqs: no guess at a number" "" vgicctl dump --irqs ""
+expect "dump --irqs 96: the files again" "- rec.bin" vgicctl dump --irqs 96 ""
 cd / || exit 1
 expect "enable --connect: no guess at a URI" "" vgicctl enable --connect ""
 

@@ -377,9 +377,16 @@ expect "... persistent XML: metadata required=yes" \
 	grep -q "<vgicd:vgicd xmlns:vgicd=\"https://vgicd.example/xmlns/1\" required=\"yes\"/>" "$W/arm-enabled.xml"
 expect "... persistent XML: no vgicd argument" bash -c "! grep -q kvm-arm-gicv3 '$W/arm-enabled.xml'"
 expect "... validates" bash -c "virt-xml-validate '$W/arm-enabled.xml' domain >/dev/null 2>&1"
-"$VGICCTL" enable vgicd-arm --allow-tcg --connect "$(uri A)" > /dev/null 2>&1
+"$VGICCTL" enable vgicd-arm --allow-tcg --connect "$(uri A)" --json=pretty > "$W/out.json" 2>/dev/null
 V A dumpxml --inactive vgicd-arm > "$W/arm-enabled2.xml"
 expect "enable again without --required: required=no" grep -q 'required="no"' "$W/arm-enabled2.xml"
+echo "  vgicctl --json printed: $(tr -d '\n' < "$W/out.json")"
+expect "... --json=pretty: what was done, as JSON (vgicctl(1))" /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["domain"] == "vgicd-arm" and d["command"] == "enable", d
+assert d["choice"] == "wanted" and d["previous"] == "required" and d["changed"] is True, d
+' "$W/out.json"
 rc=0
 "$VGICCTL" disable vgicd-arm --connect "$(uri A)" > "$W/out" 2> "$W/err" || rc=$?
 V A dumpxml --inactive vgicd-arm > "$W/arm-disabled.xml"

@@ -406,11 +406,13 @@ expect a.loaded-on-B "$(jmsg vgicd-b.service load l2a | tail -n 1)" has_msg vgic
 # entry explained by the packaged catalog (dpkg's trigger on systemd's
 # catalog folder), and the metrics textfile node_exporter would read.
 saved_and_gone() {	# saved_and_gone JSON - l2a's save kept, l2a detached
-	case $1 in *'"direction": "save", "path": "batch", "stream": "fields", "outcome": "ok"'*) ;; *) return 1 ;; esac
-	! vgicctl sessions --json | grep -q '"name": "l2a"'
+	# (vgicctl's compact JSON has no space after ':' or ',')
+	grep -Eq '"direction": ?"save", ?"path": ?"batch", ?"stream": ?"fields", ?"outcome": ?"ok"' <<<"$1" ||
+		return 1
+	! vgicctl sessions --json | grep -Eq '"name": ?"l2a"'
 }
 for _ in $(seq 20); do
-	vgicctl sessions --json | grep -q '"name": "l2a"' || break
+	vgicctl sessions --json | grep -Eq '"name": ?"l2a"' || break
 	sleep 0.5
 done
 hist=$(vgicctl history l2a --json 2>&1)

@@ -123,14 +123,23 @@ vgicd_diag_level_to_string (VgicdDiagLevel level)
   return level == VGICD_DIAG_ERROR ? "error" : "warning";
 }
 
+/* "FILE:LINE: [LEVEL: ]MESSAGE[SUFFIX]", the one shape of a problem's line
+ * (no LINE for a file that could not be read) */
+static char *
+located (const VgicdDiag *d, gboolean with_level, const char *suffix)
+{
+  g_autofree char *where = d->line ? g_strdup_printf ("%s:%u", d->file, d->line)
+                                   : g_strdup (d->file);
+
+  return g_strdup_printf ("%s: %s%s%s%s", where,
+                          with_level ? vgicd_diag_level_to_string (d->level) : "",
+                          with_level ? ": " : "", d->message, suffix);
+}
+
 char *
 vgicd_diag_to_string (const VgicdDiag *d)
 {
-  if (d->line)
-    return g_strdup_printf ("%s:%u: %s: %s", d->file, d->line,
-                            vgicd_diag_level_to_string (d->level), d->message);
-  return g_strdup_printf ("%s: %s: %s", d->file, vgicd_diag_level_to_string (d->level),
-                          d->message);
+  return located (d, TRUE, "");
 }
 
 void
@@ -142,9 +151,7 @@ vgicd_diags_log (VgicdDiags *diags)
       const VgicdDiag *d = diags->items->pdata[i];
       g_autofree char *line = g_strdup_printf ("%u", d->line);
       /* No level word in MESSAGE: the journal's priority says it. */
-      g_autofree char *message = d->line ? g_strdup_printf ("%s:%u: %s", d->file, d->line,
-                                                            d->message)
-                                         : g_strdup_printf ("%s: %s", d->file, d->message);
+      g_autofree char *message = located (d, FALSE, "");
 
       g_log_structured (G_LOG_DOMAIN,
                         d->level == VGICD_DIAG_ERROR ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_MESSAGE,
@@ -162,17 +169,13 @@ vgicd_diags_set_error (const VgicdDiags *diags, GError **error)
   for (guint i = 0; i < diags->items->len; i++)
     {
       const VgicdDiag *d = diags->items->pdata[i];
+      g_autofree char *message = NULL;
 
       if (d->level != VGICD_DIAG_ERROR)
         continue;
-      if (d->line)
-        g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE, "%s:%u: %s%s",
-                     d->file, d->line, d->message,
-                     diags->errors > 1 ? " (and more: vgicd --check-config lists them)" : "");
-      else
-        g_set_error (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE, "%s: %s%s",
-                     d->file, d->message,
-                     diags->errors > 1 ? " (and more: vgicd --check-config lists them)" : "");
+      message = located (d, FALSE, diags->errors > 1
+                                   ? " (and more: vgicd --check-config lists them)" : "");
+      g_set_error_literal (error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_INVALID_VALUE, message);
       return FALSE;
     }
   return TRUE;

@@ -773,7 +773,9 @@ cmd_check (const VgicctlCall *c)
   return errors ? EXIT_INPUT : EXIT_OK;
 }
 
-/* read_all() - the whole of @path, or of stdin for "-" */
+/* read_all() - the whole of @path, or of stdin for "-".  A file is
+ * mapped, not read: a `virsh save` image is the guest's RAM, gigabytes,
+ * of which the stream reader touches the pages it scans. */
 static GBytes *
 read_all (const char *path, GError **error)
 {
@@ -782,9 +784,13 @@ read_all (const char *path, GError **error)
 
   if (!g_str_equal (path, "-"))
     {
+      g_autoptr (GMappedFile) map = g_mapped_file_new (path, FALSE, NULL);
       char *data;
       gsize len;
 
+      if (map)
+        return g_mapped_file_get_bytes (map);
+      /* Not mappable (a pipe, a device): read it. */
       if (!g_file_get_contents (path, &data, &len, error))
         return NULL;
       return g_bytes_new_take (data, len);

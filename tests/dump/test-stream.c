@@ -352,7 +352,7 @@ test_fields_values (void)
   g_autoptr (VgicList) writes = NULL;
   guint64 x;
   guint distinct = 0;
-  g_autoptr (GHashTable) seen = g_hash_table_new (g_int64_hash, g_int64_equal);
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
 
   g_assert_no_error (error);
   g_assert_nonnull (v);

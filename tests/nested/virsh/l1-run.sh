@@ -407,7 +407,8 @@ expect a.loaded-on-B "$(jmsg vgicd-b.service load l2a | tail -n 1)" has_msg vgic
 # catalog folder), and the metrics textfile node_exporter would read.
 saved_and_gone() {	# saved_and_gone JSON - l2a's save kept, l2a detached
 	# (vgicctl's compact JSON has no space after ':' or ',')
-	grep -Eq '"direction": ?"save", ?"path": ?"batch", ?"stream": ?"fields", ?"outcome": ?"ok"' <<<"$1" ||
+	printf '%s\n' "$1" |
+		grep -Eq '"direction": ?"save", ?"path": ?"batch", ?"stream": ?"fields", ?"outcome": ?"ok"' ||
 		return 1
 	! vgicctl sessions --json | grep -Eq '"name": ?"l2a"'
 }

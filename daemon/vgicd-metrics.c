@@ -110,17 +110,31 @@ histograms (GString *out, VgicdDaemon *d)
     }
 }
 
+/* vgicd_operations_total's labels, by VgicdTotals.operations' indices: the
+ * directions, and the history's outcome words. */
+static const char *const directions[VGICD_N_DIRECTIONS] = { "save", "load" };
+static const char *const outcomes[VGICD_N_COUNTS] = {
+  [VGICD_COUNT_OK] = VGICD_OUTCOME_OK,
+  [VGICD_COUNT_FAILED] = VGICD_OUTCOME_FAILED,
+  [VGICD_COUNT_REFUSED] = VGICD_OUTCOME_REFUSED,
+  [VGICD_COUNT_DECLINED] = VGICD_OUTCOME_DECLINED,
+};
+
+void
+vgicd_metrics_count (VgicdTotals *t, const char *operation, const char *outcome)
+{
+  const guint dir = g_str_equal (operation, directions[VGICD_DIRECTION_SAVE])
+                    ? VGICD_DIRECTION_SAVE : VGICD_DIRECTION_LOAD;
+
+  for (guint i = 0; i < VGICD_N_COUNTS; i++)
+    if (g_str_equal (outcome, outcomes[i]))
+      t->operations[dir][i]++;
+}
+
 static void
 operations (GString *out, const VgicdTotals *t)
 {
   static const char name[] = "vgicd_operations_total";
-  static const char *const directions[VGICD_N_DIRECTIONS] = { "save", "load" };
-  static const char *const outcomes[VGICD_N_COUNTS] = {
-    [VGICD_COUNT_OK] = VGICD_OUTCOME_OK,
-    [VGICD_COUNT_FAILED] = VGICD_OUTCOME_FAILED,
-    [VGICD_COUNT_REFUSED] = VGICD_OUTCOME_REFUSED,
-    [VGICD_COUNT_DECLINED] = VGICD_OUTCOME_DECLINED,
-  };
 
   /* Every series from the start, zero or not: rate() and increase() need
    * the zero to see the first failure as one. */

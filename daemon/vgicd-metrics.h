@@ -9,6 +9,11 @@
 
 #include "vgicd-daemon.h"
 
+/* vgicd_metrics_count() - count an operation's end (@operation "save" or
+ * "load", @outcome one of the history's VGICD_OUTCOME_* words) in
+ * vgicd_operations_total{direction,outcome} */
+void vgicd_metrics_count (VgicdTotals *t, const char *operation, const char *outcome);
+
 /* vgicd_metrics_text() - the exposition, newly allocated */
 char *vgicd_metrics_text (VgicdDaemon *d);
 

@@ -56,6 +56,7 @@
 #include "vgic-regs.h"
 #include "vgic-validate.h"
 #include "vgicd-history.h"
+#include "vgicd-metrics.h"
 #include "vgicd-session-private.h"
 #include "vgicd/protocol.h"
 
@@ -151,23 +152,6 @@ vgicd_steps_abandon (VgicdSession *s)
  * operation's line also says what it would have cost one register per
  * ioctl, measured on this host or estimated (vgicd-history.c).
  */
-/* Count an operation's end in vgicd_operations_total{direction,outcome}. */
-static void
-count_outcome (VgicdTotals *t, const char *operation, const char *outcome)
-{
-  static const char *const outcomes[VGICD_N_COUNTS] = {
-    [VGICD_COUNT_OK] = VGICD_OUTCOME_OK,
-    [VGICD_COUNT_FAILED] = VGICD_OUTCOME_FAILED,
-    [VGICD_COUNT_REFUSED] = VGICD_OUTCOME_REFUSED,
-    [VGICD_COUNT_DECLINED] = VGICD_OUTCOME_DECLINED,
-  };
-  const guint dir = g_str_equal (operation, "save") ? VGICD_DIRECTION_SAVE : VGICD_DIRECTION_LOAD;
-
-  for (guint i = 0; i < VGICD_N_COUNTS; i++)
-    if (g_str_equal (outcome, outcomes[i]))
-      t->operations[dir][i]++;
-}
-
 static void
 op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
             const char *outcome, guint registers, guint64 bytes, const char *message)
@@ -190,7 +174,7 @@ op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
   };
   g_autofree char *line = NULL;
 
-  count_outcome (&s->daemon->totals, operation, outcome);
+  vgicd_metrics_count (&s->daemon->totals, operation, outcome);
   if (s->daemon->history)
     vgicd_history_estimate (s->daemon->history, &op);
   if (ok && op.single_estimated && op.single_ns)

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "vgic-prefault.h"
 #include "vgic-shape.h"
 #include "vgicd-window.h"
 
@@ -26,9 +27,7 @@ vgicd_window_new (guint32 capacity, GError **error)
                    w->size, g_strerror (errno));
       return NULL;
     }
-  /* Populated now: its pages are shared with QEMU, and a first touch inside
-   * a save would be page faults inside the downtime. */
-  w->entries = mmap (NULL, w->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, w->fd, 0);
+  w->entries = mmap (NULL, w->size, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
   if (w->entries == MAP_FAILED)
     {
       w->entries = NULL;
@@ -36,6 +35,10 @@ vgicd_window_new (guint32 capacity, GError **error)
                    "cannot map the shared window: %s", g_strerror (errno));
       return NULL;
     }
+  /* Populated now, for writing: vgicd writes its plans here, and a first
+   * touch inside a save or a restore would be page faults inside the
+   * downtime (vgic-prefault.c). */
+  vgic_prefault_write (w->entries, w->size);
   return g_steal_pointer (&w);
 }
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "vgic-batch-probe.h"
+#include "vgic-prefault.h"
 #include "vgicd-client-private.h"
 #include "vgicd/protocol.h"
 #include "vgicd/vgic-entry.h"
@@ -149,7 +150,7 @@ map_window (VgicdClient *c, int fd, guint32 entries, GError **error)
                    "vgicd's window is not a sealed memfd of %u entries", entries);
       return FALSE;
     }
-  c->window = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  c->window = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (c->window == MAP_FAILED)
     {
       c->window = NULL;
@@ -160,8 +161,10 @@ map_window (VgicdClient *c, int fd, guint32 entries, GError **error)
   c->window_fd = fd;
   c->window_size = size;
   c->window_entries = entries;
-  /* Touch every page of both now, at attach: a first touch inside a save
-   * or a restore would be page faults inside the downtime. */
+  /* Touch every page of both now, at attach, for writing: a first touch
+   * inside a save or a restore would be page faults inside the downtime
+   * (vgic-prefault.c). */
+  vgic_prefault_write (c->window, size);
   c->work = g_malloc (size);
   for (gsize i = 0; i < size; i += 4096)
     ((volatile guint8 *) c->work)[i] = 0;

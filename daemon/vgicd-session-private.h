@@ -102,6 +102,12 @@ struct _VgicdSession {
   gint64 op_busy;	/* µs vgicd spent on the operation, up to busy_stop() */
   gint64 handler_start;	/* when the handler running now started; 0: its time
                            is in op_busy, or no handler runs */
+  /* The journal record of the outcome just answered, written once the
+   * answer is out (vgicd-steps.c, op_outcome()). */
+  VgicdOp logged_op;
+  GLogLevelFlags logged_level;
+  char *logged_line;	/* NULL: none due */
+  guint logged_source;
 
   OpStats save, load;
 };
@@ -127,6 +133,10 @@ void vgicd_steps_reset (VgicdSession *s);
 /* vgicd_steps_abandon() - the peer went away in the middle of an
  * operation: count it as failed, log it and keep it in the VM's history */
 void vgicd_steps_abandon (VgicdSession *s);
+
+/* vgicd_steps_flush_log() - write the journal record of the last outcome
+ * now, if it is still due (before the session's next record, or its end) */
+void vgicd_steps_flush_log (VgicdSession *s);
 
 /* vgicd_steps_operation() - "save" or "load" while one is in progress, else NULL */
 const char *vgicd_steps_operation (VgicdSession *s);

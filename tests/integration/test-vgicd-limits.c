@@ -96,7 +96,7 @@ test_door_bounds (void)
   g_assert_true (WIFEXITED (status));
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);
   g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, SILENT - 12);
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   g_assert_nonnull (strstr (log, "too many connections of this process in their handshake"));
   g_assert_nonnull (strstr (log, "sent nothing within 1500 ms; closed"));
   /* One refusal line for the 28: the rest were counted, not logged. */
@@ -364,7 +364,7 @@ test_peer_not_allowed (void)
   g_assert_null (strstr (out, "root"));
   g_assert_null (strstr (out, ".conf"));
   /* Logged before the connection was closed. */
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   g_assert_nonnull (strstr (log, "closed a connection from user nobody"));
   g_assert_nonnull (strstr (log, ": not allowed (AllowUsers in "));
   g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, 1);
@@ -387,7 +387,7 @@ test_socket_group (void)
   struct stat st;
 
   g_assert_cmpint (stat (h->socket_path, &st), ==, 0);
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   if (kvm)
     {
       g_assert_cmpint (st.st_mode & 07777, ==, 0660);
@@ -449,7 +449,7 @@ test_probe_is_silent (void)
     }
   c = attach (h, sim, s, "after-probes");
   g_assert_true (vgicd_client_save (c, &record, &error));
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   g_assert_null (strstr (log, "handshake"));
 }
 

@@ -124,7 +124,7 @@ test_round_trip (gconstpointer data)
   /* libvgicd asked for the step channel, and vgicd gave it. */
   {
     g_autofree char *log = NULL;
-    g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+    log = vgicd_harness_read_log (h);
     g_assert_nonnull (strstr (log, "VM src: attached: 1 vCPUs, 64 IRQs, kernel batch"));
     g_assert_nonnull (strstr (log, "step channel, pid"));
     g_assert_null (strstr (log, "D-Bus steps"));
@@ -204,7 +204,7 @@ test_foreign_batch_abi (void)
 
   g_assert_cmpuint (vgicd_harness_stat (h, "foreign-batch"), ==, 2);
   g_assert_cmpuint (vgicd_harness_stat (h, "fallbacks"), >=, 2);
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   g_assert_nonnull (strstr (log, "VM src: the kernel's device-attr group 10 is another "
                                  "batch interface (it wrote outside the entries' values)"));
   g_assert_nonnull (strstr (log, "every save and load of this VM runs one register per ioctl"));
@@ -242,7 +242,7 @@ test_unverified_batch_runs_single (void)
   g_assert_cmpuint (c.batch_calls, ==, 0);
   g_assert_cmpuint (vgicd_harness_stat (h, "fallbacks"), >=, 1);
   g_assert_cmpuint (vgicd_harness_stat (h, "foreign-batch"), ==, 0);
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   g_assert_nonnull (strstr (log, "VM src: neither its executor nor vgicd's start-up probe "
                                  "could verify the kernel's vGIC batch group (its executor: "
                                  "the vGIC batch group could not be verified: a single read"));

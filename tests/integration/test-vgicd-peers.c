@@ -151,7 +151,7 @@ test_channel_refuses_garbage (void)
   g_assert_cmpint (send (p.channel, bad, sizeof bad, MSG_NOSIGNAL), ==, sizeof bad);
   /* vgicd closed its end: no answer, end of file. */
   g_assert_cmpint (recv (p.channel, &byte, 1, 0), ==, 0);
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   g_assert_nonnull (strstr (log, "VM garbage: closing the step channel: an unknown method"));
 
   done = old_peer_run (&p, src, "Save", NULL, &steps);
@@ -197,7 +197,7 @@ test_channel_peer_does_not_read (void)
   g_test_message ("%u requests sent before vgicd closed the channel", sent);
   g_assert_cmpuint (i, <, 20000);
   g_assert_true (errno == EPIPE || errno == ECONNRESET);
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   g_assert_nonnull (strstr (log, "VM deaf: closing the step channel: the peer sends requests "
                                  "and does not read the answers"));
   c = attach (h, other, s, "next");
@@ -373,7 +373,7 @@ test_admitted_peer_bounds (void)
   /* vgicd's own account first, so that a count off by one says which
    * peer it closed that this test did not expect (seen once, in a loaded
    * CI run's ASan build: 3 instead of 2). */
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   {
     g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
 

@@ -68,7 +68,7 @@ test_bus_gone (void)
   for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 50; i++)
     {
       g_clear_pointer (&log, g_free);
-      g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+      log = vgicd_harness_read_log (h);
       if (strstr (log, "lost the system bus"))
         break;
       g_usleep (50000);
@@ -349,7 +349,7 @@ test_socket_activated (void)
   c = attach (h, src, s, "activated");
   g_assert_true (vgicd_client_save (c, &record, &error));
   g_assert_no_error (error);
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   g_assert_nonnull (strstr (log, "(socket-activated)"));
 }
 

@@ -483,7 +483,7 @@ test_refusals_logged_sparingly (void)
   seconds = (g_get_monotonic_time () - t0) / 1e6;
   g_assert_nonnull (mine);	/* its session held all along: the others were over the share */
   g_assert_cmpuint (vgicd_harness_stat (h, "refused"), >=, 30);
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   for (const char *p = log; (p = strstr (p, "refused an attach")); p++)
     lines++;
   g_test_message ("30 refusals in %.1f s: %u log lines", seconds, lines);
@@ -531,7 +531,7 @@ test_forged_figures (void)
       /* ... and a figure: the forger's save, as long as vgicd saw it take
        * (a conversion out of range gave 0 here). */
       g_assert_cmpuint (hnum (mine, last, "single-ns"), >, 0);
-      g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+      log = vgicd_harness_read_log (h);
       g_assert_null (strstr (log, "runtime error:"));
       attacker_finish (a);
     }
@@ -612,7 +612,7 @@ test_peer_strings (void)
   g_autoptr (GVariant) reply = NULL;
   g_autofree char *listing = NULL;
 
-  g_assert_true (g_file_get_contents (h->log_path, &log, NULL, NULL));
+  log = vgicd_harness_read_log (h);
   g_assert_null (strstr (log, "\nvgicd[1]: VM honest: forged line"));
   g_assert_null (strstr (log, "\033[2J"));
   reply = vgicd_harness_manager_call (h, "ListSessions", NULL, "(aa{sv})");

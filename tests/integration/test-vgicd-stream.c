@@ -111,7 +111,7 @@ log_says (VgicdHarness *h, const char *needle)
     {
       g_autofree char *log = NULL;
 
-      if (g_file_get_contents (h->log_path, &log, NULL, NULL) && strstr (log, needle))
+      if ((log = vgicd_harness_read_log (h)) && strstr (log, needle))
         return TRUE;
       g_usleep (20000);
     }

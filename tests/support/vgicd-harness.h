@@ -56,6 +56,13 @@ guint64 vgicd_harness_stat (VgicdHarness *h, const char *key);
 GVariant *vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVariant *params,
                                       const char *reply_type);
 
+/* vgicd_harness_read_log() - vgicd's stderr so far, newly allocated (""
+ * if unreadable), once vgicd has written what it owes the operations
+ * already answered: a journal record is written just after its answer
+ * (vgicd-steps.c), so the log is read after a call that vgicd's main
+ * thread answers (no activation, its failure ignored: vgicd may be down) */
+char *vgicd_harness_read_log (VgicdHarness *h);
+
 /* vgicd_harness_property() - a string property of Manager1 ("KernelBatch",
  * "KernelBatchSource", ...), newly allocated; fails the test if the call
  * fails */

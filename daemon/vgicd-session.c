@@ -349,7 +349,7 @@ vgicd_session_free (VgicdSession *s)
 {
   if (!s)
     return;
-  vgicd_steps_flush_log (s);
+  vgicd_steps_flush (s);
   if (s->daemon && g_ptr_array_remove (s->daemon->sessions, s))
     {
       if (vgicd_steps_operation (s))

@@ -142,27 +142,39 @@ vgicd_steps_abandon (VgicdSession *s)
               "the peer went away in the middle of an operation");
   op_end (s);
   /* No answer goes out: nothing to wait for. */
-  vgicd_steps_flush_log (s);
+  vgicd_steps_flush (s);
 }
 
 void
-vgicd_steps_flush_log (VgicdSession *s)
+vgicd_steps_flush (VgicdSession *s)
 {
   g_autofree char *line = g_steal_pointer (&s->logged_line);
+  gboolean changed = s->changed_due;
 
-  g_clear_handle_id (&s->logged_source, g_source_remove);
+  g_clear_handle_id (&s->after_source, g_source_remove);
+  s->changed_due = FALSE;
   if (line)
     vgicd_session_log_outcome (s, s->logged_level, &s->logged_op, line);
+  if (changed)
+    vgicd_daemon_changed (s->daemon);
 }
 
 static gboolean
-on_log_due (gpointer data)
+on_answered (gpointer data)
 {
   VgicdSession *s = data;
 
-  s->logged_source = 0;
-  vgicd_steps_flush_log (s);
+  s->after_source = 0;
+  vgicd_steps_flush (s);
   return G_SOURCE_REMOVE;
+}
+
+/* Have vgicd_steps_flush() run once the answer is out (op_outcome()). */
+static void
+after_answer (VgicdSession *s)
+{
+  if (!s->after_source)
+    s->after_source = g_idle_add_full (G_PRIORITY_HIGH, on_answered, s, NULL);
 }
 
 /*
@@ -181,8 +193,10 @@ on_log_due (gpointer data)
  * is I/O, and was the largest part of a save's last handler: 26 to 72 µs
  * of 95 to 190 (160 vCPUs, the benchmark's guest, its stderr a file),
  * time the peer spent waiting inside the downtime for a record it does
- * not read.  The history and the counters, which a caller may read right
- * after the answer, are kept at once.
+ * not read.  So is op_end()'s change notice (systemd's STATUS, a
+ * sendmsg(2) under systemd; the operator API's properties and signals).
+ * The history and the counters, which a caller may read right after the
+ * answer, are kept at once.
  */
 static void
 op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
@@ -216,11 +230,11 @@ op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
                             ? "vgicd's start-up calibration"
                             : "this host's last one-by-one operation");
   /* One record due at a time, in order. */
-  vgicd_steps_flush_log (s);
+  vgicd_steps_flush (s);
   s->logged_op = op;
   s->logged_level = level;
   s->logged_line = line ? g_steal_pointer (&line) : g_strdup (message);
-  s->logged_source = g_idle_add_full (G_PRIORITY_HIGH, on_log_due, s, NULL);
+  after_answer (s);
   if (s->daemon->history)
     vgicd_history_add_of (s->daemon->history, s->uuid, s->name, s->pid, &op,
                           ok ? NULL : message);
@@ -243,7 +257,9 @@ op_end (VgicdSession *s)
   s->op_busy = 0;
   s->handler_start = 0;
   s->op_fields = FALSE;
-  vgicd_daemon_changed (s->daemon);
+  /* Told once the answer is out (op_outcome()). */
+  s->changed_due = TRUE;
+  after_answer (s);
 }
 
 /* Give up on the operation in progress: count it, log it, say so. */

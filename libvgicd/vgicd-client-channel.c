@@ -8,6 +8,23 @@
  * kernel's work on a whole batch.  The channel carries every Session1 call
  * but Load with the same GVariants, one SOCK_SEQPACKET packet each way, on
  * the calling thread.
+ *
+ * Theory of operation: waiting for an answer.  A call's answer comes from
+ * vgicd within tens to hundreds of microseconds (at 160 vCPUs, measured in
+ * vgicd: 40 to 60 µs for a SaveFields, 70 to 95 for a save's Next, 105 to
+ * 130 for a LoadList).  A thread that sleeps in ppoll(2) for it is then
+ * woken by the scheduler, which on a VM host is an interrupt to an idle
+ * CPU; in the benchmark's guest, the caller saw 200 to 490 µs for the
+ * SaveFields vgicd answered in 40 to 60.  So the caller first polls the
+ * socket without sleeping, for up to SPIN_US, and sleeps only when the
+ * answer takes longer: a CPU spent for at most that long per call, only
+ * while QEMU saves or restores the vGIC, which is inside the migration's
+ * downtime when the VM's vCPUs are stopped anyway.  It is what KVM's
+ * halt polling does for a vCPU.  On a host with one CPU online the poll
+ * would only delay vgicd's answer, so there it sleeps at once.  Measured
+ * (bench-scaling, the fields path alone, 160 vCPUs): vgicd's own share
+ * 0.59 / 0.44 to 0.58 ms save / restore sleeping, 0.40 / 0.36 to 0.39 ms
+ * polling first.
  */
 #define _GNU_SOURCE /* ppoll */
 #include <errno.h>
@@ -19,9 +36,13 @@
 #include "libvgicd.h"
 #include "vgicd-client-channel.h"
 
+/* How long a call polls for its answer before it sleeps (see the top). */
+#define SPIN_US 300
+
 struct _VgicdClientChannel {
   int fd;		/* -1 once lost */
   int timeout_ms;
+  gint64 spin_us;	/* SPIN_US, or 0 on a host with one CPU online */
   gboolean deferred;	/* an answer is due that the caller did not wait for */
 };
 
@@ -32,6 +53,7 @@ vgicd_client_channel_new (int fd, int timeout_ms)
 
   ch->fd = fd;
   ch->timeout_ms = timeout_ms;
+  ch->spin_us = sysconf (_SC_NPROCESSORS_ONLN) > 1 ? SPIN_US : 0;
   return ch;
 }
 
@@ -120,9 +142,18 @@ receive (VgicdClientChannel *ch, gint64 *budget_us, GError **error)
   g_autoptr (GVariant) reply = NULL;
   gint64 start = g_get_monotonic_time ();
   gint64 deadline = start + (budget_us ? *budget_us : (gint64) ch->timeout_ms * 1000);
+  gint64 spin_until = MIN (start + ch->spin_us, deadline);
   GVariant *step;
   ssize_t n;
 
+  /* Poll first, without sleeping (see the top). */
+  do
+    {
+      n = recv (ch->fd, buf, VGICD_CHANNEL_MAX, MSG_TRUNC | MSG_DONTWAIT);
+      if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+        goto answered;
+    }
+  while (g_get_monotonic_time () < spin_until);
   for (;;)
     {
       struct pollfd p = { .fd = ch->fd, .events = POLLIN };
@@ -158,6 +189,7 @@ receive (VgicdClientChannel *ch, gint64 *budget_us, GError **error)
         continue;
       break;
     }
+answered:
   if (budget_us)
     *budget_us = MAX (0, *budget_us - (g_get_monotonic_time () - start));
   if (n == 0)

@@ -102,12 +102,11 @@ struct _VgicdSession {
   gint64 op_busy;	/* µs vgicd spent on the operation, up to busy_stop() */
   gint64 handler_start;	/* when the handler running now started; 0: its time
                            is in op_busy, or no handler runs */
-  /* What the operation just answered leaves to do once the answer is out
-   * (vgicd-steps.c, op_outcome()): its journal record, the change notice. */
+  /* The journal record of the outcome just answered, written once the
+   * answer is out (vgicd-steps.c, op_outcome()). */
   VgicdOp logged_op;
   GLogLevelFlags logged_level;
   char *logged_line;	/* NULL: none due */
-  gboolean changed_due;
   guint after_source;
 
   OpStats save, load;
@@ -135,9 +134,8 @@ void vgicd_steps_reset (VgicdSession *s);
  * operation: count it as failed, log it and keep it in the VM's history */
 void vgicd_steps_abandon (VgicdSession *s);
 
-/* vgicd_steps_flush() - do now what the last answer left to do once it
- * was out (its journal record, the change notice), if it is still due:
- * before the session's next record, or its end */
+/* vgicd_steps_flush() - write the journal record of the last outcome now,
+ * if it is still due (before the session's next record, or its end) */
 void vgicd_steps_flush (VgicdSession *s);
 
 /* vgicd_steps_operation() - "save" or "load" while one is in progress, else NULL */

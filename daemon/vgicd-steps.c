@@ -149,14 +149,10 @@ void
 vgicd_steps_flush (VgicdSession *s)
 {
   g_autofree char *line = g_steal_pointer (&s->logged_line);
-  gboolean changed = s->changed_due;
 
   g_clear_handle_id (&s->after_source, g_source_remove);
-  s->changed_due = FALSE;
   if (line)
     vgicd_session_log_outcome (s, s->logged_level, &s->logged_op, line);
-  if (changed)
-    vgicd_daemon_changed (s->daemon);
 }
 
 static gboolean
@@ -193,10 +189,11 @@ after_answer (VgicdSession *s)
  * is I/O, and was the largest part of a save's last handler: 26 to 72 µs
  * of 95 to 190 (160 vCPUs, the benchmark's guest, its stderr a file),
  * time the peer spent waiting inside the downtime for a record it does
- * not read.  So is op_end()'s change notice (systemd's STATUS, a
- * sendmsg(2) under systemd; the operator API's properties and signals).
- * The history and the counters, which a caller may read right after the
- * answer, are kept at once.
+ * not read.  The history, the counters and op_end()'s change notice,
+ * which a caller may read right after the answer, are kept at once; as
+ * the change notice has the operator API's next GetStats wait for a
+ * publication that the main thread makes at G_PRIORITY_LOW, after this
+ * callback, that GetStats also finds the record written.
  */
 static void
 op_outcome (VgicdSession *s, GLogLevelFlags level, const char *operation,
@@ -257,9 +254,10 @@ op_end (VgicdSession *s)
   s->op_busy = 0;
   s->handler_start = 0;
   s->op_fields = FALSE;
-  /* Told once the answer is out (op_outcome()). */
-  s->changed_due = TRUE;
-  after_answer (s);
+  /* Before the answer, unlike the journal record (op_outcome()): it marks
+   * the operator API's figures stale, so that a GetStats that follows the
+   * answer waits for this operation's (read-your-writes). */
+  vgicd_daemon_changed (s->daemon);
 }
 
 /* Give up on the operation in progress: count it, log it, say so. */

@@ -59,8 +59,8 @@ GVariant *vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVari
 /* vgicd_harness_read_log() - vgicd's stderr so far, newly allocated (""
  * if unreadable), once vgicd has written what it owes the operations
  * already answered: a journal record is written just after its answer
- * (vgicd-steps.c), so the log is read after a call that vgicd's main
- * thread answers (no activation, its failure ignored: vgicd may be down) */
+ * (vgicd-steps.c), so the log is read after a GetStats, which waits for
+ * it (no activation, its failure ignored: vgicd may be down) */
 char *vgicd_harness_read_log (VgicdHarness *h);
 
 /* vgicd_harness_property() - a string property of Manager1 ("KernelBatch",

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * vgic-prefault.c - the shared window's pages made writable in this
- * process's page tables when it is mapped, not at a save's or a restore's
- * first write.
+ * vgic-prefault.c - memory a save or a restore will write (the shared
+ * window, libvgicd's private copy of it) made writable in this process's
+ * page tables when it is set up, not at a save's or a restore's first
+ * write.
  *
  * MAP_POPULATE fills a shared mapping's page tables as a read would (the
  * kernel does not dirty shared pages "for nothing": populate_vma_page_range()

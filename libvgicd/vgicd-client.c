@@ -166,8 +166,7 @@ map_window (VgicdClient *c, int fd, guint32 entries, GError **error)
    * (vgic-prefault.c). */
   vgic_prefault_write (c->window, size);
   c->work = g_malloc (size);
-  for (gsize i = 0; i < size; i += 4096)
-    ((volatile guint8 *) c->work)[i] = 0;
+  vgic_prefault_write (c->work, size);
   return TRUE;
 }
 

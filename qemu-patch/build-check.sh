@@ -5,7 +5,9 @@
 # From a fresh Debian 12 machine (root, Debian's archive reachable):
 #   1. fetches QEMU's source from Debian stable's qemu source package, and a
 #      meson >= 1.5 from Debian stable's meson package (lib.sh);
-#   2. applies qemu-patch/*.patch with git am, which refuses any fuzz;
+#   2. applies the series (qemu-patch/NNNN-*.patch, not the cover letter)
+#      with git am, which refuses any fuzz, and runs QEMU's checkpatch.pl on
+#      each patch (errors, or warnings but the linux-headers one, fail);
 #   3. cross-builds the project's libvgicd for aarch64 and installs it into
 #      the cache, for QEMU's pkg-config;
 #   4. cross-configures a minimal KVM-only qemu-system-aarch64 twice, with
@@ -62,6 +64,26 @@ check_build() {
 	step_end
 }
 
+# checkpatch - QEMU's scripts/checkpatch.pl on each patch, as applied to
+# the base.  Errors fail the check, and so do warnings but one: a change to
+# linux-headers/ that is not a whole update from a Linux release (the batch
+# group is in none yet).
+checkpatch() {
+	local out bad
+	step_begin "checkpatch.pl"
+	out=$(cd "$QP_CACHE/check/src" && perl scripts/checkpatch.pl pristine..HEAD 2>&1) || true
+	grep -E '^[0-9]+/[0-9]+ Checking commit|^total:|^(ERROR|WARNING):' <<<"$out" | sed 's/^/  /'
+	bad=$(grep -E '^(ERROR|WARNING):' <<<"$out" |
+		grep -v "^WARNING: added, moved or deleted file(s) imported from Linux" || true)
+	step_end
+	if [ -n "$bad" ]; then
+		printf '%s\n' "$out" >&2
+		echo "checkpatch.pl: the series has errors or warnings (above)" >&2
+		return 1
+	fi
+}
+
+checkpatch
 check_build vgicd --enable-vgicd
 check_build novgicd --disable-vgicd
 if [ -n "$FULL" ]; then

@@ -23,17 +23,18 @@
 # is enabled the way Debian enables every optional library: one comment and
 # one build dependency, "libvgicd-dev (>= the version of libvgicd/meson.build) [arm64]", in debian/control
 # and in debian/control-in (which the clean target regenerates it from).
-# arm64 only: the series' auto probe looks only at aarch64 hosts, the KVM
-# GICv3 exists nowhere else, and --enable-vgicd elsewhere would only make
-# every other architecture build-depend on a library it never links.
-# "enabled", not "auto": a missing libvgicd fails the build instead of
-# giving a QEMU without vgicd under vgicd's version.
+# arm64 only: the series refuses --enable-vgicd on other hosts (the KVM
+# GICv3 exists nowhere else), and it would only make every other
+# architecture build-depend on a library it never links.  The option is
+# off unless asked for, so "--enable-vgicd" is what makes the package
+# vgicd's; a missing libvgicd then fails the build instead of giving a
+# QEMU without vgicd under vgicd's version.
 #
 # The series goes into debian/patches/vgicd/, after Debian's own patches in
 # debian/patches/series; the source is unpacked without Debian's patches
 # applied (dpkg-source --skip-patches) so that "quilt push -a --fuzz=0"
 # proves the whole stack, Debian's and ours, applies with exact context.
-# Whatever qemu-patch/*.patch holds is what goes in.
+# Whatever qemu-patch/NNNN-*.patch holds (not the cover letter) goes in.
 #
 # The version gets "+vgicdN" (changelog entry written here, distribution
 # trixie): above Debian's own build of the same source, so apt prefers it,
@@ -101,7 +102,7 @@ done
 
 SUITE=trixie			# Debian 13, whose qemu the series is for
 HOST_ARCH=arm64
-VGICD_SUFFIX=+vgicd1		# bump when the series changes for the same Debian source
+VGICD_SUFFIX=+vgicd2		# bump when the series changes for the same Debian source
 DQ=$QP_CACHE/debian
 # The check and the full build have their own trees: a --check (CI, on every
 # change) must not wipe a full build's hour of objects, nor one in progress.
@@ -200,7 +201,7 @@ prepare_source() {
 		>"$WORK/dpkg-source.log" 2>&1 ||
 		{ cat "$WORK/dpkg-source.log" >&2; return 1; }
 	mkdir -p "$dir/debian/patches/vgicd"
-	for p in "$QP_DIR"/*.patch; do
+	for p in $(qp_series); do
 		cp "$p" "$dir/debian/patches/vgicd/"
 		echo "vgicd/$(basename "$p")" >>"$dir/debian/patches/series"
 		n=$((n + 1))

@@ -104,13 +104,26 @@ qp_qemu_source() {
 	git -C "$QP_PRISTINE" tag pristine
 }
 
+# qp_series - the series' patches, in order, one per line: every
+# NNNN-*.patch but the cover letter (0000-cover-letter.patch has no diff,
+# and git am and quilt would refuse it).
+qp_series() {
+	local p
+	for p in "$QP_DIR"/[0-9][0-9][0-9][0-9]-*.patch; do
+		case $p in *cover-letter*) continue ;; esac
+		printf '%s\n' "$p"
+	done
+}
+
 # qp_apply_series DIR - DIR becomes the pristine source plus the series, one
 # commit per patch.  git am applies with exact context (no fuzz) and is told
 # to refuse whitespace errors; a patch that does not apply fails the run.
 # Nothing is touched when DIR already holds this exact series.
 qp_apply_series() {
 	local dir=$1 sum
-	sum=$(cat "$QP_DIR"/*.patch | sha256sum | cut -d' ' -f1)
+	local -a series
+	mapfile -t series < <(qp_series)
+	sum=$(cat "${series[@]}" | sha256sum | cut -d' ' -f1)
 	if [ -f "$dir/.git/vgicd-series" ] && [ "$(cat "$dir/.git/vgicd-series")" = "$sum" ]; then
 		echo "series already applied in $dir"
 		return 0
@@ -122,7 +135,7 @@ qp_apply_series() {
 	git -C "$dir" am --abort >/dev/null 2>&1 || true
 	git -C "$dir" checkout -q -f -B vgicd pristine
 	if ! git -C "$dir" -c user.name=vgicd -c user.email=vgicd@localhost \
-		am -q --whitespace=error "$QP_DIR"/*.patch; then
+		am -q --whitespace=error "${series[@]}"; then
 		echo "the series does not apply to $(git -C "$dir" log -1 --format=%s pristine)" >&2
 		git -C "$dir" am --abort >/dev/null 2>&1 || true
 		return 1

@@ -11,6 +11,7 @@
 #   bash tests/nested/run-qemu-e2e.sh [--quick] [--timeout SECONDS]
 #        [--sizes-a 4,16] [--size-b 4|0] [--sizes-c 64,128] [--reps 3]
 #        [--enforce-target] [--c-vmdesc on|off] [--sizes-d 64,128] [--d-hops 3]
+#        [--size-e 4|0]
 #
 #   (a) a running L2 guest (4 and 16 vCPUs; --quick: 4) is saved with vgicd
 #       off (stream A) and through vgicd (B); B is loaded through vgicd into
@@ -41,7 +42,13 @@
 #       --d-hops times (--quick: 2) on the stock QEMU and on the patched one
 #       through vgicd: query-migrate's downtime, setup-time and
 #       downtime-bytes, the source's stop to the destination's start, and
-#       the GIC section's save and load, side by side.
+#       the GIC section's save and load, side by side;
+#   (e) the rolling upgrade across QEMU versions (4 vCPUs; 0: none): a
+#       running L2 guest migrated live on the 10.0 machine type between
+#       Debian's stock QEMU 10.0, the patched 10.0 through vgicd and
+#       trixie-backports' stock QEMU 11.1, every ordered pair (--quick: the
+#       four that cross versions); the GIC and ITS sections each side holds
+#       afterwards must be equal, and the guest must run on.
 #
 # Environment: VGICD_CACHE (default /var/cache/vgicd), VGICD_BUILD (default
 # _build; logs and streams go to $VGICD_BUILD/qemu-e2e),
@@ -55,14 +62,14 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/boot.sh"
 cd "$VGICD_ROOT"
 
-SIZES_A=4,16 SIZE_B=4 SIZES_C=64,128 REPS=3 SIZES_D=64,128 D_HOPS=3
+SIZES_A=4,16 SIZE_B=4 SIZES_C=64,128 REPS=3 SIZES_D=64,128 D_HOPS=3 SIZE_E=4 E_ALL=1
 TIMEOUT=${VGICD_E2E_TIMEOUT:-3600}
 ENFORCE=
 QUICK=
 C_VMDESC=on
 while [ $# -gt 0 ]; do
 	case $1 in
-	--quick) QUICK=1; SIZES_A=4; SIZES_C=128; REPS=1; SIZES_D=64; D_HOPS=2; shift ;;
+	--quick) QUICK=1; SIZES_A=4; SIZES_C=128; REPS=1; SIZES_D=64; D_HOPS=2; E_ALL=0; shift ;;
 	--reps) REPS=$2; shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
 	--enforce-target) ENFORCE=1; shift ;;
@@ -71,6 +78,7 @@ while [ $# -gt 0 ]; do
 	--sizes-c) SIZES_C=$2; shift 2 ;;
 	--sizes-d) SIZES_D=$2; shift 2 ;;
 	--d-hops) D_HOPS=$2; shift 2 ;;
+	--size-e) SIZE_E=$2; shift 2 ;;
 	--c-vmdesc)
 		case $2 in on | off) C_VMDESC=$2 ;; *) echo "run-qemu-e2e.sh: --c-vmdesc takes on or off" >&2; exit 2 ;; esac
 		shift 2 ;;
@@ -98,6 +106,8 @@ ANALYZE=$VGICD_CACHE/qemu/src/pristine/scripts/analyze-migration.py
 [ -f "$ANALYZE" ] || nested_die "no $ANALYZE (the QEMU source build-qemu.sh unpacks)"
 VGICD_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd' -type f | head -n 1)
 [ -n "$VGICD_BIN" ] || nested_die "no vgicd in $QEMU_OUT/vgicd"
+VGICCTL_BIN=$(find "$QEMU_OUT/vgicd" -path '*/bin/vgicctl' -type f | head -n 1)
+[ -n "$VGICCTL_BIN" ] || nested_die "no vgicctl in $QEMU_OUT/vgicd"
 HOOK_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd-qemu-hook' -type f | head -n 1)
 [ -n "$HOOK_BIN" ] || nested_die "no vgicd-qemu-hook in $QEMU_OUT/vgicd (the aarch64 build needs -Dlibvirt=enabled)"
 grep -E 'waited|vgicd support' "$NESTED_OUT/build-qemu.log" | sort -u || true
@@ -132,6 +142,30 @@ if [ ! -f "$STOCK_ROOT.stamp" ] || [ "$(cat "$STOCK_ROOT.stamp")" != "$STOCK_VER
 	echo "$STOCK_VERSION" >"$STOCK_ROOT.stamp"
 fi
 echo "stock QEMU: qemu-system-arm $STOCK_VERSION (arm64, Debian stable), $(ls "$E2E_CACHE"/stock-debs/*.deb | wc -l) packages"
+# (e): trixie-backports' qemu-system-arm (QEMU 11.1) and what it needs, from
+# trixie and trixie-backports (-t: backports' version wherever it has one;
+# a few libraries are newer there, and the L1's library path takes them
+# first, which the older QEMUs' binaries accept).
+STOCK11_ROOT=
+if [ "$SIZE_E" != 0 ]; then
+	deb_apt_init trixie-bpo-arm64 arm64 "trixie trixie-backports"
+	deb_apt_update
+	STOCK11_VERSION=$(deb_apt_cache policy qemu-system-arm | sed -n 's/^ *\([^ ]*~bpo[^ ]*\) .*/\1/p' | head -n 1)
+	[ -n "$STOCK11_VERSION" ] || nested_die "trixie-backports has no qemu-system-arm for arm64"
+	STOCK11_ROOT=$E2E_CACHE/stock11-root
+	if [ ! -f "$STOCK11_ROOT.stamp" ] || [ "$(cat "$STOCK11_ROOT.stamp")" != "$STOCK11_VERSION" ]; then
+		rm -rf "$E2E_CACHE/stock11-debs" "$STOCK11_ROOT"
+		mkdir -p "$E2E_CACHE/stock11-debs/partial" "$STOCK11_ROOT"
+		"${DEB_APT[@]}" -o "Dir::Cache::archives=$E2E_CACHE/stock11-debs" install --download-only -y \
+			-t trixie-backports --no-install-recommends qemu-system-arm >"$NESTED_OUT/stock11-download.log" 2>&1 ||
+			{ tail -n 20 "$NESTED_OUT/stock11-download.log" >&2; nested_die "downloading qemu-system-arm (trixie-backports, arm64) failed"; }
+		for deb in "$E2E_CACHE"/stock11-debs/*.deb; do
+			dpkg-deb -x "$deb" "$STOCK11_ROOT"
+		done
+		echo "$STOCK11_VERSION" >"$STOCK11_ROOT.stamp"
+	fi
+	echo "stock QEMU 11.1: qemu-system-arm $STOCK11_VERSION (arm64, trixie-backports), $(ls "$E2E_CACHE"/stock11-debs/*.deb | wc -l) packages"
+fi
 step_end
 
 step_begin "initramfs (L1 and L2)"
@@ -147,13 +181,18 @@ initramfs_pack "$stage" "$NESTED_OUT/l2.cpio"
 # QEMU needs them; the patched QEMU and vgicd, built on Debian 12, run on
 # them too), then the host's arm64 ones for what stable's set lacks.
 INITRAMFS_LIBPATH="$QEMU_OUT:$STOCK_ROOT/usr/lib/aarch64-linux-gnu:$STOCK_ROOT/usr/lib:$INITRAMFS_LIBPATH"
+[ -z "$STOCK11_ROOT" ] ||
+	INITRAMFS_LIBPATH="$STOCK11_ROOT/usr/lib/aarch64-linux-gnu:$STOCK11_ROOT/usr/lib:$INITRAMFS_LIBPATH"
 stage=$NESTED_OUT/rootfs-l1
 initramfs_init "$stage"
 initramfs_busybox "$stage" "$NESTED_CACHE/busybox/bin/busybox"
 initramfs_elf "$stage" "$STOCK_ROOT/usr/bin/qemu-system-aarch64" /usr/bin/qemu-system-stock
 initramfs_elf "$stage" "$QEMU_OUT/qemu-system-aarch64" /usr/bin/qemu-system-patched
+[ -z "$STOCK11_ROOT" ] ||
+	initramfs_elf "$stage" "$STOCK11_ROOT/usr/bin/qemu-system-aarch64" /usr/bin/qemu-system-stock11
 initramfs_elf "$stage" "$VGICD_BIN" /usr/sbin/vgicd
 initramfs_elf "$stage" "$HOOK_BIN" /usr/sbin/vgicd-qemu-hook
+initramfs_elf "$stage" "$VGICCTL_BIN" /usr/bin/vgicctl
 initramfs_file "$stage" "$NESTED_OUT/qmp" /usr/bin/qmp 0755
 initramfs_file "$stage" "$PATCHED_IMAGE" /l2/Image
 initramfs_file "$stage" "$NESTED_OUT/l2.cpio" /l2/initrd
@@ -163,12 +202,12 @@ initramfs_pack "$stage" "$NESTED_OUT/l1.cpio"
 echo "L1 initramfs: $(du -h "$NESTED_OUT/l1.cpio" | cut -f1), $(find "$stage" -type f | wc -l) files"
 step_end
 
-step_begin "boot L1 + scenarios (a) ${SIZES_A}, (b) ${SIZE_B}, (c) ${SIZES_C}, (d) ${SIZES_D:-none}"
+step_begin "boot L1 + scenarios (a) ${SIZES_A}, (b) ${SIZE_B}, (c) ${SIZES_C}, (d) ${SIZES_D:-none}, (e) ${SIZE_E}"
 LOG=$NESTED_OUT/console.log
 echo "booting $PATCHED_IMAGE (console: $LOG, timeout ${TIMEOUT}s)"
 rc=0
 NESTED_SMP=2 NESTED_MEM=3G nested_boot "$PATCHED_IMAGE" "$NESTED_OUT/l1.cpio" "$LOG" "$TIMEOUT" \
-	"loglevel=3 e2e_a=$SIZES_A e2e_b=$SIZE_B e2e_c=$SIZES_C e2e_reps=$REPS e2e_c_vmdesc=$C_VMDESC e2e_d=${SIZES_D:-0} e2e_d_hops=$D_HOPS" || rc=$?
+	"loglevel=3 e2e_a=$SIZES_A e2e_b=$SIZE_B e2e_c=$SIZES_C e2e_reps=$REPS e2e_c_vmdesc=$C_VMDESC e2e_d=${SIZES_D:-0} e2e_d_hops=$D_HOPS e2e_e=$SIZE_E e2e_e_all=$E_ALL" || rc=$?
 step_end
 [ $rc -ne 124 ] || echo "L1 timed out after ${TIMEOUT}s"
 
@@ -185,7 +224,7 @@ if [ ! -x "$VGICCTL" ]; then
 fi
 /usr/bin/python3 "$HERE/e2e/analyze.py" --log "$LOG" --out "$NESTED_OUT/files" --vgicctl "$VGICCTL" \
 	--analyze "$ANALYZE" --a "$SIZES_A" --b "$SIZE_B" --c "$SIZES_C" --reps "$REPS" \
-	--c-vmdesc "$C_VMDESC" --d "$SIZES_D" --d-hops "$D_HOPS" \
+	--c-vmdesc "$C_VMDESC" --d "$SIZES_D" --d-hops "$D_HOPS" --e "$SIZE_E" \
 	--results "$NESTED_OUT/results.json" ${ENFORCE:+--enforce-target} || arc=$?
 step_end
 

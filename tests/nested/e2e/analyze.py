@@ -439,6 +439,43 @@ def has_event(files, name, event):
     return p is not None and any(ev == event for _, ev, _ in trace_events(p))
 
 
+E_KINDS = {"S10": "Debian's stock QEMU 10.0", "P10": "the patched QEMU 10.0 through vgicd",
+           "S11": "trixie-backports' stock QEMU 11.1"}
+
+
+def check_e(analyze, files, n):
+    """The rolling upgrade across versions: after each live migration, the
+    GIC and ITS sections the source and the destination hold are equal."""
+    cells = sorted({k.rsplit(".", 2)[0] for k in files
+                    if k.startswith("e%d." % n) and k.endswith(".mig")})
+    crossing = ["e%d.%s-to-%s" % (n, a, b) for a in E_KINDS for b in E_KINDS
+                if a != b and a[1:] != b[1:]]
+    missing = [c for c in crossing if c not in cells]
+    result("e%d.cells-crossing-versions" % n, not missing,
+           "missing: %s" % missing if missing else "%d cells: %s" % (len(cells), ", ".join(
+               c.split(".", 1)[1] for c in cells)))
+    for c in cells:
+        try:
+            a = sections(analyze, files[c + ".src.mig"])
+            b = sections(analyze, files[c + ".dst.mig"])
+        except Exception as e:  # noqa: BLE001 - report and go on
+            result(c + ".analyze", False, str(e))
+            continue
+        bad = []
+        for label, rx in (("GIC", GIC), ("ITS", ITS)):
+            ka = sorted(k for k in a if rx.match(k))
+            kb = sorted(k for k in b if rx.match(k))
+            if not ka or ka != kb:
+                bad.append("%s sections %s / %s" % (label, ka, kb))
+                continue
+            for k in ka:
+                bad += ["%s%s" % (k, p_) for p_ in diff(a[k], b[k])][:6]
+        g = a.get("arm_gicv3", {})
+        result(c + ".GIC-and-ITS-equal-both-sides", not bad,
+               "; ".join(bad) if bad else "GICD_CTLR %s, GITS_CTLR %s" % (
+                   g.get("gicd_ctlr"), a.get("arm_gicv3_its", {}).get("ctlr")))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--log", required=True)
@@ -452,6 +489,7 @@ def main():
     ap.add_argument("--c-vmdesc", choices=("on", "off"), default="on")
     ap.add_argument("--d", default="")
     ap.add_argument("--d-hops", type=int, default=3)
+    ap.add_argument("--e", type=int, default=0)
     ap.add_argument("--results")
     ap.add_argument("--vgicctl", help="a native vgicctl: `vgicctl dump` of the (a) streams")
     args = ap.parse_args()
@@ -556,6 +594,10 @@ def main():
 
     if sizes_d:
         results["d"] = report_d(files, sizes_d, args.d_hops)
+    if args.e:
+        print("\n(e) live migrations across QEMU versions, machine virt-10.0 (%s):" % "; ".join(
+            "%s %s" % kv for kv in E_KINDS.items()))
+        check_e(args.analyze, files, args.e)
     if args.results:
         with open(args.results, "w") as f:
             json.dump(results, f, indent=1)

@@ -20,6 +20,8 @@
 #   e2e_c_vmdesc=on  off: (c) runs both QEMUs with suppress-vmdesc=on
 #   e2e_d=64,128   vCPU counts of the live migrations of a running guest (d)
 #   e2e_d_hops=3   live migrations per (d) guest (the host takes the median)
+#   e2e_e=4        vCPU count of the live migrations across QEMU versions (e); 0: none
+#   e2e_e_all=1    0: (e) only between different QEMU versions
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 /bin/busybox --install -s /bin
 
@@ -29,8 +31,10 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 
-A=4 B=4 C=64,128 REPS=3 C_VMDESC=on D=64,128 D_HOPS=3
-# Extra -machine options of start(); (c) sets them when e2e_c_vmdesc=off.
+A=4 B=4 C=64,128 REPS=3 C_VMDESC=on D=64,128 D_HOPS=3 E=4 E_ALL=1
+# start()'s machine type ((e) sets the 10.0 one), and its extra -machine
+# options ((c) sets them when e2e_c_vmdesc=off).
+MACHINE=virt
 MOPT=
 for p in $(cat /proc/cmdline); do
 	case $p in
@@ -41,6 +45,8 @@ for p in $(cat /proc/cmdline); do
 	e2e_c_vmdesc=*) C_VMDESC=${p#*=} ;;
 	e2e_d=*) D=${p#*=} ;;
 	e2e_d_hops=*) D_HOPS=${p#*=} ;;
+	e2e_e=*) E=${p#*=} ;;
+	e2e_e_all=*) E_ALL=${p#*=} ;;
 	esac
 done
 
@@ -48,6 +54,8 @@ Q=/tmp/q			# QMP sockets, consoles, traces, streams
 mkdir -p $Q /run/vgicd /etc/vgicd /var/log
 PQ=/usr/bin/qemu-system-patched
 SQ=/usr/bin/qemu-system-stock
+# trixie-backports' stock QEMU 11.1, where the host put it in (for (e))
+S11Q=/usr/bin/qemu-system-stock11
 # The patched QEMU's default address (qemu-patch/, -Dvgicd_address).
 SOCK=/run/vgicd/vgicd.sock
 FAILS=0
@@ -107,7 +115,7 @@ start() {
 	[ "$bin" = "$PQ" ] && ev="$ev -trace kvm_arm_gicv3_vgicd_*"
 	rm -f "$Q/$n".*
 	# shellcheck disable=SC2086
-	$bin -accel kvm -M "virt,gic-version=3$MOPT" -cpu host -smp "$smp" \
+	$bin -accel kvm -M "$MACHINE,gic-version=3$MOPT" -cpu host -smp "$smp" \
 		-nodefaults -no-user-config -display none \
 		-serial "file:$Q/$n.serial" -qmp "unix:$Q/$n.qmp,server=on,wait=off" \
 		-msg timestamp=on -D "$Q/$n.trace" $ev "$@" \
@@ -294,6 +302,63 @@ path_save() {
 		echo "a state record, through vgicd: $(grep -m1 'kvm_arm_gicv3_vgicd_save ' $Q/$1.trace | sed 's/.*vgicd_save //')" ;;
 	esac
 }
+# put_refused N FILE - a state the destination's kernel refuses: FILE (a
+# stream of QEMU's own fields, N vCPUs) with vCPU 0's ICC_CTLR_EL1.SEIS
+# flipped, which KVM refuses to set when the host's ICH_VTR_EL2.SEIS
+# differs.  The patched QEMU, through vgicd (V) and without it (D), must fail
+# the incoming migration with the kernel's error and stay up (migrate-incoming
+# with exit-on-error=false); the stock QEMU 10.0 aborts on the same stream
+# (&error_abort), which is reported, not checked.  The byte to flip comes
+# from vgicctl's offset of the GIC section and QEMU 10.0's field layout; the
+# dump of the result must differ from the original's in that one field.
+put_refused() {
+	local n=$1 file=$2 bad=$Q/put-refused.mig sec off b t q err
+	sec=$(vgicctl dump "$file" 2>/dev/null | sed -n '1s/.* section [0-9]* at byte \([0-9]*\),.*/\1/p')
+	# section header 23 bytes; the distributor's fields 10344; vCPU 0's
+	# fields before icc_ctlr_el1[GICV3_NS] 104 (96, then the secure copy);
+	# SEIS is bit 14 of that big-endian u64, bit 6 of its byte 6.
+	off=$((sec + 23 + 10344 + 104 + 6))
+	cp "$file" "$bad"
+	b=$(dd if="$bad" bs=1 skip=$off count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+	# shellcheck disable=SC2059
+	printf "$(printf '\\%03o' $((b ^ 64)))" | dd of="$bad" bs=1 seek=$off count=1 conv=notrunc 2>/dev/null
+	vgicctl dump "$file" | sed 1d > $Q/put-refused.orig.txt
+	vgicctl dump "$bad" | sed 1d > $Q/put-refused.bad.txt
+	# busybox's diff is unified: a changed line is "-" then "+", and the
+	# dump's lines start with a space
+	diff -u $Q/put-refused.orig.txt $Q/put-refused.bad.txt | grep '^[-+] ' > $Q/put-refused.diff
+	t=$(wc -l < $Q/put-refused.diff)
+	if [ -n "$sec" ] && [ "$t" = 2 ] && grep -q '^+.*ICC_CTLR_EL1.*SEIS=1' $Q/put-refused.diff; then
+		check "a.put-refused.stream" PASS "vCPU 0's ICC_CTLR_EL1: $(sed 's/  */ /g' $Q/put-refused.diff | cut -c1-40 | tr '\n' ' ')"
+	else
+		check "a.put-refused.stream" FAIL "section at '${sec}', $t lines differ: $(diff $Q/put-refused.orig.txt $Q/put-refused.bad.txt | head -n 6 | tr '\n' ' ')"
+		return
+	fi
+	for t in V D S; do
+		kind $t
+		q=pr$t
+		# shellcheck disable=SC2086
+		start $q $BIN "$n" $mem -append "$APPEND" -incoming defer -S
+		caps $q x-ignore-shared=true
+		qmpq $q "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"exec:cat $bad\",\"exit-on-error\":false}}"
+		qmp $q --wait-migrate 120 > $Q/$q.mig-status 2>&1
+		sleep 1
+		err=$(grep -v -e '^$' -e 'recommended cpus' $Q/$q.err | tr '\n' ' ' | cut -c1-400)
+		if [ $t = S ]; then
+			if alive $q; then RC=alive; else wait_exit $q 5 || true; fi
+			say "put-refused: the stock QEMU on the same stream: ${RC}; stderr: $err"
+		elif alive $q && qmp $q '{"execute":"query-status"}' > $Q/$q.status 2>&1 &&
+			grep -q '"status": "failed"' $Q/$q.mig-status &&
+			grep -Eq 'Failed to restore the vGIC state|could not restore the vGIC' $Q/$q.err; then
+			check "a.put-refused.$t" PASS "migration failed, QEMU up ($(grep -o '"status": "[a-z-]*"' $Q/$q.status)): $err"
+		else
+			check "a.put-refused.$t" FAIL "alive=$(alive $q && echo yes || echo no); $(cat $Q/$q.mig-status | tr '\n' ' ' | cut -c1-300); stderr: $err"
+		fi
+		stop_qemu $q
+		keep $q put-refused-$t
+	done
+	kind V
+}
 # refused NAME CHECK BINARY FILE WHAT - a QEMU (BINARY, the host as it is)
 # must refuse the record stream FILE with an error matching WHAT
 refused() {
@@ -414,6 +479,7 @@ for n in $(echo "$A" | tr , ' '); do
 		stamp "a$n-step$i"
 		prev=$t i=$((i + 1))
 	done
+	[ "$n" = "${A%%,*}" ] && put_refused "$n" $Q/a$n-0.mig
 	kind V
 	rm -f /tmp/ram-$n /tmp/ram-$n.bak
 	if grep -q "into QEMU's own fields" /var/log/vgicd.log && grep -q "from QEMU's own fields" /var/log/vgicd.log; then
@@ -674,6 +740,91 @@ for n in $(echo "$D" | tr , ' '); do
 		stamp "d$n-$side-done"
 	done
 done
+
+# ---------------------------------------------------------------------------
+# (e) The rolling upgrade across QEMU versions, as a fleet moving to
+# trixie-backports runs it: a running L2 guest migrated live between every
+# ordered pair of Debian's stock QEMU 10.0 (S10), the patched 10.0 through
+# vgicd (P10) and trixie-backports' stock QEMU 11.1 (S11), on the 10.0
+# machine type (virt-10.0).  Guest RAM is a shared file (x-ignore-shared),
+# so the devices' state is what travels, through a pipe: the source's
+# stream is also written to a file (tee), and the destination, once loaded
+# and before it runs, saves what it holds to another; the host compares
+# their GIC and ITS sections.  Then the destination runs the guest on.  A patched QEMU 11.1
+# is not among them: see qemu-patch/README.md.
+# ---------------------------------------------------------------------------
+ebin() { case $1 in S10) echo $SQ ;; P10) echo $PQ ;; S11) echo $S11Q ;; esac; }
+E_KINDS="S10 P10"
+if [ -x $S11Q ]; then
+	E_KINDS="$E_KINDS S11"
+	echo "E2E: stock11: $($S11Q --version | head -n 1)"
+fi
+MACHINE=virt-10.0
+for n in $(echo "$E" | tr , ' '); do
+	[ "$n" = 0 ] && continue
+	[ -x $S11Q ] || check "e$n.stock-11.1-present" FAIL "no $S11Q in this L1"
+	mem="$(l2_args e) $KERNEL"
+	set_conf auto false
+	[ -n "$VGICD_PID" ] || start_vgicd || check "e.vgicd-up" FAIL "$(tail -n 5 /var/log/vgicd.log)"
+	for s in $E_KINDS; do
+		for d in $E_KINDS; do
+			[ $s = $d ] && continue
+			# the version is the kind's last two characters
+			[ "$E_ALL" = 0 ] && [ "${s#?}" = "${d#?}" ] && continue
+			cell="e$n.$s-to-$d" src=e$s$d-src dst=e$s$d-dst
+			say "(e) N=$n: $s -> $d, live, $MACHINE"
+			# shellcheck disable=SC2086
+			start $src "$(ebin $s)" "$n" $mem -append "$APPEND"
+			if ! wait_ticks $src 3 900; then
+				check "$cell.boot" FAIL "no L2-TICK 3 within 900 s: $(tail -c 300 $Q/$src.err)"
+				stop_qemu $src
+				continue
+			fi
+			rm -f $Q/e.fifo
+			mkfifo $Q/e.fifo
+			# shellcheck disable=SC2086
+			start $dst "$(ebin $d)" "$n" $mem -append "$APPEND" -incoming defer -S
+			caps $src x-ignore-shared=true
+			caps $dst x-ignore-shared=true
+			qmpq $dst "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"exec:cat $Q/e.fifo\"}}"
+			qmpq $src "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"exec:tee $Q/$cell.src.mig > $Q/e.fifo\"}}"
+			if ! qmp $src --wait-migrate 600 > $Q/$src.mig-status 2>&1 ||
+				! qmp $dst --wait-migrate 60 > $Q/$dst.in-status 2>&1; then
+				check "$cell.live" FAIL "$(cat $Q/$src.mig-status $Q/$src.err $Q/$dst.err | tr '\n' ' ' | cut -c1-600)"
+				stop_qemu $src
+				stop_qemu $dst
+				continue
+			fi
+			at=$(ticks $src)
+			check "$cell.live" PASS "completed at tick $at, $(grep -o '"downtime": [0-9]*' $Q/$src.mig-status)"
+			ship "$cell.src.mig" $Q/$cell.src.mig
+			if save $dst $Q/$cell.dst.mig; then
+				ship "$cell.dst.mig" $Q/$cell.dst.mig
+			else
+				check "$cell.destination-saved" FAIL "$(cat $Q/$dst.qmp.last $Q/$dst.mig-status $Q/$dst.err | tr '\n' ' ' | cut -c1-600)"
+			fi
+			qmpq $dst '{"execute":"cont"}'
+			if wait_ticks $dst $((at + 3)) 600; then
+				check "$cell.guest-runs" PASS "tick $at on $s, $(ticks $dst) on $d"
+			else
+				check "$cell.guest-runs" FAIL "stopped at tick $at: $(tail -c 300 $Q/$dst.serial) $(cat $Q/$dst.err)"
+			fi
+			if [ $s = P10 ] && ! has $src kvm_arm_gicv3_vgicd_save_fields; then
+				check "$cell.saved-through-vgicd" FAIL "$(grep vgicd $Q/$src.trace | tail -n 3)"
+			fi
+			if [ $d = P10 ] && ! has $dst kvm_arm_gicv3_vgicd_load_fields; then
+				check "$cell.loaded-through-vgicd" FAIL "$(grep vgicd $Q/$dst.trace | tail -n 3)"
+			fi
+			stop_qemu $src
+			stop_qemu $dst
+			keep $src $cell.src
+			keep $dst $cell.dst
+		done
+	done
+	rm -f /tmp/ram-e
+	stamp "e$n-done"
+done
+MACHINE=virt
 
 echo "E2E: vgicd log (last lines):"
 tail -n 20 /var/log/vgicd.log | sed 's/^/E2E: vgicd | /'

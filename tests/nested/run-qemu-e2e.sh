@@ -47,8 +47,8 @@
 #       running L2 guest migrated live on the 10.0 machine type between
 #       Debian's stock QEMU 10.0, the patched 10.0 through vgicd and
 #       trixie-backports' stock QEMU 11.1, every ordered pair (--quick: the
-#       four that cross versions); the GIC and ITS sections each side holds
-#       afterwards must be equal, and the guest must run on.
+#       patched 10.0 to the stock 11.1 and back); the GIC and ITS sections
+#       each side holds afterwards must be equal, and the guest must run on.
 #
 # Environment: VGICD_CACHE (default /var/cache/vgicd), VGICD_BUILD (default
 # _build; logs and streams go to $VGICD_BUILD/qemu-e2e),
@@ -224,7 +224,7 @@ if [ ! -x "$VGICCTL" ]; then
 fi
 /usr/bin/python3 "$HERE/e2e/analyze.py" --log "$LOG" --out "$NESTED_OUT/files" --vgicctl "$VGICCTL" \
 	--analyze "$ANALYZE" --a "$SIZES_A" --b "$SIZE_B" --c "$SIZES_C" --reps "$REPS" \
-	--c-vmdesc "$C_VMDESC" --d "$SIZES_D" --d-hops "$D_HOPS" --e "$SIZE_E" \
+	--c-vmdesc "$C_VMDESC" --d "$SIZES_D" --d-hops "$D_HOPS" --e "$SIZE_E" --e-all "$E_ALL" \
 	--results "$NESTED_OUT/results.json" ${ENFORCE:+--enforce-target} || arc=$?
 step_end
 

@@ -119,6 +119,27 @@ nested_patched_kernel
 echo "patched kernel: $PATCHED_IMAGE"
 step_end
 
+# qemu_root ROOT VERSION NAME APT_ARGS... - what `apt-get install APT_ARGS`
+# brings in the private apt state (DEB_APT), downloaded into
+# $E2E_CACHE/NAME-debs and unpacked into ROOT; again only when VERSION, the
+# qemu-system-arm it is for, changed.  The number of packages in
+# QEMU_ROOT_DEBS.
+qemu_root() {
+	local root=$1 version=$2 debs=$E2E_CACHE/$3-debs log=$NESTED_OUT/$3-download.log deb
+	shift 3
+	if [ ! -f "$root.stamp" ] || [ "$(cat "$root.stamp")" != "$version" ]; then
+		rm -rf "$debs" "$root"
+		mkdir -p "$debs/partial" "$root"
+		"${DEB_APT[@]}" -o "Dir::Cache::archives=$debs" install --download-only -y "$@" >"$log" 2>&1 ||
+			{ tail -n 20 "$log" >&2; nested_die "downloading ${*: -1} $version (arm64) failed (log $log)"; }
+		for deb in "$debs"/*.deb; do
+			dpkg-deb -x "$deb" "$root"
+		done
+		echo "$version" >"$root.stamp"
+	fi
+	QEMU_ROOT_DEBS=$(find "$debs" -maxdepth 1 -name '*.deb' | wc -l)
+}
+
 step_begin "downloads (busybox-static; Debian stable's arm64 QEMU)"
 deb_apt_init bookworm-arm64 arm64
 deb_apt_update
@@ -130,18 +151,8 @@ deb_apt_init trixie-arm64 arm64 trixie
 deb_apt_update
 STOCK_VERSION=$(deb_version qemu-system-arm)
 STOCK_ROOT=$E2E_CACHE/stock-root
-if [ ! -f "$STOCK_ROOT.stamp" ] || [ "$(cat "$STOCK_ROOT.stamp")" != "$STOCK_VERSION" ]; then
-	rm -rf "$E2E_CACHE/stock-debs" "$STOCK_ROOT"
-	mkdir -p "$E2E_CACHE/stock-debs/partial" "$STOCK_ROOT"
-	"${DEB_APT[@]}" -o "Dir::Cache::archives=$E2E_CACHE/stock-debs" install --download-only -y \
-		--no-install-recommends qemu-system-arm >"$NESTED_OUT/stock-download.log" 2>&1 ||
-		{ tail -n 20 "$NESTED_OUT/stock-download.log" >&2; nested_die "downloading qemu-system-arm (stable, arm64) failed"; }
-	for deb in "$E2E_CACHE"/stock-debs/*.deb; do
-		dpkg-deb -x "$deb" "$STOCK_ROOT"
-	done
-	echo "$STOCK_VERSION" >"$STOCK_ROOT.stamp"
-fi
-echo "stock QEMU: qemu-system-arm $STOCK_VERSION (arm64, Debian stable), $(ls "$E2E_CACHE"/stock-debs/*.deb | wc -l) packages"
+qemu_root "$STOCK_ROOT" "$STOCK_VERSION" stock --no-install-recommends qemu-system-arm
+echo "stock QEMU: qemu-system-arm $STOCK_VERSION (arm64, Debian stable), $QEMU_ROOT_DEBS packages"
 # (e): trixie-backports' qemu-system-arm (QEMU 11.1) and what it needs, from
 # trixie and trixie-backports (-t: backports' version wherever it has one;
 # a few libraries are newer there, and the L1's library path takes them
@@ -153,18 +164,8 @@ if [ "$SIZE_E" != 0 ]; then
 	STOCK11_VERSION=$(deb_apt_cache policy qemu-system-arm | sed -n 's/^ *\([^ ]*~bpo[^ ]*\) .*/\1/p' | head -n 1)
 	[ -n "$STOCK11_VERSION" ] || nested_die "trixie-backports has no qemu-system-arm for arm64"
 	STOCK11_ROOT=$E2E_CACHE/stock11-root
-	if [ ! -f "$STOCK11_ROOT.stamp" ] || [ "$(cat "$STOCK11_ROOT.stamp")" != "$STOCK11_VERSION" ]; then
-		rm -rf "$E2E_CACHE/stock11-debs" "$STOCK11_ROOT"
-		mkdir -p "$E2E_CACHE/stock11-debs/partial" "$STOCK11_ROOT"
-		"${DEB_APT[@]}" -o "Dir::Cache::archives=$E2E_CACHE/stock11-debs" install --download-only -y \
-			-t trixie-backports --no-install-recommends qemu-system-arm >"$NESTED_OUT/stock11-download.log" 2>&1 ||
-			{ tail -n 20 "$NESTED_OUT/stock11-download.log" >&2; nested_die "downloading qemu-system-arm (trixie-backports, arm64) failed"; }
-		for deb in "$E2E_CACHE"/stock11-debs/*.deb; do
-			dpkg-deb -x "$deb" "$STOCK11_ROOT"
-		done
-		echo "$STOCK11_VERSION" >"$STOCK11_ROOT.stamp"
-	fi
-	echo "stock QEMU 11.1: qemu-system-arm $STOCK11_VERSION (arm64, trixie-backports), $(ls "$E2E_CACHE"/stock11-debs/*.deb | wc -l) packages"
+	qemu_root "$STOCK11_ROOT" "$STOCK11_VERSION" stock11 -t trixie-backports --no-install-recommends qemu-system-arm
+	echo "stock QEMU 11.1: qemu-system-arm $STOCK11_VERSION (arm64, trixie-backports), $QEMU_ROOT_DEBS packages"
 fi
 step_end
 

@@ -177,6 +177,19 @@ GIC = re.compile(r"^(.*/)?arm_gicv3$")
 ITS = re.compile(r"^(.*/)?arm_gicv3_its$")
 
 
+def section_diffs(a, b, rx):
+    """The sections of state a whose names match rx, and what differs in
+    b's: [] when b has the same sections with the same state."""
+    ka = sorted(k for k in a if rx.match(k))
+    kb = sorted(k for k in b if rx.match(k))
+    if not ka or ka != kb:
+        return ka, ["sections %s / %s" % (ka, kb)]
+    out = []
+    for k in ka:
+        out += [k + p for p in diff(a[k], b[k])]
+    return ka, out
+
+
 CHAIN = "V V S S D D V D S V R V".split()  # l1-init.sh's (a)
 KINDS = {"V": "patched, vgicd up", "S": "stock", "D": "patched, vgicd down",
          "R": "patched, vgicd up, Record=true"}
@@ -200,16 +213,9 @@ def check_a(analyze, files, n):
     plain = [i for i, t in enumerate(CHAIN) if t != "R"]
     ref = plain[0]
     for label, rx in (("GIC", GIC), ("ITS", ITS)):
-        kr = sorted(k for k in st[ref] if rx.match(k))
         bad = []
         for i in plain[1:]:
-            ki = sorted(k for k in st[i] if rx.match(k))
-            if not kr or ki != kr:
-                bad.append("%d (%s): sections %s" % (i, CHAIN[i], ki))
-                continue
-            d = []
-            for k in kr:
-                d += [k + p for p in diff(st[ref][k], st[i][k])]
+            kr, d = section_diffs(st[ref], st[i], rx)
             if d:
                 bad.append("%d (%s): differs at %s" % (i, CHAIN[i], d[:6]))
         size = sum(len(json.dumps(st[ref][k])) for k in kr)
@@ -463,13 +469,7 @@ def check_e(analyze, files, n, every):
             continue
         bad = []
         for label, rx in (("GIC", GIC), ("ITS", ITS)):
-            ka = sorted(k for k in a if rx.match(k))
-            kb = sorted(k for k in b if rx.match(k))
-            if not ka or ka != kb:
-                bad.append("%s sections %s / %s" % (label, ka, kb))
-                continue
-            for k in ka:
-                bad += ["%s%s" % (k, p_) for p_ in diff(a[k], b[k])][:6]
+            bad += ["%s: %s" % (label, x) for x in section_diffs(a, b, rx)[1][:6]]
         g = a.get("arm_gicv3", {})
         result(c + ".GIC-and-ITS-equal-both-sides", not bad,
                "; ".join(bad) if bad else "GICD_CTLR %s, GITS_CTLR %s" % (

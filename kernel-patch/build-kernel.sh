@@ -12,7 +12,7 @@
 #         linux-source-7.3) and the port in 7.3/: the base an upstream
 #         posting would use
 # The nested tier boots each of them (tests/nested/run-nested.sh --base);
-# only 6.12 also carries what the virsh tier's systemd L1 needs.
+# 6.12 and 7.3 also carry what the virsh tier's systemd L1 needs.
 # 6.1 comes from the host's own apt (package linux-source-6.1); 6.12 and 7.3
 # from a private apt state of their suite (scripts/lib/debian-apt.sh), so
 # nothing of trixie is installed on the host.
@@ -115,14 +115,16 @@ t_start=$(now)
 # --- Packages ----------------------------------------------------------------
 # The KVM selftests' arm64 folder: aarch64/ until 6.14, arm64/ after.
 st_dir=aarch64
-# The booted base (6.12) also gets what a booted Debian host needs, so that
-# one kernel serves every nested tier, the virsh tier's systemd L1 included.
+# The bases a Debian host boots (6.12, and 7.3 from trixie-backports) also
+# get what a booted Debian host needs, so that one kernel serves every nested
+# tier, the virsh tier's systemd L1 included (run-virsh-e2e.sh --stack).
 host_fragment=
 case $base in
 6.12) suite=trixie; series_dir=$here; fragment_base=6.12
       host_fragment=$here/config/arm64-l1-host.config ;;
 6.1) suite=; series_dir=$here/6.1; fragment_base=6.1 ;;
-7.3) suite=trixie-backports; series_dir=$here/7.3; fragment_base=7.3; st_dir=arm64 ;;
+7.3) suite=trixie-backports; series_dir=$here/7.3; fragment_base=7.3; st_dir=arm64
+     host_fragment=$here/config/arm64-l1-host.config ;;
 *) die "unknown --base $base (6.12, 6.1 or 7.3)" ;;
 esac
 work=${work:-$cache/kernel-$base}

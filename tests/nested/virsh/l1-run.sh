@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # l1-run.sh - the virsh tier's scenarios, run inside L1 (Debian 13 arm64
-# booted with systemd as PID 1 on the patched kernel, AppArmor enforcing)
+# booted with systemd as PID 1 on the patched kernel, AppArmor enforcing;
+# with VIRSH_STACK=backports, libvirt and the stock QEMU from
+# trixie-backports and the kernel 7.3)
 # as the unit systemd-run-generator makes of the kernel command line's
 # systemd.run=; L1 powers off when it ends.  It prints, on the console:
 #   E2E-CHECK: PASS|FAIL NAME[ :: DETAIL]
@@ -28,10 +30,10 @@
 # on and enforcing, libvirtd confined, /dev/kvm); the operator's install
 # (dpkg -i, the vgicd user from sysusers, vgicd.socket enabled and
 # listening, vgicd's profiles loaded in enforce mode, the hook in place);
-# host A's patched QEMU linking libvgicd0's library; both hosts up and
-# confined; scenario (a): a domain with no vgicd edits starts on A, runs
-# confined under its per-VM profile as libvirt-qemu and attaches to A's
-# vgicd; it migrates live to B, A's vgicd logs a save and B's a load, the
+# host A's patched QEMU linking libvgicd0's library; the stack's versions
+# (l1.stack); both hosts up and confined; scenario (a): a domain with no
+# vgicd edits starts on A, runs confined under its per-VM profile as
+# libvirt-qemu and attaches to A's vgicd; it migrates live to B, A's vgicd logs a save and B's a load, the
 # guest's counter and its virtio interrupt count keep growing on B, no
 # AppArmor denial, no taint in either domain log but libvirt's host-cpu,
 # the hook calls of each host (E2E-HOOK lines); (f): the packages
@@ -139,6 +141,19 @@ cp $P/qemu-patched /usr/lib/vgicd-e2e/qemu-patched
 mount --bind /usr/lib/vgicd-e2e/qemu-patched /usr/bin/qemu-system-aarch64
 expect qemu.patched "$(/usr/bin/qemu-system-aarch64 --version | head -n 1); $(ldd /usr/bin/qemu-system-aarch64 | grep -o 'libvgicd[^ ]* => [^ ]*')" \
 	sh -c 'ldd /usr/bin/qemu-system-aarch64 | grep -q "libvgicd.so.0 => /" && /usr/bin/qemu-system-aarch64 --version >/dev/null'
+# The stack this L1 was built for (run-virsh-e2e.sh --stack): its kernel,
+# libvirt and stock QEMU are the versions that stack ships, so that a run
+# says what it tested (an apt pin that stopped matching would otherwise
+# leave a backports run on trixie's libvirt without a word).
+l1_kernel=$(uname -r)
+l1_libvirt=$(libvirtd --version 2>&1 | awk '{print $NF}')
+l1_stock=$(/usr/lib/vgicd-e2e/qemu-stock --version 2>&1 | awk 'NR == 1 {print $4}')
+case ${VIRSH_STACK:-trixie} in
+backports) want_stack='7.3.*:12.9.*:11.1.*' ;;
+*) want_stack='6.12.*:11.3.*:10.0.*' ;;
+esac
+expect l1.stack "${VIRSH_STACK:-trixie}: kernel $l1_kernel, libvirt $l1_libvirt, stock QEMU $l1_stock, patched QEMU $(/usr/bin/qemu-system-aarch64 --version | awk 'NR == 1 {print $4}')" \
+	sh -c "case '$l1_kernel:$l1_libvirt:$l1_stock' in $want_stack) exit 0 ;; esac; exit 1"
 
 # jmsg UNIT OPERATION VM - the MESSAGEs of UNIT's journal entries with
 # VGICD_OPERATION=OPERATION for VM (vgicd's structured fields).

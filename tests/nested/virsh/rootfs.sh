@@ -4,7 +4,14 @@
 # system of the virsh tier's L1 machine, building it first if the cache
 # lacks it.
 #
-#   tests/nested/virsh/rootfs.sh       # path on stdout, progress on stderr
+#   tests/nested/virsh/rootfs.sh [--stack trixie|backports]
+#                                      # path on stdout, progress on stderr
+#
+# --stack backports (run-virsh-e2e.sh --stack): the same trixie root with
+# trixie-backports among its sources and libvirt and QEMU taken from it
+# (an apt pin on their source packages, which stays in the tree as an
+# operator's would), and everything else from trixie: what a host that
+# takes the newest libvirt and QEMU from backports runs.
 #
 # What an arm64 KVM host of the project's users has, from Debian's archive:
 # systemd as PID 1 with udev and the system bus, AppArmor and its profiles,
@@ -32,10 +39,28 @@
 set -euo pipefail
 . "$(dirname "$0")/../../../scripts/lib/common.sh"
 
+STACK=trixie
+while [ $# -gt 0 ]; do
+	case $1 in
+	--stack) STACK=${2:-}; shift 2 ;;
+	-h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
+	*) echo "rootfs.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+case $STACK in
+trixie | backports) ;;
+*) echo "rootfs.sh: --stack takes trixie or backports" >&2; exit 2 ;;
+esac
 SUITE=trixie
 CACHE=$VGICD_CACHE/nested/virsh
 # Bump to force a rebuild when the recipe below changes.
 RECIPE=2
+# The backports stack's pin: libvirt's and QEMU's binary packages (all of
+# them, or apt would mix a 12.9 daemon with 11.3 drivers) from
+# trixie-backports, which apt otherwise only takes when asked by name.
+PIN=()
+[ "$STACK" = trixie ] ||
+	PIN=('Package: src:libvirt src:qemu' "Pin: release n=$SUITE-backports" 'Pin-Priority: 990')
 PACKAGES=(
 	systemd-sysv udev dbus procps iproute2 kmod
 	apparmor
@@ -49,7 +74,18 @@ unset IFS
 
 mapfile -t MIRRORS < <(deb_suite_lines "$SUITE")
 [ ${#MIRRORS[@]} -gt 0 ] || { echo "rootfs.sh: no deb sources in $DEBIAN_SOURCES" >&2; exit 1; }
-key=$(printf '%s\n' "$RECIPE" "$SUITE" "$INCLUDE" "${DEB_SCRATCH_ROOT_OPTS[@]}" "${MIRRORS[@]}" | sha256sum | cut -c1-12)
+STACK_OPTS=()
+if [ ${#PIN[@]} -gt 0 ]; then
+	# The main archive's line renamed to trixie-backports (the host's
+	# -updates and -security lines have no backports counterpart).
+	n=${#MIRRORS[@]}
+	mapfile -t -O "$n" MIRRORS < <(deb_suite_lines "$SUITE-backports" | awk -v s="$SUITE-backports" '$4 == s')
+	[ ${#MIRRORS[@]} -gt "$n" ] || { echo "rootfs.sh: no main archive line for $SUITE-backports" >&2; exit 1; }
+	# Written before apt's first update, so the pin decides what mmdebstrap
+	# installs (the hook's printf arguments quoted for the shell it runs in).
+	STACK_OPTS=(--setup-hook="mkdir -p \"\$1/etc/apt/preferences.d\" && printf '%s\\n' $(printf '%q ' "${PIN[@]}")> \"\$1/etc/apt/preferences.d/vgicd-stack.pref\"")
+fi
+key=$(printf '%s\n' "$RECIPE" "$SUITE" "$INCLUDE" "${DEB_SCRATCH_ROOT_OPTS[@]}" "${MIRRORS[@]}" "${STACK_OPTS[@]}" | sha256sum | cut -c1-12)
 # build_root ROOT - the tree, by mmdebstrap.  First binfmt_misc: mounted,
 # and qemu-aarch64 registered (qemu-user-static's own line, which names its
 # interpreter and the F flag).  The hostname and machine-id are fixed so
@@ -79,6 +115,7 @@ build_root() {
 		--dpkgopt='path-exclude=/usr/share/doc/*' \
 		--dpkgopt='path-include=/usr/share/doc/*/copyright' \
 		--dpkgopt='path-exclude=/usr/lib/udev/hwdb.d/*' \
+		"${STACK_OPTS[@]}" \
 		--customize-hook='echo vgicd-l1 > "$1/etc/hostname"' \
 		--customize-hook='rm -f "$1/etc/machine-id"; echo 5b2f6c6e0d9d4c3aa1f2b4f3c0e1d2a7 > "$1/etc/machine-id"' \
 		--customize-hook='echo "/dev/vda / ext4 rw,relatime 0 1" > "$1/etc/fstab"' \

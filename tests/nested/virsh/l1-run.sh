@@ -736,12 +736,26 @@ if want c; then
 	nlines=$(grep -c . /tmp/e2e-c.expanded) nrules=$(grep -v '^[[:space:]]*#' /tmp/e2e-c.expanded | grep -c vgicd)
 	expect c.rule-gone "the expanded libvirt-qemu abstraction ($nlines lines) names vgicd $nrules times" \
 		[ "$nlines" -gt 100 -a "$nrules" -eq 0 ]
-	# Whether this kernel mediates AF_UNIX (Ubuntu's do; upstream 6.12, which
-	# Debian 13 ships, has no unix socket mediation): only then can a
-	# profile refuse QEMU's connect() to vgicd's socket.
-	afunix=no
-	ls -d /sys/kernel/security/apparmor/features/network*/af_unix >/dev/null 2>&1 && afunix=yes
-	say "(c) AppArmor features: $(ls /sys/kernel/security/apparmor/features | tr '\n' ' '); af_unix mediation: $afunix"
+	# Whether QEMU's profile mediates AF_UNIX: only then can it refuse QEMU's
+	# connect() to vgicd's socket.  The kernel must (Ubuntu's do, 7.3 does;
+	# Debian 13's 6.12 has no unix socket mediation), and so must the policy
+	# features the profile is compiled against: its abi rule's, or, as
+	# libvirt's per-VM profiles have none, parser.conf's policy-features
+	# pin (Debian pins a set without af_unix, so its libvirt QEMUs stay
+	# unmediated on a kernel that could), or the kernel's when nothing pins.
+	afunix=no kafunix=no
+	ls -d /sys/kernel/security/apparmor/features/network*/af_unix >/dev/null 2>&1 && kafunix=yes
+	vmprof=$(ls /etc/apparmor.d/libvirt/libvirt-"$(virsh domuuid l2c 2>/dev/null | head -n 1)" 2>/dev/null)
+	abi=$(sed -n 's/^[[:space:]]*abi[[:space:]]*<\([^>]*\)>.*/\1/p' "${vmprof:-/dev/null}" | head -n 1)
+	if [ -n "$abi" ]; then
+		features=/etc/apparmor.d/$abi
+	else
+		features=$(sed -n 's/^[[:space:]]*policy-features=//p' /etc/apparmor/parser.conf 2>/dev/null | tail -n 1)
+	fi
+	if [ $kafunix = yes ] && { [ -z "$features" ] || grep -q 'af_unix' "$features" 2>/dev/null; }; then
+		afunix=yes
+	fi
+	say "(c) AppArmor features: $(ls /sys/kernel/security/apparmor/features | tr '\n' ' '); af_unix in the kernel: $kafunix; QEMU's profile ${vmprof:-(none found)} compiled against ${features:-the kernel's features}${abi:+ (its abi rule)}; af_unix mediation of QEMU: $afunix"
 	migrate $URI_A "$URI_B" l2c
 	rc=$?
 	denied=$(dmesg | grep 'apparmor="DENIED"' | tail -n +$((d0 + 1)) | grep -m1 vgicd)
@@ -752,7 +766,7 @@ if want c; then
 	else
 		# Nothing to refuse the connect: the migration goes through vgicd with
 		# or without the rule, and no denial may name vgicd.
-		expect c.no-af-unix "this kernel does not mediate unix sockets: migrate rc $rc, B's vgicd: $(jmsg vgicd-b.service load l2c | tail -n 1); denial naming vgicd: ${denied:-none}" \
+		expect c.no-af-unix "QEMU's unix sockets are not mediated here (kernel: $kafunix): migrate rc $rc, B's vgicd: $(jmsg vgicd-b.service load l2c | tail -n 1); denial naming vgicd: ${denied:-none}" \
 			test "$rc" = 0 -a -z "$denied" -a -n "$(jmsg vgicd-b.service load l2c)"
 	fi
 	cat /tmp/vgicd-aa-rule >$rule

@@ -755,7 +755,7 @@ if want c; then
 	if [ $kafunix = yes ] && { [ -z "$features" ] || grep -q 'af_unix' "$features" 2>/dev/null; }; then
 		afunix=yes
 	fi
-	say "(c) AppArmor features: $(ls /sys/kernel/security/apparmor/features | tr '\n' ' '); af_unix in the kernel: $kafunix; QEMU's profile ${vmprof:-(none found)} compiled against ${features:-the kernel's features}${abi:+ (its abi rule)}; af_unix mediation of QEMU: $afunix"
+	say "(c) AppArmor features: $(ls /sys/kernel/security/apparmor/features | tr '\n' ' '); af_unix in the kernel: $kafunix; QEMU's profile ${vmprof:-(none found)} compiled against ${features:-the features of the kernel}${abi:+ (its abi rule)}; af_unix mediation of QEMU: $afunix"
 	migrate $URI_A "$URI_B" l2c
 	rc=$?
 	denied=$(dmesg | grep 'apparmor="DENIED"' | tail -n +$((d0 + 1)) | grep -m1 vgicd)

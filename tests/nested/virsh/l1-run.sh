@@ -33,9 +33,10 @@
 # host A's patched QEMU linking libvgicd0's library; the stack's versions
 # (l1.stack); both hosts up and confined; scenario (a): a domain with no
 # vgicd edits starts on A, runs confined under its per-VM profile as
-# libvirt-qemu and attaches to A's vgicd; it migrates live to B, A's vgicd logs a save and B's a load, the
-# guest's counter and its virtio interrupt count keep growing on B, no
-# AppArmor denial, no taint in either domain log but libvirt's host-cpu,
+# libvirt-qemu and attaches to A's vgicd; it migrates live to B, A's
+# vgicd logs a save and B's a load, the guest's counter and its virtio
+# interrupt count keep growing on B, no AppArmor denial, no taint in
+# either domain log but libvirt's host-cpu,
 # the hook calls of each host (E2E-HOOK lines); (f): the packages
 # upgraded while that domain runs on B, and its migration back through
 # vgicd; (b): a larger domain (VIRSH_VCPUS_BIG, default 32) migrated
@@ -145,14 +146,15 @@ expect qemu.patched "$(/usr/bin/qemu-system-aarch64 --version | head -n 1); $(ld
 # libvirt and stock QEMU are the versions that stack ships, so that a run
 # says what it tested (an apt pin that stopped matching would otherwise
 # leave a backports run on trixie's libvirt without a word).
+qemu_version() { "$1" --version 2>&1 | awk 'NR == 1 {print $4}'; }	# 10.0.13
 l1_kernel=$(uname -r)
 l1_libvirt=$(libvirtd --version 2>&1 | awk '{print $NF}')
-l1_stock=$(/usr/lib/vgicd-e2e/qemu-stock --version 2>&1 | awk 'NR == 1 {print $4}')
+l1_stock=$(qemu_version /usr/lib/vgicd-e2e/qemu-stock)
 case ${VIRSH_STACK:-trixie} in
 backports) want_stack='7.3.*:12.9.*:11.1.*' ;;
 *) want_stack='6.12.*:11.3.*:10.0.*' ;;
 esac
-expect l1.stack "${VIRSH_STACK:-trixie}: kernel $l1_kernel, libvirt $l1_libvirt, stock QEMU $l1_stock, patched QEMU $(/usr/bin/qemu-system-aarch64 --version | awk 'NR == 1 {print $4}')" \
+expect l1.stack "${VIRSH_STACK:-trixie}: kernel $l1_kernel, libvirt $l1_libvirt, stock QEMU $l1_stock, patched QEMU $(qemu_version /usr/bin/qemu-system-aarch64)" \
 	sh -c "case '$l1_kernel:$l1_libvirt:$l1_stock' in $want_stack) exit 0 ;; esac; exit 1"
 
 # jmsg UNIT OPERATION VM - the MESSAGEs of UNIT's journal entries with
@@ -290,7 +292,6 @@ systemd-run -q --unit=virtlogd-b --property=BindPaths="$BIND" \
 # decisions (its unix socket: root only, auth none).
 mkdir -p $B/run-dbus
 printf '%s\n' 'auth_unix_rw = "none"' 'unix_sock_rw_perms = "0700"' >>$B/etc-libvirt/libvirtd.conf
-# shellcheck disable=SC2120 # (expect passes the argument)
 # libvirt keeps what it probed of an emulator in /var/cache/libvirt, valid
 # while the binary's path and ctime (in seconds) stay the same.  B's two
 # emulators are copies made in the same second, bound in turn on one path,

@@ -323,9 +323,11 @@ choose_via (VgicdSession *s)
 }
 
 /* Lay @plan (guards first, if it has any) into the window and answer the
- * step that runs it. */
+ * step that runs it; a read step with @n_checks @checks on its values says
+ * it is the operation's last when they hold (VGICD_STEP_LAST_IF). */
 static GVariant *
-step_run (VgicdSession *s, VgicList *plan, gboolean write)
+step_run_checked (VgicdSession *s, VgicList *plan, gboolean write, const VgicSaveCheck *checks,
+                  guint n_checks)
 {
   GVariantBuilder b;
 
@@ -359,7 +361,20 @@ step_run (VgicdSession *s, VgicList *plan, gboolean write)
                              g_variant_new_fixed_array (G_VARIANT_TYPE ("(ttt)"), plan->guards,
                                                         plan->n_guards, sizeof (VgicGuard)));
     }
+  if (n_checks)
+    {
+      G_STATIC_ASSERT (sizeof (VgicSaveCheck) == 4 * sizeof (guint64));
+      g_variant_builder_add (&b, "{sv}", VGICD_STEP_LAST_IF,
+                             g_variant_new_fixed_array (G_VARIANT_TYPE ("(tttt)"), checks,
+                                                        n_checks, sizeof (VgicSaveCheck)));
+    }
   return g_variant_builder_end (&b);
+}
+
+static GVariant *
+step_run (VgicdSession *s, VgicList *plan, gboolean write)
+{
+  return step_run_checked (s, plan, write, NULL, 0);
 }
 
 /* Take the results of a read step (or of a write step's guards) out of the
@@ -571,6 +586,11 @@ declined (VgicdSession *s, const char *operation)
   return step_simple (VGICD_ACTION_DECLINED, NULL, NULL);
 }
 
+/* The checks of a save's first step share its answer's packet
+ * (VGICD_CHANNEL_MAX) with a few small keys: 48 KiB is 1,535 vCPUs,
+ * three times KVM's most.  A larger VM's save takes vgicd's answer. */
+#define LAST_IF_BYTES_MAX (48 * 1024)
+
 static GVariant *
 start_save (VgicdSession *s, gboolean fields)
 {
@@ -596,6 +616,24 @@ start_save (VgicdSession *s, gboolean fields)
                                      CLAMP (s->daemon->guess_apr, 1, 4));
   vgic_list_append (plan, s->guess->entries, s->guess->len);
   s->op = OP_SAVE_FIRST;
+  /* A save into QEMU's fields ends when the guess holds: vgicd's answer to
+   * its Next is then done, with nothing in it the peer needs (the values
+   * are the ones it read).  So the step says what round 1 must read for
+   * the guess to hold, and a peer on the channel that sees that ends the
+   * save there, a round trip early, taking the answer before its next
+   * call, as after a restore's last writes.  vgicd still judges the
+   * report and logs the save; a record's save needs vgicd's answer (the
+   * record), so it has no such step. */
+  if (fields && s->peer_channel &&
+      (s->shape->nr_vcpus + 1) * sizeof (VgicSaveCheck) <= LAST_IF_BYTES_MAX)
+    {
+      guint n = 0;
+      g_autofree VgicSaveCheck *checks = vgic_plan_save_checks (s->shape, s->first_plan,
+                                                                s->guess, &n);
+
+      if (checks)
+        return step_run_checked (s, plan, FALSE, checks, n);
+    }
   return step_run (s, plan, FALSE);
 }
 

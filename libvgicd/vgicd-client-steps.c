@@ -17,6 +17,13 @@
  * rather than two: vgicd states what the destination must look like, and
  * the loop writes nothing unless it does.  The guards are run and checked
  * on the private copy too.
+ *
+ * The last step of an operation need not wait for vgicd's answer when
+ * that answer can only be done and carries nothing the caller needs: a
+ * restore's writes, all applied ("last"), and a save into QEMU's fields
+ * whose reads satisfy the step's "last-if" (round 1's values ask for
+ * exactly the round 2 vgicd guessed and read with it).  The report then
+ * goes out and the operation ends, a round trip early.
  */
 #include <string.h>
 
@@ -40,6 +47,30 @@ first_failed_guard (const struct kvm_vgic_batch_entry *reads, GVariant *ranges)
         return (gint64) i;
     }
   return -1;
+}
+
+/* Does a read step's "last-if" hold: for each (index, mask, min, max), the
+ * value read at index, under mask, in [min, max]?  FALSE for an index past
+ * the step (vgicd's mistake, or its malice: the save then just takes
+ * vgicd's answer, as without the key). */
+static gboolean
+last_if_holds (const struct kvm_vgic_batch_entry *reads, guint32 count, GVariant *checks)
+{
+  gsize n = 0;
+  const guint64 *k = g_variant_get_fixed_array (checks, &n, 4 * sizeof (guint64));
+
+  for (gsize i = 0; i < n; i++)
+    {
+      const guint64 *c = &k[4 * i];
+      guint64 v;
+
+      if (c[0] >= count)
+        return FALSE;
+      v = reads[c[0]].value & c[1];
+      if (v < c[2] || v > c[3])
+        return FALSE;
+    }
+  return n > 0;
 }
 
 static void
@@ -75,7 +106,7 @@ step_done (void)
  * fatal to a program run with G_DEBUG=fatal-warnings.  Any other failure
  * stands. */
 static GVariant *
-last_report_lost (VgicdClient *c, GError *lost, GError **error)
+last_report_lost (VgicdClient *c, gboolean write, GError *lost, GError **error)
 {
   g_autoptr (GError) local = lost;
 
@@ -85,9 +116,11 @@ last_report_lost (VgicdClient *c, GError *lost, GError **error)
       return NULL;
     }
   g_log_structured ("libvgicd", G_LOG_LEVEL_MESSAGE,
-                    "MESSAGE", "vgicd went away before it was told that this VM's restore "
-                    "finished (%s); every write was applied, so the restore stands, but vgicd "
-                    "has no record of it", local->message);
+                    "MESSAGE", "vgicd went away before it was told that this VM's %s "
+                    "finished (%s); every %s, so the %s stands, but vgicd has no record of it",
+                    write ? "restore" : "save", local->message,
+                    write ? "write was applied" : "register was read",
+                    write ? "restore" : "save");
   return step_done ();
 }
 
@@ -190,20 +223,33 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
   g_variant_builder_add (&b, "{sv}", VGICD_REPORT_IOCTLS, g_variant_new_uint32 (ioctls));
 
   /* The last writes of a load, all applied: vgicd's answer can only be
-   * done, and a load's done carries nothing.  So the report goes out and
-   * the load ends here, a round trip early; the answer is taken before
+   * done, and a load's done carries nothing.  Likewise the reads of a
+   * save into QEMU's fields whose "last-if" holds: the guess vgicd read
+   * round 2 by was right, and that done carries nothing QEMU needs (the
+   * values are the ones collected here).  So the report goes out and the
+   * operation ends here, a round trip early; the answer is taken before
    * the next call (vgicd_client_channel_settle()). */
-  if (!(write && !r.error && failed < 0 && r.done == count))
-    last = FALSE;		/* not the last writes, or not all applied */
-  else if (!g_variant_lookup (step, VGICD_STEP_LAST, "b", &last))
-    last = FALSE;
+  if (r.error || failed >= 0 || r.done != count)
+    last = FALSE;		/* not all applied, or not all read */
+  else if (write)
+    {
+      if (!g_variant_lookup (step, VGICD_STEP_LAST, "b", &last))
+        last = FALSE;
+    }
+  else if (c->collect)
+    {
+      g_autoptr (GVariant) checks = g_variant_lookup_value (step, VGICD_STEP_LAST_IF,
+                                                            G_VARIANT_TYPE ("a(tttt)"));
+
+      last = checks && last_if_holds (work, count, checks);
+    }
   if (last && c->channel)
     {
       if (!vgicd_client_channel_call_deferred (c->channel, VGICD_CALL_NEXT,
                                                g_variant_new ("(@a{sv})",
                                                               g_variant_builder_end (&b)),
                                                &c->wait_budget_us, &local))
-        return last_report_lost (c, g_steal_pointer (&local), error);
+        return last_report_lost (c, write, g_steal_pointer (&local), error);
       return step_done ();
     }
   {
@@ -212,7 +258,7 @@ run_step (VgicdClient *c, GVariant *step, gboolean write, GError **error)
                                         &local);
 
     if (!next && last)
-      return last_report_lost (c, g_steal_pointer (&local), error);
+      return last_report_lost (c, write, g_steal_pointer (&local), error);
     if (!next)
       g_propagate_error (error, g_steal_pointer (&local));
     return next;

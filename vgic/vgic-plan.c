@@ -447,6 +447,96 @@ vgic_plan_save_guess (const VgicShape *shape, gboolean plpis, guint apr)
   return plan;
 }
 
+/* The PRIbits field values, from the lowest, that give @apr AP registers
+ * per group, as one range [*lo, *hi] of field values; FALSE if none does. */
+static gboolean
+pribits_giving (guint apr, guint64 *lo, guint64 *hi)
+{
+  const guint64 top = ICC_CTLR_EL1_PRIBITS_MASK >> ICC_CTLR_EL1_PRIBITS_SHIFT;
+  guint64 f = 0;
+
+  while (f <= top && vgic_icc_ctlr_apr_count (f << ICC_CTLR_EL1_PRIBITS_SHIFT) != apr)
+    f++;
+  if (f > top)
+    return FALSE;
+  *lo = f;
+  while (f < top && vgic_icc_ctlr_apr_count ((f + 1) << ICC_CTLR_EL1_PRIBITS_SHIFT) == apr)
+    f++;
+  *hi = f;
+  return TRUE;
+}
+
+VgicSaveCheck *
+vgic_plan_save_checks (const VgicShape *shape, const VgicList *first, const VgicList *guess,
+                       guint *n)
+{
+  const guint nr = shape->nr_vcpus;
+  g_autofree VgicSaveCheck *checks = g_new0 (VgicSaveCheck, nr + 1);
+  g_autofree guint *aprs = g_new0 (guint, nr);
+  g_autoptr (VgicList) again = vgic_list_new (guess->len);
+  Walk w = reads_into (again, shape);
+  const uint64_t typer = REDIST (shape, 0, GICR_TYPER);
+  gboolean plpis;
+  guint at = 0, ctlrs = 0, typers = 0;
+
+  /* What @guess assumes, read off its layout (the LPI bases of every
+   * vCPU, then each vCPU's AP0Rs and AP1Rs), then confirmed by laying
+   * that assumption out again: a list of any other form gets no checks. */
+  plpis = guess->len > 0 && guess->entries[0].group == VGIC_GRP_REDIST &&
+          guess->entries[0].attr == REDIST (shape, 0, GICR_PROPBASER);
+  if (plpis)
+    at = 4 * nr;
+  for (guint cpu = 0; cpu < nr; cpu++)
+    {
+      guint k = at;
+
+      while (k < guess->len && guess->entries[k].group == VGIC_GRP_SYSREG &&
+             vgic_attr_mpidr (guess->entries[k].attr) == shape->mpidrs[cpu])
+        k++;
+      aprs[cpu] = (k - at) / 2;
+      at = k;
+    }
+  if (plpis)
+    walk_lpi_bases (&w);
+  for (guint cpu = 0; cpu < nr; cpu++)
+    walk_aprs (&w, cpu, aprs[cpu]);
+  if (!vgic_list_same_accesses (again, guess))
+    return NULL;
+
+  checks[0] = (VgicSaveCheck) { .mask = GICR_TYPER_PLPIS,
+                                .min = plpis ? GICR_TYPER_PLPIS : 0,
+                                .max = plpis ? GICR_TYPER_PLPIS : 0 };
+  for (guint i = 0; i < first->len; i++)
+    {
+      const VgicEntry *e = &first->entries[i];
+
+      if (e->group == VGIC_GRP_REDIST && e->attr == typer)
+        {
+          checks[0].index = i;
+          typers++;
+        }
+      else if (e->group == VGIC_GRP_SYSREG && vgic_attr_low (e->attr) == ICC_CTLR_EL1)
+        {
+          VgicSaveCheck *c = &checks[1 + ctlrs];
+          guint64 lo, hi;
+
+          /* Round 1 reads the vCPUs' ICC registers in vCPU order, each
+           * once: the next one must be the next vCPU's. */
+          if (ctlrs == nr || e->attr != SYSREG (shape, ctlrs, ICC_CTLR_EL1) ||
+              !pribits_giving (aprs[ctlrs], &lo, &hi))
+            return NULL;
+          *c = (VgicSaveCheck) { .index = i, .mask = ICC_CTLR_EL1_PRIBITS_MASK,
+                                 .min = lo << ICC_CTLR_EL1_PRIBITS_SHIFT,
+                                 .max = hi << ICC_CTLR_EL1_PRIBITS_SHIFT };
+          ctlrs++;
+        }
+    }
+  if (typers != 1 || ctlrs != nr)
+    return NULL;
+  *n = nr + 1;
+  return g_steal_pointer (&checks);
+}
+
 gboolean
 vgic_plan_save_shape (const VgicShape *shape, const VgicValues *first,
                       gboolean *plpis, guint *apr, GError **error)

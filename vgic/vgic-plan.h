@@ -120,6 +120,37 @@ VgicValues *vgic_plan_save_inputs (const VgicShape *shape, const VgicEntry *read
 VgicList *vgic_plan_save_guess (const VgicShape *shape, gboolean plpis, guint apr);
 
 /**
+ * VgicSaveCheck - a condition on one value a save's first step reads:
+ * min <= (value & mask) <= max, the value being the step's @index-th read.
+ * The layout is the step channel's (tttt), as a VgicGuard is (ttt).
+ */
+typedef struct {
+  guint64 index, mask, min, max;
+} VgicSaveCheck;
+
+/**
+ * vgic_plan_save_checks() - what round 1's values must be for @guess to be
+ * the round 2 they ask for
+ * @shape: the VM
+ * @first: round 1 as the step starts with it (vgic_plan_save_first())
+ * @guess: the round 2 laid out after it (vgic_plan_save_guess(), or an
+ *	earlier save's vgic_plan_save_second())
+ * @n: set to the number of checks
+ *
+ * One check on GICR_TYPER.PLPIS of vCPU 0, and one on each vCPU's
+ * ICC_CTLR_EL1.PRIbits.  They are sufficient, not necessary: when all
+ * hold, vgic_plan_save_second() of round 1's values has @guess's accesses
+ * (a PRIbits outside the range checked but giving the same count, which no
+ * GIC has, only fails its check).  So a peer that sees them hold knows the
+ * step's reads are the whole save, without asking vgicd.
+ *
+ * Return: a new array of *@n checks, or NULL when @guess is not a round 2
+ * of this shape or @first lacks one of those reads.
+ */
+VgicSaveCheck *vgic_plan_save_checks (const VgicShape *shape, const VgicList *first,
+                                      const VgicList *guess, guint *n);
+
+/**
  * vgic_plan_save_shape() - what round 1's values say round 2 reads:
  * GICR_TYPER.PLPIS, and the AP registers per group of vCPU 0
  * Return: FALSE with @error set when a value is missing.

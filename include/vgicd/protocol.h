@@ -94,6 +94,8 @@
 #define VGICD_STEP_LAST "last"		/* b: a restore's last step */
 #define VGICD_STEP_GUARD "guard"	/* u: guard reads ahead of the writes */
 #define VGICD_STEP_GUARD_RANGES "guard-ranges"	/* a(ttt): mask, min, max per guard */
+#define VGICD_STEP_LAST_IF "last-if"	/* a(tttt): index, mask, min, max: a read step
+					 * that is a SaveFields' last when each holds */
 #define VGICD_STEP_RECORD "record"	/* ay: a save's record (done) */
 #define VGICD_STEP_RECORD_SIZE "record-size"	/* u: its size, in the window */
 #define VGICD_STEP_FIELDS "fields"	/* u: registers a SaveFields read (done) */

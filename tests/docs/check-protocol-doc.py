@@ -5,9 +5,12 @@
 Every interface, method, property, signal and argument defined in the XML
 files must be named in the document, and every `Interface.Member` the
 document mentions must exist in the XML: the prose cannot drift from the
-definition without this test failing.
+definition without this test failing.  So must every key and value the
+dictionaries carry (include/vgicd/protocol.h's VGICD_VM_*, VGICD_INFO_*,
+VGICD_FEATURE_*, VGICD_STEP_*, VGICD_ACTION_*, VGICD_VIA_*, VGICD_REASON_*
+and VGICD_REPORT_* strings), as `code` in the document.
 
-usage: check-protocol-doc.py DOC XML...
+usage: check-protocol-doc.py DOC PROTOCOL_H XML...
 """
 import re
 import sys
@@ -15,9 +18,14 @@ import xml.etree.ElementTree as ET
 
 
 def main():
-    doc_path, xml_paths = sys.argv[1], sys.argv[2:]
+    doc_path, header, xml_paths = sys.argv[1], sys.argv[2], sys.argv[3:]
     doc = open(doc_path, encoding="utf-8").read()
     missing, known = [], set()
+    keys = re.findall(r'#define (VGICD_(?:VM|INFO|FEATURE|STEP|ACTION|VIA|REASON|REPORT)_\w+)'
+                      r'\s+"([^"]+)"', open(header, encoding="utf-8").read())
+    for macro, key in keys:
+        if f"`{key}`" not in doc:
+            missing.append(f"key `{key}` ({macro}, {header})")
     for path in xml_paths:
         for iface in ET.parse(path).getroot().iter("interface"):
             name = iface.get("name")
@@ -44,7 +52,8 @@ def main():
         print(f"docs/protocol.md names {ref}, which no XML defines")
     if missing or unknown:
         return 1
-    print(f"docs/protocol.md covers {len(known)} interfaces and members")
+    print(f"docs/protocol.md covers {len(known)} interfaces and members, "
+          f"{len(keys)} keys and values")
     return 0
 
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vgic-direct.h"
 #include "vgicd-test.h"
 
 /* vgicd dies or hangs: libvgicd returns within its timeout. */
@@ -132,6 +133,8 @@ test_vgicd_restarted (void)
 typedef struct {
   VgicdClient *client;
   GBytes *record;	/* NULL: save */
+  gboolean fields;	/* a save into QEMU's fields, its reads into @regs */
+  VgicdRegs *regs;
   GError *error;
   gboolean ok;
   gint64 returned;
@@ -146,6 +149,8 @@ step_job (gpointer data)
   if (job->record)
     job->ok = vgicd_client_load (job->client, g_bytes_get_data (job->record, NULL),
                                  g_bytes_get_size (job->record), &job->error);
+  else if (job->fields)
+    job->ok = vgicd_client_save_fields (job->client, &job->regs, &job->error);
   else
     job->ok = vgicd_client_save (job->client, &record, &job->error);
   job->returned = g_get_monotonic_time ();
@@ -188,15 +193,16 @@ test_killed_mid_save (void)
   g_error_free (job.error);
 }
 
-/* Run @record's load (or a save) on @sim with its @k-th ioctl held while
- * vgicd is killed; then restart vgicd.  Returns whether the operation
- * succeeded, and its error in @error. */
+/* Run @record's load (or a save; with @regs, a save into QEMU's fields,
+ * its reads into *@regs) on @sim with its @k-th ioctl held while vgicd is
+ * killed; then restart vgicd.  Returns whether the operation succeeded,
+ * and its error in @error. */
 static gboolean
-kill_at (VgicdHarness *h, VgicSim *sim, const Shape *s, GBytes *record, guint k,
-         double *ms, GError **error)
+kill_at_full (VgicdHarness *h, VgicSim *sim, const Shape *s, GBytes *record, VgicdRegs **regs,
+              guint k, double *ms, GError **error)
 {
   g_autoptr (GError) local = NULL;
-  StepJob job = { .record = record };
+  StepJob job = { .record = record, .fields = regs != NULL };
   GThread *t;
   gint64 killed;
 
@@ -216,7 +222,63 @@ kill_at (VgicdHarness *h, VgicSim *sim, const Shape *s, GBytes *record, guint k,
   g_assert_cmpuint (vgicd_harness_stat (h, "sessions"), ==, 0);
   if (job.error)
     g_propagate_error (error, job.error);
+  if (regs)
+    *regs = job.regs;
   return job.ok;
+}
+
+static gboolean
+kill_at (VgicdHarness *h, VgicSim *sim, const Shape *s, GBytes *record, guint k,
+         double *ms, GError **error)
+{
+  return kill_at_full (h, sim, s, record, NULL, k, ms, error);
+}
+
+/* A save into QEMU's fields whose step read every register QEMU's get
+ * needs has nothing left to take from vgicd: the reads of round 1 confirm
+ * the round 2 vgicd guessed (the step's "last-if"), and vgicd's answer
+ * could only be done.  So libvgicd reports and returns without waiting,
+ * and vgicd killed while that step runs leaves the save whole, every value
+ * the kernel's.  Where round 1 says the guess missed (a VM of 2 APRs per
+ * group, the host guessing 1), the save still needs vgicd, and fails as
+ * unreachable. */
+static void
+test_killed_during_fields_reads (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *guessed = &shapes[3], *missed = &shapes[2];	/* an ITS; 1 APR, 2 APRs */
+  g_autoptr (VgicSim) src = make_sim (guessed, TRUE);
+  g_autoptr (VgicSim) other = make_sim (missed, TRUE);
+  g_autoptr (VgicShape) shape = sim_vm_shape (src, guessed->vcpus, guessed->irqs);
+  g_autoptr (VgicList) direct = NULL;
+  g_autoptr (VgicdRegs) regs = NULL, none = NULL;
+  g_autoptr (GError) error = NULL;
+  double ms;
+
+  vgic_sim_randomize (src, 71);
+  direct = vgic_direct_save (shape, vgic_sim_get_fd (src), VGIC_EXEC_SINGLE, FALSE, NULL,
+                             &error);
+  g_assert_no_error (error);
+  /* The kernel's batch reads the step in one ioctl: vgicd dies while it runs. */
+  g_assert_true (kill_at_full (h, src, guessed, NULL, &regs, 1, &ms, &error));
+  g_assert_no_error (error);
+  for (guint i = 0; i < direct->len; i++)
+    {
+      guint64 v = ~0ULL;
+
+      if (!vgicd_regs_lookup (regs, direct->entries[i].group, direct->entries[i].attr, &v))
+        g_error ("the save did not read entry %u of QEMU's get", i);
+      g_assert_cmphex (v, ==, direct->entries[i].value);
+    }
+  g_test_message ("guess held: vgicd killed during the reads, the save whole (%u registers), "
+                  "returned %.1f ms after", vgicd_regs_count (regs), ms);
+
+  vgic_sim_randomize (other, 72);
+  g_assert_false (kill_at_full (h, other, missed, NULL, &none, 1, &ms, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
+  g_assert_null (none);
+  g_test_message ("guess missed: the save waited for vgicd and failed %.1f ms after the "
+                  "kill: %s", ms, error->message);
 }
 
 /* vgicd SIGKILLed at each step of a save and of a load, batched and one by
@@ -428,6 +490,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/vgicd-restarted", test_vgicd_restarted);
   g_test_add_func ("/vgicd/killed-mid-save", test_killed_mid_save);
   g_test_add_func ("/vgicd/killed-at-each-step", test_killed_at_each_step);
+  g_test_add_func ("/vgicd/killed-during-fields-reads", test_killed_during_fields_reads);
   g_test_add_func ("/vgicd/socket-activated", test_socket_activated);
   g_test_add_func ("/vgicd/sighup-reload", test_sighup_reload);
   g_test_add_func ("/vgicd/client-leaves-nothing", test_client_leaves_nothing);

@@ -1001,6 +1001,139 @@ test_save_guess (void)
           }
 }
 
+/* Round 1's reads of @shape with vCPU 0's GICR_TYPER.PLPIS = @plpis and
+ * each vCPU's ICC_CTLR_EL1.PRIbits field from @fields (other bits set too,
+ * as a GIC has them). */
+static VgicList *
+round1_with (const VgicShape *shape, gboolean plpis, const guint64 *fields)
+{
+  VgicList *first = vgic_plan_save_first (shape);
+  guint cpu = 0;
+
+  for (guint i = 0; i < first->len; i++)
+    {
+      VgicEntry *e = &first->entries[i];
+
+      if (e->group == VGIC_GRP_REDIST && e->attr == vgic_attr (shape->mpidrs[0], GICR_TYPER))
+        e->value = 0x1100 | (plpis ? GICR_TYPER_PLPIS : 0);
+      else if (e->group == VGIC_GRP_SYSREG && vgic_attr_low (e->attr) == ICC_CTLR_EL1)
+        e->value = 0xc801 | (fields[cpu++] << ICC_CTLR_EL1_PRIBITS_SHIFT);
+    }
+  g_assert_cmpuint (cpu, ==, shape->nr_vcpus);
+  return first;
+}
+
+static gboolean
+checks_hold (const VgicSaveCheck *c, guint n, const VgicList *reads)
+{
+  for (guint i = 0; i < n; i++)
+    {
+      guint64 v;
+
+      g_assert_cmpuint (c[i].index, <, reads->len);
+      v = reads->entries[c[i].index].value & c[i].mask;
+      if (v < c[i].min || v > c[i].max)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The checks a save's first step carries for its guessed round 2 are
+ * sound: whenever round 1's values satisfy them, round 2 for those values
+ * is the guess (every PLPIS and every PRIbits field value of vCPU 0 and of
+ * the last vCPU, the others as vCPU 0, against each guess); and they hold
+ * for a GIC of the guessed shape (PRIbits 5, 6 or 7 bits).  A round 2 that
+ * differs per vCPU (an earlier save's) gets its own checks; a list that is
+ * no round 2 gets none. */
+static void
+test_save_checks (void)
+{
+  static const guint vcpus[] = { 1, 2, 3 };
+
+  for (guint v = 0; v < G_N_ELEMENTS (vcpus); v++)
+    {
+      g_autoptr (VgicShape) shape = grid_shape (vcpus[v], 288);
+      g_autoptr (VgicList) first = vgic_plan_save_first (shape);
+      const guint nr = vcpus[v];
+      g_autofree guint64 *fields = g_new0 (guint64, nr);
+      guint held = 0, tried = 0;
+
+      for (int plpis = 0; plpis <= 1; plpis++)
+        for (guint b = 0; b < G_N_ELEMENTS (grid_pribits); b++)
+          {
+            const guint apr = apr_for_pribits (grid_pribits[b]);
+            g_autoptr (VgicList) guess = vgic_plan_save_guess (shape, plpis, apr);
+            guint n = 0;
+            g_autofree VgicSaveCheck *checks = vgic_plan_save_checks (shape, first, guess, &n);
+
+            g_assert_nonnull (checks);
+            g_assert_cmpuint (n, ==, nr + 1);
+            for (int bit = 0; bit <= 1; bit++)
+              for (guint64 f0 = 0; f0 < 8; f0++)
+                for (guint64 fl = 0; fl < 8; fl++)
+                  {
+                    g_autoptr (VgicList) r1 = NULL;
+                    g_autoptr (VgicValues) in = NULL;
+                    g_autoptr (VgicList) second = NULL;
+                    g_autoptr (GError) error = NULL;
+
+                    for (guint c = 0; c < nr; c++)
+                      fields[c] = f0;
+                    fields[nr - 1] = nr > 1 ? fl : f0;
+                    r1 = round1_with (shape, bit, fields);
+                    in = vgic_plan_save_inputs (shape, r1->entries, r1->len, &error);
+                    g_assert_no_error (error);
+                    second = vgic_plan_save_second (shape, in, &error);
+                    g_assert_no_error (error);
+                    tried++;
+                    if (checks_hold (checks, n, r1))
+                      {
+                        held++;
+                        g_assert_true (vgic_list_same_accesses (second, guess));
+                      }
+                    /* A GIC of the guessed shape passes. */
+                    if (bit == plpis && f0 == grid_pribits[b] - 1 &&
+                        (nr == 1 || fl == f0))
+                      g_assert_true (checks_hold (checks, n, r1));
+                  }
+          }
+      g_test_message ("%u vCPUs: checks held for %u of %u round 1s, each time on the "
+                      "guessed round 2", nr, held, tried);
+      g_assert_cmpuint (held, >, 0);
+
+      /* A round 2 an earlier save found, with 4 APRs on the last vCPU and
+       * 1 on the others. */
+      {
+        g_autoptr (VgicList) r1 = NULL, other = NULL, last = NULL, cut = NULL;
+        g_autoptr (VgicValues) in = NULL;
+        g_autoptr (GError) error = NULL;
+        g_autofree VgicSaveCheck *checks = NULL;
+        guint n = 0;
+
+        for (guint c = 0; c < nr; c++)
+          fields[c] = 4;
+        fields[nr - 1] = 6;
+        r1 = round1_with (shape, TRUE, fields);
+        in = vgic_plan_save_inputs (shape, r1->entries, r1->len, &error);
+        last = vgic_plan_save_second (shape, in, &error);
+        g_assert_no_error (error);
+        checks = vgic_plan_save_checks (shape, first, last, &n);
+        g_assert_nonnull (checks);
+        g_assert_true (checks_hold (checks, n, r1));
+        fields[nr - 1] = 4;
+        other = round1_with (shape, TRUE, fields);
+        g_assert_false (checks_hold (checks, n, other));
+
+        /* No round 2 at all: a guess cut short, or none. */
+        cut = vgic_list_new_from (last->entries, last->len - 1);
+        g_assert_null (vgic_plan_save_checks (shape, first, cut, &n));
+        g_clear_pointer (&cut, vgic_list_unref);
+        cut = vgic_list_new (1);
+        g_assert_null (vgic_plan_save_checks (shape, first, cut, &n));
+      }
+    }
+}
+
 static void
 test_save_shape (void)
 {
@@ -1181,6 +1314,7 @@ main (int argc, char **argv)
   g_test_add_func ("/planner/save/second-needs-first", test_save_second_needs_first);
   g_test_add_func ("/planner/save/qemu-order", test_save_qemu_order);
   g_test_add_func ("/planner/save/guess", test_save_guess);
+  g_test_add_func ("/planner/save/checks", test_save_checks);
   g_test_add_func ("/planner/save/shape", test_save_shape);
   g_test_add_func ("/planner/save/registers", test_save_registers);
   for (guint i = 0; i < G_N_ELEMENTS (grid_pribits); i++)

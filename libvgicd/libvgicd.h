@@ -217,6 +217,23 @@ gboolean vgicd_client_load_list (VgicdClient *client, const VgicdAccess *writes,
                                  GError **error);
 
 /**
+ * vgicd_client_load_list_buffer() - room for vgicd_client_load_list()'s
+ * writes, lent by the client
+ * @n: (out): how many writes it holds: as many as a load list may have
+ *
+ * Memory the client touched when it attached.  A list made in fresh memory
+ * inside the downtime costs a page fault per 4 KiB (46 at 160 vCPUs, 10 to
+ * 15 µs each in a VM); collected here, none.  Put the writes at its start
+ * and pass it to vgicd_client_load_list().  It stays the client's: its
+ * contents are undefined after any other call on the client, and it goes
+ * with vgicd_client_free().
+ *
+ * Return: the buffer, or NULL when the client is not attached.
+ * Since: 0.4 (VGICD_0.4)
+ */
+VgicdAccess *vgicd_client_load_list_buffer (VgicdClient *client, size_t *n);
+
+/**
  * VgicdClientStats - what the last save or load cost
  * @ioctls: device ioctls issued
  * @kernel_ns: time spent in them

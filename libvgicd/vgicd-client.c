@@ -402,6 +402,24 @@ vgicd_client_save_fields (VgicdClient *c, VgicdRegs **regs, GError **error)
   return ok;
 }
 
+/* The step's private copy (c->work) doubles as the room QEMU collects its
+ * writes in: touched at attach, the window's size, and free between
+ * steps.  vgicd_client_load_list() turns the writes into window entries
+ * before the first step copies anything into it. */
+G_STATIC_ASSERT (sizeof (VgicdAccess) == sizeof (struct kvm_vgic_batch_entry));
+G_STATIC_ASSERT (G_ALIGNOF (VgicdAccess) <= G_ALIGNOF (struct kvm_vgic_batch_entry));
+
+VgicdAccess *
+vgicd_client_load_list_buffer (VgicdClient *c, size_t *n)
+{
+  g_return_val_if_fail (n != NULL, NULL);
+  *n = 0;
+  if (!c->session_path || !c->work)
+    return NULL;
+  *n = c->window_entries;
+  return (VgicdAccess *) c->work;
+}
+
 gboolean
 vgicd_client_load_list (VgicdClient *c, const VgicdAccess *writes, size_t n, GError **error)
 {

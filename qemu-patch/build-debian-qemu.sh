@@ -102,7 +102,7 @@ done
 
 SUITE=trixie			# Debian 13, whose qemu the series is for
 HOST_ARCH=arm64
-VGICD_SUFFIX=+vgicd2		# bump when the series changes for the same Debian source
+VGICD_SUFFIX=+vgicd3		# bump when the series changes for the same Debian source
 DQ=$QP_CACHE/debian
 # The check and the full build have their own trees: a --check (CI, on every
 # change) must not wipe a full build's hour of objects, nor one in progress.

@@ -324,8 +324,26 @@ test_fields (void)
 
   /* QEMU's own restore, batched, into a fresh VM. */
   put = qemu_put_of (src, s, &n);
+  /* Collected where the patched QEMU collects them: in the room the
+   * client lends (none before it attaches). */
+  {
+    g_autoptr (VgicdClient) unattached = vgicd_client_connect (h->address, 2000, &error);
+    size_t room = 1;
+
+    g_assert_no_error (error);
+    g_assert_null (vgicd_client_load_list_buffer (unattached, &room));
+    g_assert_cmpuint (room, ==, 0);
+  }
   cd = attach (h, dst, s, "fields-dst");
-  g_assert_true (vgicd_client_load_list (cd, put, n, &error));
+  {
+    size_t room = 0;
+    VgicdAccess *lent = vgicd_client_load_list_buffer (cd, &room);
+
+    g_assert_nonnull (lent);
+    g_assert_cmpuint (room, >=, n);
+    memcpy (lent, put, n * sizeof (*put));
+    g_assert_true (vgicd_client_load_list (cd, lent, n, &error));
+  }
   g_assert_no_error (error);
   vgicd_client_get_stats (cd, &st);
   g_assert_true (st.batched);

@@ -59,11 +59,20 @@ qemu_fields_get (VgicdClient *c, const VgicList *get, VgicList **reads, QemuFiel
 gboolean
 qemu_fields_put (VgicdClient *c, const VgicList *put, QemuFieldsTimes *t, GError **error)
 {
-  g_autofree VgicdAccess *writes = NULL;
+  VgicdAccess *writes;
+  size_t room = 0;
   gint64 t0 = g_get_monotonic_time ();
 
   *t = (QemuFieldsTimes) { 0 };
-  writes = g_new (VgicdAccess, put->len);
+  /* Collected where the patched QEMU collects them: in the room the
+   * client lends, touched at attach. */
+  writes = vgicd_client_load_list_buffer (c, &room);
+  if (!writes || room < put->len)
+    {
+      g_set_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET,
+                   "%u writes do not fit the client's room for them (%zu)", put->len, room);
+      return FALSE;
+    }
   for (guint i = 0; i < put->len; i++)
     writes[i] = (VgicdAccess) { put->entries[i].group, put->entries[i].attr,
                                 put->entries[i].value };

@@ -123,6 +123,19 @@ assert_untouched (VgicSim *sim, VgicSimState *before)
     g_error ("destination changed: %s", diff->str);
 }
 
+void
+assert_regs_read (const VgicdRegs *regs, const VgicList *reads)
+{
+  for (guint i = 0; i < reads->len; i++)
+    {
+      guint64 v = ~0ULL;
+
+      if (!vgicd_regs_lookup (regs, reads->entries[i].group, reads->entries[i].attr, &v))
+        g_error ("the save into QEMU's fields did not read entry %u of QEMU's get", i);
+      g_assert_cmphex (v, ==, reads->entries[i].value);
+    }
+}
+
 VgicdHarness *
 harness (const char *mode)
 {

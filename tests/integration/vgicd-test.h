@@ -101,6 +101,10 @@ GBytes *qemu_visible_state (VgicSim *sim, const Shape *s);
 /* assert_untouched() - @sim holds what it held at @before */
 void assert_untouched (VgicSim *sim, VgicSimState *before);
 
+/* assert_regs_read() - @regs holds every read of @reads (QEMU's get, read
+ * one by one) with its value */
+void assert_regs_read (const VgicdRegs *regs, const VgicList *reads);
+
 /* A peer of protocol 1 (libvgicd before guards, the record in the window
  * and the step channel): plain D-Bus calls, no features.  vgicd must serve
  * it as before: the record in the done step, the destination's TYPER

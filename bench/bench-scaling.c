@@ -34,8 +34,9 @@
  * call's time less the executor's kernel calls (what vgicd, libvgicd and
  * the transport add; outside the kernel and outside QEMU's own loop),
  * "vgicd" the part of it in vgicd's handlers (its history's vgicd-ns),
- * "qemu" the fields paths' own loop in QEMU.  The calls (round trips) are vgicd's count
- * for the operation, read from its history (Manager1.GetHistory) outside
+ * "qemu" the fields paths' own loop in QEMU.  The calls are vgicd's count
+ * for the operation (each a round trip, but for the last of a restore and
+ * of a fields save whose guess held, which the caller does not wait for), read from its history (Manager1.GetHistory) outside
  * the timed part.  Every destination is compared with its source, register
  * by register, and a mismatch fails the run (exit 1): no figure is printed
  * for a wrong result.

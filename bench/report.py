@@ -335,8 +335,9 @@ def markdown(raw, sizes, fits, fleet, judged, extra):
                        f"{rec:.2f} ms | {s1:.0f} ms | {sb:.0f} ms | {100 * (1 - sb / s1):.0f}% |")
         out.append("")
     out += [
-        "The sweep (median, with min-max; ioctls; calls: round trips between QEMU and "
-        "vgicd; own: vgicd's share, the libvgicd call's time outside the executor's kernel "
+        "The sweep (median, with min-max; ioctls; calls: QEMU's calls to vgicd, each a "
+        "round trip but the last of a restore and of a default save whose guessed round 2 "
+        "held, whose answer QEMU does not wait for; own: vgicd's share, the libvgicd call's time outside the executor's kernel "
         "calls (vgicd, libvgicd and the transport; not the kernel, not QEMU's own loop), and "
         "per register; vgicd: the part of it in vgicd's handlers; QEMU: the fields paths' own "
         "loop in QEMU, its lookups on save and the collection of its writes on restore):",

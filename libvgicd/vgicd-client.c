@@ -337,7 +337,12 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
   c->wait_budget_us = (gint64) c->timeout_ms * 1000;
   if (c->load_window && len > 0 && len <= c->window_size && len <= G_MAXUINT32)
     {
-      /* The record through the window: one copy instead of a message's. */
+      /* The record through the window: one copy instead of a message's.
+       * An answer still due on the channel is taken first: vgicd may still
+       * read the window for it (a save into QEMU's fields that ended
+       * early: its reads are there). */
+      if (c->channel && !vgicd_client_channel_settle (c->channel, &c->wait_budget_us, error))
+        return FALSE;
       memcpy (c->window, data, len);
       step = vgicd_client_call (c, VGICD_CALL_LOAD_WINDOW, g_variant_new ("(u)", (guint32) len), error);
     }
@@ -436,7 +441,8 @@ vgicd_client_load_list (VgicdClient *c, const VgicdAccess *writes, size_t n, GEr
   memset (&c->stats, 0, sizeof (c->stats));
   c->wait_budget_us = (gint64) c->timeout_ms * 1000;
   /* An answer still due on the channel is taken before the window is
-   * written again (vgicd may still read it for that answer's step). */
+   * written again (vgicd may still read it for that answer's step: the
+   * reads of a save into QEMU's fields that ended early). */
   if (c->channel && !vgicd_client_channel_settle (c->channel, &c->wait_budget_us, error))
     return FALSE;
   for (size_t i = 0; i < n; i++)

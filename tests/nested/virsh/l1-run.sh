@@ -295,14 +295,25 @@ printf '%s\n' 'auth_unix_rw = "none"' 'unix_sock_rw_perms = "0700"' >>$B/etc-lib
 # libvirt keeps what it probed of an emulator in /var/cache/libvirt, valid
 # while the binary's path and ctime (in seconds) stay the same.  B's two
 # emulators are copies made in the same second, bound in turn on one path,
-# so a switch drops B's probe, as a package upgrade's new ctime would;
+# so at a switch B's probe of the emulator it leaves is put aside, and the
+# one of the emulator it takes is put back if B made one before (else
+# libvirt probes it afresh), as two hosts would each keep their own;
 # otherwise B would run the stock QEMU with the patched one's capabilities
-# (and say so in virsh version).
+# (and say so in virsh version).  Put back, not probed again: a probe of
+# QEMU under TCG costs about 30 s of L1's time.
 B_EMULATOR=
+caps_stash() { echo "$B/caps-stash/$(printf '%s' "${1:-default}" | cksum | cut -d' ' -f1)"; }
 libvirtd_b() {	# libvirtd_b [EXTRA_BIND] - (re)start B's libvirtd, wait until it answers
 	systemctl stop libvirtd-b.service 2>/dev/null
 	systemctl reset-failed libvirtd-b.service 2>/dev/null
-	[ "${1:-}" = "$B_EMULATOR" ] || rm -rf $B/cache-libvirt/qemu/capabilities
+	if [ "${1:-}" != "$B_EMULATOR" ]; then
+		mkdir -p $B/caps-stash
+		rm -rf "$(caps_stash "$B_EMULATOR")"
+		[ ! -d $B/cache-libvirt/qemu/capabilities ] ||
+			mv $B/cache-libvirt/qemu/capabilities "$(caps_stash "$B_EMULATOR")"
+		[ ! -d "$(caps_stash "${1:-}")" ] ||
+			mv "$(caps_stash "${1:-}")" $B/cache-libvirt/qemu/capabilities
+	fi
 	B_EMULATOR=${1:-}
 	systemd-run -q --unit=libvirtd-b --property=BindPaths="$BIND /srv/b/run-dbus:/run/dbus${1:+ $1}" \
 		--property=Delegate=yes \

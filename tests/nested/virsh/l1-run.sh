@@ -307,12 +307,11 @@ libvirtd_b() {	# libvirtd_b [EXTRA_BIND] - (re)start B's libvirtd, wait until it
 	systemctl stop libvirtd-b.service 2>/dev/null
 	systemctl reset-failed libvirtd-b.service 2>/dev/null
 	if [ "${1:-}" != "$B_EMULATOR" ]; then
+		caps=$B/cache-libvirt/qemu/capabilities leaving=$(caps_stash "$B_EMULATOR") taking=$(caps_stash "${1:-}")
 		mkdir -p $B/caps-stash
-		rm -rf "$(caps_stash "$B_EMULATOR")"
-		[ ! -d $B/cache-libvirt/qemu/capabilities ] ||
-			mv $B/cache-libvirt/qemu/capabilities "$(caps_stash "$B_EMULATOR")"
-		[ ! -d "$(caps_stash "${1:-}")" ] ||
-			mv "$(caps_stash "${1:-}")" $B/cache-libvirt/qemu/capabilities
+		rm -rf "$leaving"
+		[ ! -d "$caps" ] || mv "$caps" "$leaving"
+		[ ! -d "$taking" ] || mv "$taking" "$caps"
 	fi
 	B_EMULATOR=${1:-}
 	systemd-run -q --unit=libvirtd-b --property=BindPaths="$BIND /srv/b/run-dbus:/run/dbus${1:+ $1}" \

@@ -91,8 +91,10 @@
  *     this.
  *  R5 Set/clear pairs: enable, pending and active are written as "clear all"
  *     (ICxxx = ~0) and then "set" (ISxxx = value), because writes act on set
- *     bits only (ISPENDR replaces the latch in uaccess, but QEMU clears it
- *     first all the same, and so do we).
+ *     bits only.  ISPENDR replaces the latch in uaccess, so pending needs no
+ *     clear: QEMU 10.0 clears it first all the same, and so does vgicd's
+ *     own restore; QEMU 10.2's put sets it only (VGIC_PUT_SET_PENDING), and
+ *     a list of QEMU's in that order is checked in it.
  *  R6 The whole vGIC before the ITS tables are restored (the ITS's
  *     KVM_DEV_ARM_ITS_RESTORE_TABLES): that is the caller's business (the
  *     GIC section loads before the ITS section in QEMU).  GICD_CTLR (R0)
@@ -161,6 +163,7 @@ typedef struct {
   gsize n, at;
   uint64_t *ctlrs;	/* checking: each vCPU's ICC_CTLR_EL1, as taken */
   uint64_t value;
+  VgicPutOrder order;	/* a restore's: which of QEMU's put orders */
   GError **error;
 } Walk;
 
@@ -648,9 +651,16 @@ walk_dist_bitmap (Walk *w, uint32_t set_base, uint32_t clr_base)
 
 static gboolean sre_refused (Walk *w, uint32_t cpu);
 
-/* The write round, in kvm_arm_gicv3_put's order: the one definition of
- * it, which vgicd plans and QEMU's list is checked against.  @plpis: the
- * LPI bases are written. */
+/* A pending register's clear-all, in the put orders that have it (R5). */
+static gboolean
+take_pending_clear (Walk *w, uint32_t group, uint64_t attr)
+{
+  return w->order != VGIC_PUT_SET_PENDING ? take_clear (w, group, attr) : TRUE;
+}
+
+/* The write round, in kvm_arm_gicv3_put's order (w->order says which
+ * QEMU's): the one definition of it, which vgicd plans and QEMU's list is
+ * checked against.  @plpis: the LPI bases are written. */
 static gboolean
 restore_walk (Walk *w, gboolean plpis, gboolean routes)
 {
@@ -680,7 +690,7 @@ restore_walk (Walk *w, gboolean plpis, gboolean routes)
            * R2 does not apply here. */
           !take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICFGR1)) ||
           !take (w, VGIC_GRP_LEVEL, vgic_attr_level (m, 0)) ||
-          !take_clear (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICPENDR0)) ||
+          !take_pending_clear (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICPENDR0)) ||
           !take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISPENDR0)) ||
           !take_clear (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ICACTIVER0)) ||
           !take (w, VGIC_GRP_REDIST, vgic_attr (m, GICR_ISACTIVER0)))
@@ -711,7 +721,8 @@ restore_walk (Walk *w, gboolean plpis, gboolean routes)
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 32)
     if (!take (w, VGIC_GRP_LEVEL, vgic_attr_level (shape->mpidrs[0], irq)))
       return FALSE;
-  if (!walk_dist_bitmap (w, GICD_ISPENDR, GICD_ICPENDR) ||
+  if (!walk_dist_bitmap (w, GICD_ISPENDR,
+                         w->order != VGIC_PUT_SET_PENDING ? GICD_ICPENDR : 0) ||
       !walk_dist_bitmap (w, GICD_ISACTIVER, GICD_ICACTIVER))
     return FALSE;
   for (uint32_t irq = GIC_INTERNAL; irq < n; irq += 4)
@@ -745,12 +756,12 @@ restore_walk (Walk *w, gboolean plpis, gboolean routes)
 }
 
 VgicList *
-vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
-                         gboolean routes, GError **error)
+vgic_plan_restore_write_in (const VgicShape *shape, const VgicValues *state,
+                            gboolean routes, VgicPutOrder order, GError **error)
 {
   g_autoptr (VgicList) plan = vgic_list_new (vgic_plan_restore_count (shape, TRUE, 4) +
                                              vgic_plan_route_count (shape));
-  Walk w = { .shape = shape, .plan = plan, .state = state, .error = error };
+  Walk w = { .shape = shape, .plan = plan, .state = state, .order = order, .error = error };
   gboolean plpis;
 
   /* QEMU writes the bases when the destination has LPIs; the destination
@@ -759,6 +770,13 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
   if (!plpis_of (shape, state, &plpis, error) || !restore_walk (&w, plpis, routes))
     return NULL;
   return g_steal_pointer (&plan);
+}
+
+VgicList *
+vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
+                         gboolean routes, GError **error)
+{
+  return vgic_plan_restore_write_in (shape, state, routes, VGIC_PUT_CLEAR_PENDING, error);
 }
 
 /* ------------------------------------------------------------------ */
@@ -783,8 +801,10 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
  * and the list ends where the walk does.  What the walk decides on comes
  * from the list as the plan would take it from the state: the LPI bases
  * are written exactly when write 1 is vCPU 0's PROPBASER (they come right
- * after GICD_CTLR, R1), and each vCPU's APR count follows the ICC_CTLR_EL1
- * just checked.  A list that passes is the plan of its own values, access
+ * after GICD_CTLR, R1), each vCPU's APR count follows the ICC_CTLR_EL1
+ * just checked, and the put order (pending cleared first or not, R5) is
+ * the one whose vCPU 0 GICR_ICPENDR0 the list has or lacks, for the whole
+ * list: a list that clears some pending registers and not others fails.  A list that passes is the plan of its own values, access
  * for access and value for value, with no value taken from anywhere else:
  * it can be laid out as it is.
  *
@@ -850,6 +870,22 @@ sre_refused (Walk *w, uint32_t cpu)
   return FALSE;
 }
 
+VgicPutOrder
+vgic_plan_put_order (const VgicShape *shape, const VgicEntry *writes, gsize n)
+{
+  /* Where QEMU 10.0's order has vCPU 0's GICR_ICPENDR0: after GICD_CTLR,
+   * the four base words of every vCPU when written, and eight writes of
+   * vCPU 0's own.  A list of the other order has vCPU 0's GICR_ISPENDR0
+   * there; any other list fails the walk of either. */
+  const gboolean plpis = n > 1 && writes[1].group == VGIC_GRP_REDIST &&
+                         writes[1].attr == REDIST (shape, 0, GICR_PROPBASER);
+  const gsize at = 1 + (plpis ? 4 * (gsize) shape->nr_vcpus : 0) + 8;
+
+  return at < n && writes[at].group == VGIC_GRP_REDIST &&
+         writes[at].attr == REDIST (shape, 0, GICR_ICPENDR0)
+         ? VGIC_PUT_CLEAR_PENDING : VGIC_PUT_SET_PENDING;
+}
+
 VgicValues *
 vgic_plan_check_restore (const VgicShape *shape, const VgicEntry *writes, gsize n,
                          GError **error)
@@ -860,6 +896,7 @@ vgic_plan_check_restore (const VgicShape *shape, const VgicEntry *writes, gsize 
   const gboolean plpis = n > 1 && writes[1].group == VGIC_GRP_REDIST &&
                          writes[1].attr == REDIST (shape, 0, GICR_PROPBASER);
 
+  w.order = vgic_plan_put_order (shape, writes, n);
   if (!restore_walk (&w, plpis, FALSE))
     return NULL;
   if (w.at != n)

@@ -18,7 +18,8 @@
  *
  * The accesses are exactly those of QEMU 10.0's kvm_arm_gicv3_get/put
  * (hw/intc/arm_gicv3_kvm.c), so that a VM saved by vgicd and one saved by
- * QEMU hold the same state.  The one addition is the routes QEMU's
+ * QEMU hold the same state (a put of QEMU 10.2 leaves out the pending
+ * clear-alls: VgicPutOrder, below).  The one addition is the routes QEMU's
  * GICD_IROUTER addressing misses (vgic_plan_save_routes()), which only
  * vgicd's own record carries: @routes says whether a save or a restore
  * includes them.
@@ -206,8 +207,39 @@ VgicList *vgic_plan_restore_write (const VgicShape *shape, const VgicValues *sta
                                    gboolean routes, GError **error);
 
 /**
- * vgic_plan_check_restore() - are @writes exactly vgic_plan_restore_write()
- * (without routes) of the values they write?
+ * VgicPutOrder - the orders of kvm_arm_gicv3_put() that vgicd knows
+ * @VGIC_PUT_CLEAR_PENDING: QEMU 10.0's: every pending register is cleared
+ *	(~0 to GICR_ICPENDR0, to each SPI word's GICD_ICPENDR) right before
+ *	it is set, as enable and active are (rule R5)
+ * @VGIC_PUT_SET_PENDING: QEMU 10.2's (10.1 not checked): the pending
+ *	registers are set only, which the kernel makes the same (a user-space
+ *	ISPENDR write replaces the latch, R5); every other access the same
+ *
+ * vgicd's own restore (from a record) keeps QEMU 10.0's order; a list QEMU
+ * hands over is checked against the order it has (vgic_plan_put_order()).
+ */
+typedef enum {
+  VGIC_PUT_CLEAR_PENDING,
+  VGIC_PUT_SET_PENDING,
+} VgicPutOrder;
+
+/**
+ * vgic_plan_restore_write_in() - vgic_plan_restore_write() in @order
+ */
+VgicList *vgic_plan_restore_write_in (const VgicShape *shape, const VgicValues *state,
+                                      gboolean routes, VgicPutOrder order, GError **error);
+
+/**
+ * vgic_plan_put_order() - the order of kvm_arm_gicv3_put() that @writes
+ * has, if it has one: QEMU 10.0's where vCPU 0's GICR_ICPENDR0 is where
+ * that order writes it, else the other.  vgic_plan_check_restore() decides
+ * the rest.
+ */
+VgicPutOrder vgic_plan_put_order (const VgicShape *shape, const VgicEntry *writes, gsize n);
+
+/**
+ * vgic_plan_check_restore() - are @writes exactly vgic_plan_restore_write_in()
+ * (without routes, in their vgic_plan_put_order()) of the values they write?
  * @shape: the VM
  * @writes: QEMU's own restore, kvm_arm_gicv3_put's writes in its order
  * @n: their number

@@ -445,14 +445,16 @@ vgic_validate_destination (const VgicShape *shape, const VgicValues *state,
  * names the first difference from the plan as it always has.
  */
 
-/* Plan the restore of @state and compare @writes with it, access for
- * access; the plan, if they agree. */
+/* Plan the restore of @state, in the put order of @writes, and compare
+ * @writes with it, access for access; the plan, if they agree. */
 static VgicList *
 plan_and_compare (const VgicShape *shape, const VgicValues *state, const VgicEntry *writes,
                   gsize n, GError **error)
 {
   g_autoptr (GError) local = NULL;
-  g_autoptr (VgicList) plan = vgic_plan_restore_write (shape, state, FALSE, &local);
+  g_autoptr (VgicList) plan = vgic_plan_restore_write_in (shape, state, FALSE,
+                                                          vgic_plan_put_order (shape, writes, n),
+                                                          &local);
 
   if (!plan)
     {

@@ -248,9 +248,10 @@ test_unverified_batch_runs_single (void)
                                  "the vGIC batch group could not be verified: a single read"));
 }
 
-/* The writes QEMU's put would make of @sim's state (see test_fields()). */
+/* The writes QEMU's put would make of @sim's state, in @order (see
+ * test_fields()). */
 static VgicdAccess *
-qemu_put_of (VgicSim *sim, const Shape *s, gsize *n)
+qemu_put_of (VgicSim *sim, const Shape *s, VgicPutOrder order, gsize *n)
 {
   g_autoptr (VgicShape) shape = sim_vm_shape (sim, s->vcpus, s->irqs);
   g_autoptr (VgicList) reads = NULL;
@@ -263,7 +264,7 @@ qemu_put_of (VgicSim *sim, const Shape *s, gsize *n)
   g_assert_no_error (error);
   values = vgic_values_from_reads (reads->entries, reads->len, &error);
   g_assert_no_error (error);
-  put = vgic_plan_restore_write (shape, values, FALSE, &error);
+  put = vgic_plan_restore_write_in (shape, values, FALSE, order, &error);
   g_assert_no_error (error);
   out = g_new (VgicdAccess, put->len);
   for (guint i = 0; i < put->len; i++)
@@ -316,7 +317,7 @@ test_fields (void)
   assert_regs_read (regs, direct);
 
   /* QEMU's own restore, batched, into a fresh VM. */
-  put = qemu_put_of (src, s, &n);
+  put = qemu_put_of (src, s, VGIC_PUT_CLEAR_PENDING, &n);
   /* Collected where the patched QEMU collects them: in the room the
    * client lends (none before it attaches). */
   {
@@ -377,9 +378,67 @@ test_fields (void)
 
   /* ... and a LoadList (QEMU's own put then runs), changing nothing. */
   g_free (put);
-  put = qemu_put_of (src, s, &n);
+  put = qemu_put_of (src, s, VGIC_PUT_CLEAR_PENDING, &n);
   g_assert_false (vgicd_client_load_list (cx, put, n, &error));
   g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_DECLINED);
+  assert_untouched (spoilt, before);
+}
+
+/* QEMU 10.2's put sets the pending registers without clearing them first
+ * (VgicPutOrder): vgicd takes its list as it takes QEMU 10.0's, batched,
+ * and the destination ends with the source's state, pending bits
+ * included.  A list that clears some pending registers and not others is
+ * neither QEMU's: refused, nothing written. */
+static void
+test_fields_put_order (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape *s = &shapes[2];
+  g_autoptr (VgicSim) src = make_sim (s, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (s, TRUE);
+  g_autoptr (VgicSim) spoilt = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) cd = NULL, cx = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) want = NULL, got = NULL;
+  g_autoptr (VgicSimState) state = NULL, before = NULL;
+  g_autofree VgicdAccess *put = NULL, *put10 = NULL;
+  VgicdClientStats st;
+  gsize n, n10, pending = 0;
+
+  vgic_sim_randomize (src, 43);
+  state = vgic_sim_state_get (src);
+  for (guint i = 0; i < state->nr_irqs - 32; i++)
+    pending += state->spis[i].pending;
+  for (guint c = 0; c < state->nr_vcpus; c++)
+    for (guint i = 0; i < 32; i++)
+      pending += state->cpus[c].priv[i].pending;
+  g_assert_cmpuint (pending, >, 0);	/* pending state to carry over */
+
+  put = qemu_put_of (src, s, VGIC_PUT_SET_PENDING, &n);
+  put10 = qemu_put_of (src, s, VGIC_PUT_CLEAR_PENDING, &n10);
+  g_assert_cmpuint (n, <, n10);
+  cd = attach (h, dst, s, "order-dst");
+  g_assert_true (vgicd_client_load_list (cd, put, n, &error));
+  g_assert_no_error (error);
+  vgicd_client_get_stats (cd, &st);
+  g_assert_true (st.batched);
+  want = qemu_visible_state (src, s);
+  got = qemu_visible_state (dst, s);
+  g_assert_true (g_bytes_equal (want, got));
+
+  /* QEMU 10.0's list with vCPU 0's GICR_ICPENDR0 clear taken out. */
+  for (gsize i = 0; i < n10; i++)
+    if (put10[i].group == KVM_DEV_ARM_VGIC_GRP_REDIST_REGS &&
+        vgic_attr_low (put10[i].attr) == GICR_ICPENDR0)
+      {
+        memmove (&put10[i], &put10[i + 1], (n10 - i - 1) * sizeof (*put10));
+        n10--;
+        break;
+      }
+  cx = attach (h, spoilt, s, "order-spoilt");
+  before = vgic_sim_state_get (spoilt);
+  g_assert_false (vgicd_client_load_list (cx, put10, n10, &error));
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
   assert_untouched (spoilt, before);
 }
 
@@ -803,6 +862,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/round-trip/unverified-batch-runs-single",
                    test_unverified_batch_runs_single);
   g_test_add_func ("/vgicd/fields", test_fields);
+  g_test_add_func ("/vgicd/fields/put-order", test_fields_put_order);
   g_test_add_func ("/vgicd/fields/regs", test_fields_regs);
   g_test_add_func ("/vgicd/fields/save-then-window", test_fields_save_then_window);
   g_test_add_func ("/vgicd/fields/regs/last-read-wins", test_fields_regs_last_read_wins);

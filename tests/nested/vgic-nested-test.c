@@ -896,6 +896,38 @@ order_control (int kvm, Vm *src, const VgicValues *state, VgicOrderBreak brk)
              r.misplaced + r.unqueued, r.misplaced, r.unqueued, r.deliverable);
 }
 
+/* set_pending_only() - QEMU 10.2's put order on this kernel: @state (the
+ * saved record's) written into a fresh VM one register per ioctl, the
+ * planner's order without the pending clear-alls (VGIC_PUT_SET_PENDING).
+ * vgicd accepts a list of that order from QEMU because the kernel's
+ * user-space ISPENDR write replaces the latch (rule R5); then the VM read
+ * back must be @full, the source's whole register file, and every
+ * deliverable interrupt must be queued on its target. */
+static void
+set_pending_only (int kvm, Vm *src, const VgicValues *state, GBytes *full)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (Vm) dst = vm_new_checked (kvm, src->n, src->shape->nr_irqs, &error);
+  g_autoptr (VgicList) plan = NULL;
+  g_autoptr (GBytes) got = NULL;
+  g_autofree char *what = g_strdup_printf ("N=%u, QEMU 10.2's put order (no pending "
+                                           "clear-alls), one by one", src->n);
+  guint writes;
+
+  if (dst)
+    plan = vgic_plan_restore_write_in (dst->shape, state, TRUE, VGIC_PUT_SET_PENDING, &error);
+  if (!plan || !vgic_order_write (dst->gic, plan, &writes, &error) ||
+      !(got = full_save (dst, &error)))
+    {
+      FAIL ("%s: %s", what, error->message);
+      return;
+    }
+  if (same_state (dst, full, got, what))
+    g_print ("    %s: %u writes, the source's %" G_GSIZE_FORMAT "-byte register file "
+             "read back\n", what, writes, g_bytes_get_size (full));
+  order_check (dst, got, what);
+}
+
 /* ------------------------------------------------------------------ */
 /* One VM size                                                        */
 /* ------------------------------------------------------------------ */
@@ -1216,6 +1248,8 @@ run_size (int kvm, guint n, gboolean kernel_batch, Row *row)
         order_control (kvm, src, r->values, VGIC_ORDER_BREAK_R3);
         order_control (kvm, src, r->values, VGIC_ORDER_BREAK_R0);
         order_control (kvm, src, r->values, VGIC_ORDER_BREAK_R2);
+        /* d. QEMU 10.2's put order, which vgicd accepts too. */
+        set_pending_only (kvm, src, r->values, full);
       }
   }
 

@@ -428,9 +428,16 @@ vgic_order_restore_broken (int gic_fd, const VgicShape *shape, const VgicValues 
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "the plan has no write to move");
       return FALSE;
     }
-  for (guint i = 0; i < order->len; i++)
+  return vgic_order_write (gic_fd, order, writes, error);
+}
+
+gboolean
+vgic_order_write (int gic_fd, const VgicList *list, guint *writes, GError **error)
+{
+  *writes = 0;
+  for (guint i = 0; i < list->len; i++)
     {
-      const VgicEntry *e = &order->entries[i];
+      const VgicEntry *e = &list->entries[i];
       guint64 v64 = e->value;
       guint32 v32 = (guint32) e->value;
 

@@ -78,3 +78,10 @@ gboolean vgic_order_fresh (int vm_fd, const VgicShape *shape, GError **error);
 gboolean vgic_order_restore_broken (int gic_fd, const VgicShape *shape,
                                     const VgicValues *state, VgicOrderBreak brk,
                                     guint *writes, GError **error);
+
+/**
+ * vgic_order_write() - write @list into the vGIC @gic_fd as it is, one
+ * KVM_SET_DEVICE_ATTR per entry, stopping at the first the kernel refuses
+ * @writes: how many writes were made
+ */
+gboolean vgic_order_write (int gic_fd, const VgicList *list, guint *writes, GError **error);

@@ -208,6 +208,108 @@ test_restore_check_walks_the_plan (void)
           }
 }
 
+/* Is @e one of a restore's pending clear-alls (rule R5)? */
+static gboolean
+is_pending_clear (const VgicShape *shape, const Entry *e)
+{
+  if (e->group == GRP_DIST)
+    return vgic_attr_low (e->attr) >= GICD_ICPENDR &&
+           vgic_attr_low (e->attr) < GICD_ICPENDR + 0x80;
+  for (guint cpu = 0; cpu < shape->nr_vcpus; cpu++)
+    if (e->group == GRP_REDIST && e->attr == vgic_attr (shape->mpidrs[cpu], GICR_ICPENDR0))
+      return TRUE;
+  return FALSE;
+}
+
+/* @write without the pending clear-alls that @keep refuses (every one when
+ * @keep is NULL): QEMU 10.2's put leaves them all out. */
+static VgicList *
+without_pending_clears (const VgicShape *shape, const VgicList *write,
+                        gboolean (*keep) (const VgicShape *shape, const Entry *e))
+{
+  VgicList *out = vgic_list_new (write->len);
+
+  for (guint i = 0; i < write->len; i++)
+    if (!is_pending_clear (shape, &write->entries[i]) ||
+        (keep && keep (shape, &write->entries[i])))
+      vgic_list_append (out, &write->entries[i], 1);
+  return out;
+}
+
+static gboolean
+keep_dist (const VgicShape *shape, const Entry *e)
+{
+  return e->group == GRP_DIST;
+}
+
+static gboolean
+keep_vcpu0 (const VgicShape *shape, const Entry *e)
+{
+  return e->attr == vgic_attr (shape->mpidrs[0], GICR_ICPENDR0);
+}
+
+static gboolean
+keep_not_vcpu0 (const VgicShape *shape, const Entry *e)
+{
+  return e->group == GRP_DIST || !keep_vcpu0 (shape, e);
+}
+
+/* QEMU 10.2's put order: QEMU 10.0's without a clear-all before any
+ * pending register.  The planner's list of that order is QEMU 10.0's with
+ * those writes taken out; the check takes it, keeping the same values, and
+ * says which order each list has; a list that leaves out some of the
+ * clears (the distributor's, vCPU 0's, or every vCPU's but vCPU 0's) is
+ * neither order and is refused. */
+static void
+test_restore_check_put_orders (void)
+{
+  for (guint a = 0; a < G_N_ELEMENTS (grid_vcpus); a++)
+    for (guint b = 0; b < G_N_ELEMENTS (grid_irqs); b++)
+      for (int plpis = 0; plpis <= 1; plpis++)
+        {
+          g_autoptr (VgicShape) shape = grid_shape (grid_vcpus[a], grid_irqs[b]);
+          g_autoptr (VgicList) write = NULL;
+          g_autoptr (VgicList) set_only = NULL;
+          g_autoptr (VgicList) planned = NULL;
+          g_autoptr (VgicValues) kept = NULL;
+          g_autoptr (GError) error = NULL;
+          gboolean (*mixed[]) (const VgicShape *, const Entry *) = {
+            keep_dist, keep_vcpu0, keep_not_vcpu0,
+          };
+          Saved saved = { 0 };
+
+          make_save (shape, plpis, 5, a * 10 + b, &saved);
+          write = make_restore (shape, &saved, plpis);
+          set_only = without_pending_clears (shape, write, NULL);
+          g_assert_cmpuint (set_only->len, ==,
+                            write->len - shape->nr_vcpus - vgic_shape_spi_words (shape, 1));
+          planned = vgic_plan_restore_write_in (shape, saved.state, FALSE,
+                                                VGIC_PUT_SET_PENDING, &error);
+          g_assert_no_error (error);
+          g_assert_cmpmem (planned->entries, planned->len * sizeof (Entry),
+                           set_only->entries, set_only->len * sizeof (Entry));
+          g_assert_cmpint (vgic_plan_put_order (shape, write->entries, write->len), ==,
+                           VGIC_PUT_CLEAR_PENDING);
+          g_assert_cmpint (vgic_plan_put_order (shape, set_only->entries, set_only->len), ==,
+                           VGIC_PUT_SET_PENDING);
+          kept = vgic_plan_check_restore (shape, set_only->entries, set_only->len, &error);
+          g_assert_no_error (error);
+          assert_kept (shape, kept, saved.state);
+
+          for (guint m = 0; m < G_N_ELEMENTS (mixed); m++)
+            {
+              g_autoptr (VgicList) bad = without_pending_clears (shape, write, mixed[m]);
+
+              g_assert_cmpuint (bad->len, <, write->len);
+              g_assert_cmpuint (bad->len, >, set_only->len);
+              g_assert_null (vgic_plan_check_restore (shape, bad->entries, bad->len, &error));
+              g_assert_error (error, VGICD_ERROR, VGICD_ERROR_REGISTER_SET);
+              g_clear_error (&error);
+            }
+          saved_clear (&saved);
+        }
+}
+
 /* Each vCPU's APRs as its own ICC_CTLR_EL1 says, in the check as in the
  * plan: a vCPU's CTLR that asks for other APRs than its list writes is
  * refused, in both directions. */
@@ -1344,6 +1446,7 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/planner/restore/check-walks-the-plan", test_restore_check_walks_the_plan);
   g_test_add_func ("/planner/restore/check-apr-per-vcpu", test_restore_check_apr_per_vcpu);
+  g_test_add_func ("/planner/restore/check-put-orders", test_restore_check_put_orders);
   g_test_add_func ("/planner/restore/refuses-small-destination", test_restore_refuses_small_destination);
   g_test_add_func ("/planner/restore/refuses-lpi-mismatch", test_restore_refuses_lpi_mismatch);
   g_test_add_func ("/planner/check-saved", test_check_saved);

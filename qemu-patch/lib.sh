@@ -1,18 +1,18 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 # lib.sh - shared pieces of qemu-patch/build-check.sh and build-qemu.sh:
-# a private apt state for Debian stable, the QEMU source, a meson >= 1.5,
-# the aarch64 libvgicd, and applying the series.  Sourced, not run.
+# the base a series is for, a private apt state for its Debian suite, the
+# QEMU source, a meson >= 1.5, the aarch64 libvgicd, and applying the
+# series.  Sourced, not run.
 #
-# Nothing here touches /etc/apt or the system's package lists: Debian stable
-# is reached through a private apt state (scripts/lib/debian-apt.sh) whose
+# Nothing here touches /etc/apt or the system's package lists: Debian's
+# suites are reached through private apt states (scripts/lib/debian-apt.sh) whose
 # single .sources file is written at run time from the URIs and Signed-By of
 # /etc/apt/sources.list.d/debian.sources.  Everything fetched or built lives
 # under $QP_CACHE, outside the repository.
 
 QP_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 QP_ROOT=$(cd "$QP_DIR/.." && pwd)
-QP_QEMU_VERSION=10.0.13		# upstream version the series applies to
 QP_SOURCES=${QP_SOURCES:-/etc/apt/sources.list.d/debian.sources}
 QP_PY=/usr/bin/python3		# not the pyenv python3 first in PATH
 
@@ -21,12 +21,36 @@ QP_PY=/usr/bin/python3		# not the pyenv python3 first in PATH
 . "$QP_ROOT/scripts/lib/common.sh"
 QP_CACHE=$VGICD_CACHE/qemu
 
-# qp_apt_setup - write the private .sources (deb + deb-src, suite stable)
-# from the main archive stanza of debian.sources, and update its lists once
-# a day at most.
+# qp_base BASE - the QEMU a series is for, and where everything of it goes:
+#   10.0  Debian 13's qemu (suite stable), the series in this folder: what
+#         the tiers build and boot (the default)
+#   10.2  Debian unstable's 1:10.2.2+ds-1, the series in 10.2/: the newest
+#         QEMU source the archive serves (README.md, "QEMU 11.1"); checked
+#         by build-check.sh --base 10.2, not built into the tiers
+# Sets QP_BASE, QP_QEMU_VERSION (the upstream version the series applies
+# to), QP_SUITE and QP_SOURCE_PKG (what apt-get source fetches: the
+# version pinned where the suite lists several), QP_SERIES_DIR, and
+# QP_BASE_CACHE (the source and check folders: $QP_CACHE for 10.0, as
+# before, $QP_CACHE/BASE for another).
+qp_base() {
+	case $1 in
+	10.0) QP_QEMU_VERSION=10.0.13 QP_SUITE=stable QP_SOURCE_PKG=qemu
+	      QP_SERIES_DIR=$QP_DIR QP_BASE_CACHE=$QP_CACHE ;;
+	10.2) QP_QEMU_VERSION=10.2.2 QP_SUITE=unstable QP_SOURCE_PKG=qemu=1:10.2.2+ds-1
+	      QP_SERIES_DIR=$QP_DIR/10.2 QP_BASE_CACHE=$QP_CACHE/10.2 ;;
+	*) echo "no QEMU series for base '$1' (10.0 or 10.2)" >&2; return 2 ;;
+	esac
+	QP_BASE=$1
+}
+qp_base 10.0
+
+# qp_apt_setup [SUITE] - write the private .sources (deb + deb-src, SUITE,
+# default stable) from the main archive stanza of debian.sources, and
+# update its lists once a day at most.
 qp_apt_setup() {
+	local suite=${1:-stable}
 	DEBIAN_SOURCES=$QP_SOURCES DEB_APT_ROOT=$QP_CACHE/apt \
-		deb_apt_init stable "$(dpkg --print-architecture)" stable "deb deb-src"
+		deb_apt_init "$suite" "$(dpkg --print-architecture)" "$suite" "deb deb-src"
 	deb_apt_update
 }
 
@@ -71,31 +95,32 @@ qp_qemu_env() {
 		"$@"
 }
 
-# qp_qemu_source - unpack Debian stable's qemu source package into
-# $QP_CACHE/src/pristine (once), as a git repository with one commit.
+# qp_qemu_source - unpack the base's qemu source package (qp_base) into
+# $QP_BASE_CACHE/src/pristine (once), as a git repository with one commit.
 # Sets QP_PRISTINE.
 qp_qemu_source() {
-	QP_PRISTINE=$QP_CACHE/src/pristine
+	local src=$QP_BASE_CACHE/src
+	QP_PRISTINE=$src/pristine
 	if [ -d "$QP_PRISTINE/.git" ] &&
 		git -C "$QP_PRISTINE" rev-parse -q --verify refs/tags/pristine >/dev/null; then
 		return 0
 	fi
-	qp_apt_setup
-	rm -rf "$QP_CACHE/src"
-	mkdir -p "$QP_CACHE/src/dl"
-	(cd "$QP_CACHE/src/dl" && qp_apt source --download-only qemu >/dev/null)
+	qp_apt_setup "$QP_SUITE"
+	rm -rf "$src"
+	mkdir -p "$src/dl"
+	(cd "$src/dl" && qp_apt source --download-only "$QP_SOURCE_PKG" >/dev/null)
 	local dsc
-	dsc=$(ls "$QP_CACHE"/src/dl/qemu_*.dsc)
+	dsc=$(ls "$src"/dl/qemu_*.dsc)
 	case $dsc in
 	*"_1:$QP_QEMU_VERSION"+* | *"_$QP_QEMU_VERSION"+*) ;;
-	*) echo "warning: Debian stable's qemu is $(basename "$dsc"), the series is for $QP_QEMU_VERSION" >&2 ;;
+	*) echo "warning: Debian $QP_SUITE's qemu is $(basename "$dsc"), the series is for $QP_QEMU_VERSION" >&2 ;;
 	esac
 	# Debian's source as it builds, patches applied: they touch none of the
 	# series' files, but one of them (disable-pycotap.patch) lets configure
 	# run from the +ds tarball, which has no python/wheels.  apt has checked
 	# the files against the signed index; dpkg-source has no keyring for the
 	# .dsc's own signature, hence its noise, kept in dpkg-source.log.
-	dpkg-source -x "$dsc" "$QP_PRISTINE" >/dev/null 2>"$QP_CACHE/src/dpkg-source.log"
+	dpkg-source -x "$dsc" "$QP_PRISTINE" >/dev/null 2>"$src/dpkg-source.log"
 	rm -rf "$QP_PRISTINE/.pc"
 	git -C "$QP_PRISTINE" init -q
 	git -C "$QP_PRISTINE" add -A -f .
@@ -109,7 +134,7 @@ qp_qemu_source() {
 # and git am and quilt would refuse it).
 qp_series() {
 	local p
-	for p in "$QP_DIR"/[0-9][0-9][0-9][0-9]-*.patch; do
+	for p in "$QP_SERIES_DIR"/[0-9][0-9][0-9][0-9]-*.patch; do
 		case $p in *cover-letter*) continue ;; esac
 		printf '%s\n' "$p"
 	done

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # test-header-copies.sh - every copy of the batch UAPI says the same: the
 # lines each kernel series adds to arch/arm64/include/uapi/asm/kvm.h (6.12,
-# 7.3, 6.1) and the lines the QEMU series adds to its copy of that header
-# (linux-headers/asm-arm64/kvm.h) must be identical, byte for byte, to the
+# 7.3, 6.1) and the lines each QEMU series (10.0, 10.2) adds to its copy of
+# that header (linux-headers/asm-arm64/kvm.h) must be identical, byte for byte, to the
 # 6.12 series' (the one the nested tier boots).  A series that changes the
 # UAPI in one place and not the others fails here, with the difference.
 #
@@ -30,7 +30,7 @@ added() {
 
 ref="$src/kernel-patch"
 added arch/arm64/include/uapi/asm/kvm.h "$ref"/0*.patch >"$tmp/ref"
-echo "1..3"
+echo "1..4"
 if ! [ -s "$tmp/ref" ]; then
 	echo "Bail out! the 6.12 series adds nothing to the UAPI header"
 	exit 1
@@ -53,6 +53,7 @@ check() {
 
 check "the 7.3 series" arch/arm64/include/uapi/asm/kvm.h "$src"/kernel-patch/7.3/0*.patch
 check "the 6.1 series" arch/arm64/include/uapi/asm/kvm.h "$src"/kernel-patch/6.1/0*.patch
-check "the QEMU series" linux-headers/asm-arm64/kvm.h "$src"/qemu-patch/0*.patch
+check "the QEMU 10.0 series" linux-headers/asm-arm64/kvm.h "$src"/qemu-patch/0*.patch
+check "the QEMU 10.2 series" linux-headers/asm-arm64/kvm.h "$src"/qemu-patch/10.2/0*.patch
 
 [ $fails -eq 0 ]

@@ -245,10 +245,15 @@ qp_configure() {
 		--extra-cflags="$QP_DEB_CFLAGS" "$@")
 	# configure takes a name under configs/devices/aarch64-softmmu/; the
 	# file is a dependency of every build directory (ninja re-runs meson
-	# when it changes), so it is copied before an already configured build
+	# when it changes), so it is written before an already configured build
 	# returns, and only when it differs, to leave its mtime be otherwise.
-	cmp -s "$QP_DIR/devices-aarch64.mak" "$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak" ||
-		cp "$QP_DIR/devices-aarch64.mak" "$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak"
+	# A base may add devices of its own (its series folder's
+	# devices-aarch64.mak).
+	local mak=$src/configs/devices/aarch64-softmmu/vgicd-minimal.mak devs=("$QP_DIR/devices-aarch64.mak")
+	[ "$QP_SERIES_DIR" = "$QP_DIR" ] || [ ! -f "$QP_SERIES_DIR/devices-aarch64.mak" ] ||
+		devs+=("$QP_SERIES_DIR/devices-aarch64.mak")
+	cat "${devs[@]}" >"$mak.new"
+	if cmp -s "$mak.new" "$mak"; then rm "$mak.new"; else mv "$mak.new" "$mak"; fi
 	if [ -f "$build/build.ninja" ] && [ -f "$build/vgicd-configure" ] &&
 		[ "$(cat "$build/vgicd-configure")" = "${args[*]}" ]; then
 		echo "$build: already configured"

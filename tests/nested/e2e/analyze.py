@@ -28,6 +28,7 @@ patched times at 128 vCPUs are at most 1/20 of the stock ones).
 import argparse
 import base64
 import collections
+import datetime
 import gzip
 import json
 import os
@@ -303,13 +304,22 @@ def check_dump(vgicctl, files, n):
 
 
 def trace_events(path):
-    """(time in s, event, args) of a QEMU log-backend trace with timestamps."""
+    """(time in s, event, args) of a QEMU log-backend trace with timestamps:
+    "PID@SECONDS.MICROS:EVENT ARGS" (QEMU 10.0) or, from QEMU 10.2's log
+    backend, "YYYY-MM-DDTHH:MM:SS.MICROSZ EVENT ARGS" (UTC)."""
     out = []
     with open(path, errors="replace") as f:
         for line in f:
-            m = re.match(r"\d+@(\d+)\.(\d+):(\w+) (.*)", line.strip())
+            line = line.strip()
+            m = re.match(r"\d+@(\d+)\.(\d+):(\w+) (.*)", line)
             if m:
                 out.append((int(m.group(1)) + int(m.group(2)) / 1e6, m.group(3), m.group(4)))
+                continue
+            m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{6})Z (\w+) (.*)", line)
+            if m:
+                t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")
+                t = t.replace(tzinfo=datetime.timezone.utc).timestamp()
+                out.append((t + int(m.group(2)) / 1e6, m.group(3), m.group(4)))
     return out
 
 

@@ -804,9 +804,10 @@ vgic_plan_restore_write (const VgicShape *shape, const VgicValues *state,
  * after GICD_CTLR, R1), each vCPU's APR count follows the ICC_CTLR_EL1
  * just checked, and the put order (pending cleared first or not, R5) is
  * the one whose vCPU 0 GICR_ICPENDR0 the list has or lacks, for the whole
- * list: a list that clears some pending registers and not others fails.  A list that passes is the plan of its own values, access
- * for access and value for value, with no value taken from anywhere else:
- * it can be laid out as it is.
+ * list: a list that clears some pending registers and not others fails.
+ * A list that passes is the plan of its own values, access for access and
+ * value for value, with no value taken from anywhere else: it can be laid
+ * out as it is.
  *
  * The check says why it stops, briefly; vgic-validate.c words a refusal
  * for the operator.
@@ -870,6 +871,15 @@ sre_refused (Walk *w, uint32_t cpu)
   return FALSE;
 }
 
+/* QEMU's list writes the LPI bases: its write 1 is vCPU 0's PROPBASER
+ * (they come right after GICD_CTLR, R1). */
+static gboolean
+writes_bases (const VgicShape *shape, const VgicEntry *writes, gsize n)
+{
+  return n > 1 && writes[1].group == VGIC_GRP_REDIST &&
+         writes[1].attr == REDIST (shape, 0, GICR_PROPBASER);
+}
+
 VgicPutOrder
 vgic_plan_put_order (const VgicShape *shape, const VgicEntry *writes, gsize n)
 {
@@ -877,9 +887,7 @@ vgic_plan_put_order (const VgicShape *shape, const VgicEntry *writes, gsize n)
    * the four base words of every vCPU when written, and eight writes of
    * vCPU 0's own.  A list of the other order has vCPU 0's GICR_ISPENDR0
    * there; any other list fails the walk of either. */
-  const gboolean plpis = n > 1 && writes[1].group == VGIC_GRP_REDIST &&
-                         writes[1].attr == REDIST (shape, 0, GICR_PROPBASER);
-  const gsize at = 1 + (plpis ? 4 * (gsize) shape->nr_vcpus : 0) + 8;
+  const gsize at = 1 + (writes_bases (shape, writes, n) ? 4 * (gsize) shape->nr_vcpus : 0) + 8;
 
   return at < n && writes[at].group == VGIC_GRP_REDIST &&
          writes[at].attr == REDIST (shape, 0, GICR_ICPENDR0)
@@ -893,8 +901,7 @@ vgic_plan_check_restore (const VgicShape *shape, const VgicEntry *writes, gsize 
   g_autofree uint64_t *ctlrs = g_new0 (uint64_t, shape->nr_vcpus);
   g_autoptr (VgicList) kept = NULL;
   Walk w = { .shape = shape, .writes = writes, .n = n, .ctlrs = ctlrs, .error = error };
-  const gboolean plpis = n > 1 && writes[1].group == VGIC_GRP_REDIST &&
-                         writes[1].attr == REDIST (shape, 0, GICR_PROPBASER);
+  const gboolean plpis = writes_bases (shape, writes, n);
 
   w.order = vgic_plan_put_order (shape, writes, n);
   if (!restore_walk (&w, plpis, FALSE))

@@ -47,16 +47,19 @@
 #       running L2 guest migrated live on the 10.0 machine type between
 #       Debian's stock QEMU 10.0, the patched 10.0 through vgicd and
 #       trixie-backports' stock QEMU 11.1, every ordered pair (--quick: the
-#       patched 10.0 to the stock 11.1 and back); the GIC and ITS sections
-#       each side holds afterwards must be equal, and the guest must run on.
+#       patched QEMU to and from each QEMU of another version); the GIC and
+#       ITS sections each side holds afterwards must be equal, and the
+#       guest must run on.
 #
 # --qemu-base 10.2 builds the patched QEMU from qemu-patch/10.2/ (Debian
-# unstable's 10.2.2) instead of the 10.0 series: (a) to (e) then run that
-# QEMU where they say "patched" ((e) still calls it P10), and every
-# scenario runs on the 10.0 machine type (virt-10.0), which the stock 10.0
-# also runs: on 10.2's own, its streams do not load into the stock 10.0
-# ("Machine type received is 'virt-10.2' and local is 'virt-10.0'").  A
-# run to look at, not one CI makes.
+# unstable's 10.2.2) instead of the 10.0 series: (a) to (d) then run that
+# QEMU where they say "patched", and every scenario runs on the 10.0
+# machine type (virt-10.0), which the stock 10.0 also runs: on 10.2's own,
+# its streams do not load into the stock 10.0 ("Machine type received is
+# 'virt-10.2' and local is 'virt-10.0'").  (e) then has four QEMUs: the
+# patched 10.0 (built too) stays P10 and the patched 10.2 is P10.2, both
+# served by the one vgicd (--quick: P10.2 to and from S10, P10 and S11).
+# A run to look at, not one CI makes.
 #
 # Environment: VGICD_CACHE (default /var/cache/vgicd), VGICD_BUILD (default
 # _build; logs and streams go to $VGICD_BUILD/qemu-e2e),
@@ -125,6 +128,15 @@ VGICCTL_BIN=$(find "$QEMU_OUT/vgicd" -path '*/bin/vgicctl' -type f | head -n 1)
 HOOK_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd-qemu-hook' -type f | head -n 1)
 [ -n "$HOOK_BIN" ] || nested_die "no vgicd-qemu-hook in $QEMU_OUT/vgicd (the aarch64 build needs -Dlibvirt=enabled)"
 grep -E 'waited|vgicd support' "$NESTED_OUT/build-qemu.log" | sort -u || true
+# (e) on another base: the patched 10.0 too, as the QEMU the fleet upgrades
+# from (the same vgicd serves both; the one of $QEMU_OUT is shipped).
+QEMU10_OUT=
+if [ "$QEMU_BASE" != 10.0 ] && [ "$SIZE_E" != 0 ]; then
+	QEMU10_OUT=$VGICD_CACHE/qemu/out
+	bash qemu-patch/build-qemu.sh --base 10.0 "$QEMU10_OUT" >"$NESTED_OUT/build-qemu-10.0.log" 2>&1 ||
+		{ tail -n 30 "$NESTED_OUT/build-qemu-10.0.log" >&2; nested_die "build-qemu.sh --base 10.0 failed (log $NESTED_OUT/build-qemu-10.0.log)"; }
+	echo "patched QEMU 10.0 for (e): $QEMU10_OUT/qemu-system-aarch64"
+fi
 step_end
 
 step_begin "patched kernel (kernel-patch/build-kernel.sh)"
@@ -203,6 +215,8 @@ initramfs_init "$stage"
 initramfs_busybox "$stage" "$NESTED_CACHE/busybox/bin/busybox"
 initramfs_elf "$stage" "$STOCK_ROOT/usr/bin/qemu-system-aarch64" /usr/bin/qemu-system-stock
 initramfs_elf "$stage" "$QEMU_OUT/qemu-system-aarch64" /usr/bin/qemu-system-patched
+[ -z "$QEMU10_OUT" ] ||
+	initramfs_elf "$stage" "$QEMU10_OUT/qemu-system-aarch64" /usr/bin/qemu-system-patched10
 [ -z "$STOCK11_ROOT" ] ||
 	initramfs_elf "$stage" "$STOCK11_ROOT/usr/bin/qemu-system-aarch64" /usr/bin/qemu-system-stock11
 initramfs_elf "$stage" "$VGICD_BIN" /usr/sbin/vgicd
@@ -222,7 +236,7 @@ LOG=$NESTED_OUT/console.log
 echo "booting $PATCHED_IMAGE (console: $LOG, timeout ${TIMEOUT}s)"
 rc=0
 NESTED_SMP=2 NESTED_MEM=3G nested_boot "$PATCHED_IMAGE" "$NESTED_OUT/l1.cpio" "$LOG" "$TIMEOUT" \
-	"loglevel=3 e2e_a=$SIZES_A e2e_b=$SIZE_B e2e_c=$SIZES_C e2e_reps=$REPS e2e_c_vmdesc=$C_VMDESC e2e_d=${SIZES_D:-0} e2e_d_hops=$D_HOPS e2e_e=$SIZE_E e2e_e_all=$E_ALL$E2E_MACHINE" || rc=$?
+	"loglevel=3 e2e_a=$SIZES_A e2e_b=$SIZE_B e2e_c=$SIZES_C e2e_reps=$REPS e2e_c_vmdesc=$C_VMDESC e2e_d=${SIZES_D:-0} e2e_d_hops=$D_HOPS e2e_e=$SIZE_E e2e_e_all=$E_ALL e2e_pbase=$QEMU_BASE$E2E_MACHINE" || rc=$?
 step_end
 [ $rc -ne 124 ] || echo "L1 timed out after ${TIMEOUT}s"
 
@@ -239,7 +253,7 @@ if [ ! -x "$VGICCTL" ]; then
 fi
 /usr/bin/python3 "$HERE/e2e/analyze.py" --log "$LOG" --out "$NESTED_OUT/files" --vgicctl "$VGICCTL" \
 	--analyze "$ANALYZE" --a "$SIZES_A" --b "$SIZE_B" --c "$SIZES_C" --reps "$REPS" \
-	--c-vmdesc "$C_VMDESC" --d "$SIZES_D" --d-hops "$D_HOPS" --e "$SIZE_E" --e-all "$E_ALL" \
+	--c-vmdesc "$C_VMDESC" --d "$SIZES_D" --d-hops "$D_HOPS" --e "$SIZE_E" --e-all "$E_ALL" --e-patched "$QEMU_BASE" \
 	--results "$NESTED_OUT/results.json" ${ENFORCE:+--enforce-target} || arc=$?
 step_end
 

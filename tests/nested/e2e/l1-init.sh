@@ -21,7 +21,11 @@
 #   e2e_d=64,128   vCPU counts of the live migrations of a running guest (d)
 #   e2e_d_hops=3   live migrations per (d) guest (the host takes the median)
 #   e2e_e=4        vCPU count of the live migrations across QEMU versions (e); 0: none
-#   e2e_e_all=1    0: (e) only the patched 10.0 to and from the stock 11.1
+#   e2e_e_all=1    0: (e) only the patched QEMU to and from each QEMU of
+#                  another version
+#   e2e_pbase=10.0 the version /usr/bin/qemu-system-patched is built on; when
+#                  not 10.0, (e) also runs the patched 10.0
+#                  (/usr/bin/qemu-system-patched10) as a QEMU of its own
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 /bin/busybox --install -s /bin
 
@@ -31,7 +35,7 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 
-A=4 B=4 C=64,128 REPS=3 C_VMDESC=on D=64,128 D_HOPS=3 E=4 E_ALL=1
+A=4 B=4 C=64,128 REPS=3 C_VMDESC=on D=64,128 D_HOPS=3 E=4 E_ALL=1 PBASE=10.0
 # start()'s machine type ((e) sets the 10.0 one; e2e_machine= another for
 # (a) to (d), where the patched QEMU is not 10.0), and its extra -machine
 # options ((c) sets them when e2e_c_vmdesc=off).
@@ -49,6 +53,7 @@ for p in $(cat /proc/cmdline); do
 	e2e_e=*) E=${p#*=} ;;
 	e2e_e_all=*) E_ALL=${p#*=} ;;
 	e2e_machine=*) MACHINE=${p#*=} ;;
+	e2e_pbase=*) PBASE=${p#*=} ;;
 	esac
 done
 MACHINE_AD=$MACHINE
@@ -59,6 +64,10 @@ PQ=/usr/bin/qemu-system-patched
 SQ=/usr/bin/qemu-system-stock
 # trixie-backports' stock QEMU 11.1, where the host put it in (for (e))
 S11Q=/usr/bin/qemu-system-stock11
+# The patched 10.0: $PQ itself, or, when $PQ is built on another base, the
+# one the host put in beside it (for (e)).
+P10Q=$PQ
+[ "$PBASE" = 10.0 ] || P10Q=/usr/bin/qemu-system-patched10
 # The patched QEMU's default address (qemu-patch/, -Dvgicd_address).
 SOCK=/run/vgicd/vgicd.sock
 FAILS=0
@@ -115,7 +124,7 @@ start() {
 	local n=$1 bin=$2 smp=$3 ev
 	shift 3
 	ev="-trace savevm_section_start -trace savevm_section_end -trace vmstate_save_state_pre_save_res -trace vmstate_load -trace vmstate_load_state_end -trace vmstate_subsection_load_bad -trace vm_state_notify"
-	[ "$bin" = "$PQ" ] && ev="$ev -trace kvm_arm_gicv3_vgicd_*"
+	case $bin in "$PQ" | "$P10Q") ev="$ev -trace kvm_arm_gicv3_vgicd_*" ;; esac
 	rm -f "$Q/$n".*
 	# shellcheck disable=SC2086
 	$bin -accel kvm -M "$MACHINE,gic-version=3$MOPT" -cpu host -smp "$smp" \
@@ -206,7 +215,7 @@ keep() {
 echo "E2E: /init started at $(up) s, kernel $(uname -r), a=$A b=$B c=$C d=$D"
 stamp init
 [ -c /dev/kvm ] || finish "no /dev/kvm: KVM did not initialise"
-echo "E2E: patched: $($PQ --version | head -n 1)"
+echo "E2E: patched: $($PQ --version | head -n 1) (base $PBASE)"
 echo "E2E: stock:   $($SQ --version | head -n 1)"
 
 # start_vgicd - vgicd on $SOCK, as vgicd.socket would have it; waits for it.
@@ -750,24 +759,37 @@ done
 # (e) The rolling upgrade across QEMU versions, as a fleet moving to
 # trixie-backports runs it: a running L2 guest migrated live between every
 # ordered pair of Debian's stock QEMU 10.0 (S10), the patched 10.0 through
-# vgicd (P10) and trixie-backports' stock QEMU 11.1 (S11), on the 10.0
-# machine type (virt-10.0).  Guest RAM is a shared file (x-ignore-shared),
+# vgicd (P10), trixie-backports' stock QEMU 11.1 (S11) and, when the patched
+# QEMU is built on a newer base (e2e_pbase), that one through vgicd too
+# (P10.2: one vgicd serving both patched versions, as on a host part way
+# through the upgrade), on the 10.0 machine type (virt-10.0).  With
+# e2e_e_all=0 only the pairs of the run's patched QEMU with each QEMU of
+# another version.  Guest RAM is a shared file (x-ignore-shared),
 # so the devices' state is what travels, through a pipe: the source's
 # stream is also written to a file (tee), and the destination, once loaded
 # and before it runs, saves what it holds to another; the host compares
-# their GIC and ITS sections.  Then the destination runs the guest on.  A patched QEMU 11.1
-# is not among them: see qemu-patch/README.md.
+# their GIC and ITS sections.  Then the destination runs the guest on.  A
+# patched QEMU 11.1 is not among them: see qemu-patch/README.md.
 # ---------------------------------------------------------------------------
-ebin() { case $1 in S10) echo $SQ ;; P10) echo $PQ ;; S11) echo $S11Q ;; esac; }
+PK=P10
+[ "$PBASE" = 10.0 ] || PK=P$PBASE
+ebin() { case $1 in S10) echo $SQ ;; P10) echo $P10Q ;; S11) echo $S11Q ;; "$PK") echo $PQ ;; esac; }
+# eversion KIND - the QEMU version a kind runs
+eversion() { case $1 in S10 | P10) echo 10.0 ;; S11) echo 11.1 ;; P*) echo "${1#P}" ;; esac; }
 E_KINDS="S10 P10"
 if [ -x $S11Q ]; then
 	E_KINDS="$E_KINDS S11"
 	echo "E2E: stock11: $($S11Q --version | head -n 1)"
 fi
+if [ $PK != P10 ]; then
+	E_KINDS="$E_KINDS $PK"
+	[ -x $P10Q ] && echo "E2E: patched10: $($P10Q --version | head -n 1)"
+fi
 MACHINE=virt-10.0
 for n in $(echo "$E" | tr , ' '); do
 	[ "$n" = 0 ] && continue
 	[ -x $S11Q ] || check "e$n.stock-11.1-present" FAIL "no $S11Q in this L1"
+	[ -x $P10Q ] || check "e$n.patched-10.0-present" FAIL "no $P10Q in this L1"
 	mem="$(l2_args e) $KERNEL"
 	set_conf auto false
 	[ -n "$VGICD_PID" ] || start_vgicd || check "e.vgicd-up" FAIL "$(tail -n 5 /var/log/vgicd.log)"
@@ -775,7 +797,8 @@ for n in $(echo "$E" | tr , ' '); do
 		for d in $E_KINDS; do
 			[ $s = $d ] && continue
 			if [ "$E_ALL" = 0 ]; then
-				case "$s $d" in "P10 S11" | "S11 P10") ;; *) continue ;; esac
+				[ $s = $PK ] || [ $d = $PK ] || continue
+				[ "$(eversion $s)" != "$(eversion $d)" ] || continue
 			fi
 			cell="e$n.$s-to-$d" src=e$s$d-src dst=e$s$d-dst
 			say "(e) N=$n: $s -> $d, live, $MACHINE"
@@ -815,12 +838,12 @@ for n in $(echo "$E" | tr , ' '); do
 			else
 				check "$cell.guest-runs" FAIL "stopped at tick $at: $(tail -c 300 $Q/$dst.serial) $(cat $Q/$dst.err)"
 			fi
-			if [ $s = P10 ] && ! has $src kvm_arm_gicv3_vgicd_save_fields; then
-				check "$cell.saved-through-vgicd" FAIL "$(grep vgicd $Q/$src.trace | tail -n 3)"
-			fi
-			if [ $d = P10 ] && ! has $dst kvm_arm_gicv3_vgicd_load_fields; then
-				check "$cell.loaded-through-vgicd" FAIL "$(grep vgicd $Q/$dst.trace | tail -n 3)"
-			fi
+			case $s in P*) has $src kvm_arm_gicv3_vgicd_save_fields ||
+				check "$cell.saved-through-vgicd" FAIL "$(grep vgicd $Q/$src.trace | tail -n 3)" ;;
+			esac
+			case $d in P*) has $dst kvm_arm_gicv3_vgicd_load_fields ||
+				check "$cell.loaded-through-vgicd" FAIL "$(grep vgicd $Q/$dst.trace | tail -n 3)" ;;
+			esac
 			stop_qemu $src
 			stop_qemu $dst
 			keep $src $cell.src

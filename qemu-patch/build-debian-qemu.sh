@@ -5,11 +5,12 @@
 # Debian's own debian/rules, in a clean trixie chroot.
 #
 #   bash qemu-patch/build-debian-qemu.sh [--check] [--targets=all|arm|aarch64]
-#                                        [--libvgicd-debs=DIR]
+#                                        [--libvgicd-debs=DIR] [--base=10.0|10.2]
 #
 # Without --check: the .debs of Debian's qemu-system-arm (and of every
 # package its exact-version dependencies tie to it) for arm64, version
-# DEBIAN+vgicdN, in ${VGICD_CACHE:-/var/cache/vgicd}/qemu/debian/out.
+# DEBIAN+vgicdN, in ${VGICD_CACHE:-/var/cache/vgicd}/qemu/debian/out
+# (qemu/10.2/debian/out for --base=10.2).
 # With --check (CI, scripts/test.sh): only that the whole quilt stack
 # applies with no fuzz and that Debian's configure step of the system
 # build ends with "vgicd support: YES"; nothing is compiled.
@@ -75,7 +76,16 @@
 # aarch64 cross build of qp_libvgicd_aarch64 (what build-check.sh builds
 # anyway), seen through PKG_CONFIG_PATH: configure only reads its .pc.
 #
-# Everything lives under $VGICD_CACHE/qemu/debian; the repository is only
+# --base=10.2 builds Debian unstable's 10.2.2 source (the version lib.sh's
+# qp_base pins) with qemu-patch/10.2/ the same way, for trixie, in the same
+# trixie chroot: a backport, as trixie-backports' own QEMU is built.  The
+# source is the one build-check.sh and build-qemu.sh fetch (qp_qemu_source,
+# apt's private unstable state, checked against the signed index), not the
+# chroot's apt: the chroot has trixie's suites only, so every build
+# dependency comes from trixie, as on the host the packages are for.
+#
+# Everything lives under $VGICD_CACHE/qemu/debian (the chroot; 10.0's work
+# and out) and $VGICD_CACHE/qemu/10.2/debian; the repository is only
 # read.  The heavy steps (mmdebstrap, apt, configure, the builds) take the
 # heavy-work lock; the mirror is the host's, read from
 # /etc/apt/sources.list.d/debian.sources, with trixie for its suites.
@@ -87,26 +97,31 @@ set -euo pipefail
 CHECK=
 TARGETS=all
 LIBVGICD_DEBS=
+BASE=10.0
 for arg in "$@"; do
 	case $arg in
 	--check) CHECK=1 ;;
 	--targets=all | --targets=arm | --targets=aarch64) TARGETS=${arg#--targets=} ;;
 	--libvgicd-debs=*) LIBVGICD_DEBS=$(realpath "${arg#*=}") ;;
+	--base=10.0 | --base=10.2) BASE=${arg#--base=} ;;
 	*)
-		echo "usage: $0 [--check] [--targets=all|arm|aarch64] [--libvgicd-debs=DIR]" >&2
+		echo "usage: $0 [--check] [--targets=all|arm|aarch64] [--libvgicd-debs=DIR] [--base=10.0|10.2]" >&2
 		exit 2
 		;;
 	esac
 done
+qp_base "$BASE"
 [ "$(id -u)" -eq 0 ] || { echo "$0: run it as root (mmdebstrap, chroot)" >&2; exit 2; }
 
-SUITE=trixie			# Debian 13, whose qemu the series is for
+SUITE=trixie			# Debian 13, the host the packages are for
 HOST_ARCH=arm64
-VGICD_SUFFIX=+vgicd3		# bump when the series changes for the same Debian source
-DQ=$QP_CACHE/debian
+# Bump when a series changes for the same Debian source.
+case $BASE in 10.0) VGICD_SUFFIX=+vgicd3 ;; *) VGICD_SUFFIX=+vgicd1 ;; esac
+DQ=$QP_CACHE/debian		# the chroots, shared by every base
+BQ=$QP_BASE_CACHE/debian	# the base's work and out ($DQ for 10.0)
 # The check and the full build have their own trees: a --check (CI, on every
 # change) must not wipe a full build's hour of objects, nor one in progress.
-if [ -n "$CHECK" ]; then WORK=$DQ/check; else WORK=$DQ/work; fi
+if [ -n "$CHECK" ]; then WORK=$BQ/check; else WORK=$BQ/work; fi
 # Debian's profiles that an arm64 KVM host's build does without (see above).
 PROFILES=cross,nocheck,pkg.qemu.omit-user,pkg.qemu.omit-vdso-build-dep
 LIBVGICD_VERSION=$(sed -n "s/^  version: '\(.*\)',\$/\1/p" "$QP_ROOT/libvgicd/meson.build")
@@ -165,15 +180,27 @@ make_chroot() {
 	echo "chroot: $ROOT ($(du -sh "$ROOT" | cut -f1))"
 }
 
-# fetch_source - the newest qemu source of trixie's suites (security
-# updates included: apt-get source takes the highest version) into
-# $WORK/dl, once per version.  Sets DSC (its path in the chroot) and
-# DEB_VER.
+# fetch_source - for 10.0, the newest qemu source of trixie's suites
+# (security updates included: apt-get source takes the highest version);
+# for another base, the version qp_base pins, as qp_qemu_source fetched it
+# from its suite.  Into $WORK/dl, once per version.  Sets DSC (its path in
+# the chroot) and DEB_VER.
 fetch_source() {
-	local name
+	local name f
 	heavy in_chroot apt-get -q update >"$WORK/apt.log" 2>&1 ||
 		{ tail -n 20 "$WORK/apt.log" >&2; return 1; }
-	name=$(in_chroot apt-get -q source --print-uris qemu | sed -n "s/^'[^']*' \(qemu_[^ ]*\.dsc\) .*/\1/p")
+	if [ "$BASE" != 10.0 ]; then
+		qp_qemu_source
+		mkdir -p "$WORK/dl"
+		for f in "$QP_BASE_CACHE"/src/dl/qemu_*; do
+			[ -f "$WORK/dl/${f##*/}" ] || cp "$f" "$WORK/dl/"
+		done
+		name=$(cd "$WORK/dl" && ls qemu_*.dsc)
+		[ "$(printf '%s\n' "$name" | wc -l)" = 1 ] ||
+			{ echo "more than one .dsc in $WORK/dl: $name" >&2; return 1; }
+	else
+		name=$(in_chroot apt-get -q source --print-uris qemu | sed -n "s/^'[^']*' \(qemu_[^ ]*\.dsc\) .*/\1/p")
+	fi
 	[ -n "$name" ] || { echo "no qemu source package in $SUITE" >&2; return 1; }
 	mkdir -p "$WORK/dl"
 	if [ ! -f "$WORK/dl/$name" ]; then
@@ -339,7 +366,8 @@ need_packages "${PKGS_QEMU_DEB[@]}"
 step_end
 step_begin "chroot ($SUITE, amd64 + $HOST_ARCH)"; make_chroot; step_end
 mkdir -p "$WORK"
-step_begin "qemu source ($SUITE)"; fetch_source; step_end
+if [ "$BASE" = 10.0 ]; then FROM=$SUITE; else FROM="$QP_SUITE, $QP_SOURCE_PKG"; fi
+step_begin "qemu source ($FROM)"; fetch_source; step_end
 step_begin "series into Debian's quilt stack"; prepare_source; step_end
 
 if [ -n "$CHECK" ]; then
@@ -420,7 +448,7 @@ dpkg_build -T build-arch
 drop_unbuilt_modules
 dpkg_build -nc
 step_end
-OUT=$DQ/out
+OUT=$BQ/out
 rm -rf "$OUT"
 mkdir -p "$OUT"
 mv "$WORK"/*.deb "$WORK"/qemu_*_"$HOST_ARCH".* "$OUT/"

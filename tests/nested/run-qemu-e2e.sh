@@ -34,9 +34,12 @@
 #       128 vCPUs (--quick: 128), stock vs patched through vgicd, the median
 #       of --reps runs each (--quick: 1).  Target at 128: patched <= 1/20 of
 #       stock both ways; reported, and a failure only with --enforce-target.
-#       --c-vmdesc off is a diagnostic: both QEMUs of (c) run with -machine
-#       suppress-vmdesc=on, so the sections leave out QEMU's JSON description
-#       of the stream (the default, on, is what libvirt and users run);
+#       When (e) runs, which brings trixie-backports' stock QEMU 11.1 in,
+#       (c) times that one too, as the newer QEMU's baseline (not in the
+#       target).  --c-vmdesc off is a diagnostic: the QEMUs of (c) run
+#       with -machine suppress-vmdesc=on, so the sections leave out QEMU's
+#       JSON description of the stream (the default, on, is what libvirt
+#       and users run);
 #   (d) the vGIC's share of a live migration's downtime: a running L2 guest
 #       (64 and 128 vCPUs, one of them online; --quick: 64) migrated live
 #       --d-hops times (--quick: 2) on the stock QEMU and on the patched one

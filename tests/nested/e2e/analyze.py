@@ -303,10 +303,17 @@ def check_dump(vgicctl, files, n):
                                       "; they differ: see the .dump.txt files"))
 
 
+# QEMU 11.1's names of two events the timings read, with its arguments
+# (the state's name alone), put in 10.x's form ("NAME end/0", "NAME/0").
+RENAMED_EVENTS = {"vmstate_load_state_success": ("vmstate_load_state_end", "%s end/0"),
+                  "vmstate_save_state_pre_save_success": ("vmstate_save_state_pre_save_res", "%s/0")}
+
+
 def trace_events(path):
     """(time in s, event, args) of a QEMU log-backend trace with timestamps:
     "PID@SECONDS.MICROS:EVENT ARGS" (QEMU 10.0) or, from QEMU 10.2's log
-    backend, "YYYY-MM-DDTHH:MM:SS.MICROSZ EVENT ARGS" (UTC)."""
+    backend, "YYYY-MM-DDTHH:MM:SS.MICROSZ EVENT ARGS" (UTC); QEMU 11.1's
+    renamed events as 10.x names them (RENAMED_EVENTS)."""
     out = []
     with open(path, errors="replace") as f:
         for line in f:
@@ -320,7 +327,8 @@ def trace_events(path):
                 t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")
                 t = t.replace(tzinfo=datetime.timezone.utc).timestamp()
                 out.append((t + int(m.group(2)) / 1e6, m.group(3), m.group(4)))
-    return out
+    return [(t, RENAMED_EVENTS[ev][0], RENAMED_EVENTS[ev][1] % args.strip()) if ev in RENAMED_EVENTS
+            else (t, ev, args) for t, ev, args in out]
 
 
 def gic_save_ms(path):
@@ -563,9 +571,13 @@ def main():
         if args.c_vmdesc == "off":
             print("    DIAGNOSTIC RUN: both QEMUs ran with -machine suppress-vmdesc=on (not the default),")
             print("    so the section leaves out building the stream's JSON description of the GIC")
-        sides = ("stock", "patched", "record")
+        # With (e), the L1 has trixie-backports' stock 11.1 too, and (c)
+        # times it as a fourth side (stock11): the baseline of the newer QEMU.
+        sides = ("stock", "patched", "record") + (("stock11",) if args.e else ())
         print("    stock: Debian's QEMU; fields: the patched QEMU through vgicd, QEMU's own fields in")
         print("    the stream (the default); record: the same with Record=true (vgicd's state record)")
+        if args.e:
+            print("    stock11: trixie-backports' stock QEMU 11.1 (a line of its own, below the row)")
         print("  %6s | %10s %12s %12s %7s %7s | %10s %12s %12s %7s %7s" % (
             "vCPUs", "stock save", "fields save", "record save", "ratio", "ratio",
             "stock load", "fields load", "record load", "ratio", "ratio"))
@@ -594,6 +606,10 @@ def main():
                 row += ["%6.1fx" % (s_ / t[x, op]) if s_ and t[x, op] else "     ?"
                         for x in ("patched", "record")]
             print("  %6d | %s %s %s %s %s | %s %s %s %s %s" % (n, *row))
+            if "stock11" in sides:
+                print("  %6s   stock 11.1: save %s, load %s" % ("", *(
+                    "%.1f ms" % t["stock11", op] if t["stock11", op] is not None else "?"
+                    for op in ("save", "load"))))
             print("  %6s   runs: %s" % ("", "; ".join(
                 "%s %s [%s]" % (side, op, ", ".join("%.1f" % x for x in runs[side, op]))
                 for op in ("save", "load") for side in sides)))
@@ -608,7 +624,8 @@ def main():
             results["c"].append({"vcpus": n, **{
                 name: {"save": t[side, "save"], "load": t[side, "load"],
                        "get": hook[side, "save"], "put": hook[side, "load"]}
-                for side, name in (("stock", "stock"), ("patched", "fields"), ("record", "record"))}})
+                for side, name in (("stock", "stock"), ("patched", "fields"), ("record", "record"),
+                                   ("stock11", "stock11")) if side in sides}})
             for side, op, event in (("patched", "save", "kvm_arm_gicv3_vgicd_save_fields"),
                                     ("patched", "load", "kvm_arm_gicv3_vgicd_load_fields"),
                                     ("record", "save", "kvm_arm_gicv3_vgicd_save"),
@@ -617,7 +634,7 @@ def main():
                             for r in range(1, args.reps + 1))
                 result("c%d.%s-%s-through-vgicd" % (n, side, op), every,
                        "" if every else "a run without the %s trace event" % event)
-            if n == 128 and all(t[k] is not None for k in t):
+            if n == 128 and all(t[x, op] is not None for x in ("stock", "patched") for op in ("save", "load")):
                 ok = all(t["patched", op] * 20 <= t["stock", op] for op in ("save", "load"))
                 msg = "target patched (fields) <= stock/20 (medians): save %.1fx, load %.1fx" % (
                     t["stock", "save"] / t["patched", "save"], t["stock", "load"] / t["patched", "load"])

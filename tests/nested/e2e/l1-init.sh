@@ -123,7 +123,13 @@ qmpq() { local q=$1; shift; /usr/bin/qmp "$Q/$q.qmp" "$@" > "$Q/$q.qmp.last" 2>&
 start() {
 	local n=$1 bin=$2 smp=$3 ev
 	shift 3
-	ev="-trace savevm_section_start -trace savevm_section_end -trace vmstate_save_state_pre_save_res -trace vmstate_load -trace vmstate_load_state_end -trace vmstate_subsection_load_bad -trace vm_state_notify"
+	ev="-trace savevm_section_start -trace savevm_section_end -trace vmstate_load -trace vmstate_subsection_load_bad -trace vm_state_notify"
+	# The ends of pre_save and of a state's load: QEMU 11.1 renamed both
+	# (vmstate_save_state_pre_save_success, vmstate_load_state_success).
+	case $bin in
+	"$S11Q") ev="$ev -trace vmstate_save_state_pre_save_success -trace vmstate_load_state_success" ;;
+	*) ev="$ev -trace vmstate_save_state_pre_save_res -trace vmstate_load_state_end" ;;
+	esac
 	case $bin in "$PQ" | "$P10Q") ev="$ev -trace kvm_arm_gicv3_vgicd_*" ;; esac
 	rm -f "$Q/$n".*
 	# shellcheck disable=SC2086
@@ -650,15 +656,19 @@ fi
 # ---------------------------------------------------------------------------
 # (c) GIC section save and load times, paused VMs that never ran: stock
 # QEMU, and the patched QEMU through vgicd, with QEMU's own fields in the
-# stream (the default) and with vgicd's record (Record=true).  The host reads the times from
-# the trace logs.  With e2e_c_vmdesc=off (a diagnostic) both sides run
-# with suppress-vmdesc=on: QEMU then builds no JSON description of the
-# stream, which is part of every device section's save.
+# stream (the default) and with vgicd's record (Record=true); when the host
+# put trixie-backports' stock 11.1 in (for (e)), that one too (stock11), as
+# the newer QEMU's baseline.  The host reads the times from the trace
+# logs.  With e2e_c_vmdesc=off (a diagnostic) every side runs with
+# suppress-vmdesc=on: QEMU then builds no JSON description of the stream,
+# which is part of every device section's save.
 # ---------------------------------------------------------------------------
 [ "$C_VMDESC" = off ] && MOPT=,suppress-vmdesc=on
+C_SIDES="stock patched record"
+[ -x $S11Q ] && C_SIDES="$C_SIDES stock11"
 for n in $(echo "$C" | tr , ' '); do
-	for side in stock patched record; do
-		if [ $side = stock ]; then bin=$SQ; else bin=$PQ; fi
+	for side in $C_SIDES; do
+		case $side in stock) bin=$SQ ;; stock11) bin=$S11Q ;; *) bin=$PQ ;; esac
 		if [ $side = record ]; then set_conf auto true; else set_conf auto false; fi
 		stamp "c$n-$side-started"
 		# One save and one load per run, each in a fresh QEMU (QEMU 10.0

@@ -11,7 +11,7 @@
 #   bash tests/nested/run-qemu-e2e.sh [--quick] [--timeout SECONDS]
 #        [--sizes-a 4,16] [--size-b 4|0] [--sizes-c 64,128] [--reps 3]
 #        [--enforce-target] [--c-vmdesc on|off] [--sizes-d 64,128] [--d-hops 3]
-#        [--size-e 4|0] [--qemu-base 10.0|10.2]
+#        [--size-e 4|0] [--qemu-base 10.0|10.2] [--qemu-deb DIR]
 #
 #   (a) a running L2 guest (4 and 16 vCPUs; --quick: 4) is saved with vgicd
 #       off (stream A) and through vgicd (B); B is loaded through vgicd into
@@ -64,6 +64,14 @@
 # served by the one vgicd (--quick: P10.2 to and from S10, P10 and S11).
 # A run to look at, not one CI makes.
 #
+# --qemu-deb DIR runs, where the scenarios say "patched", the QEMU of
+# Debian's own packaging instead of build-qemu.sh's minimal build: the
+# qemu-system-aarch64 of DIR's qemu-system-arm_*_arm64.deb, as
+# qemu-patch/build-debian-qemu.sh makes it (its out folder; --qemu-base
+# names the series it carries).  Its libraries come from the stock QEMUs'
+# Debian roots, as theirs do; vgicd and libvgicd.so.0 are this tree's, as
+# always.  Not in CI either.
+#
 # Environment: VGICD_CACHE (default /var/cache/vgicd), VGICD_BUILD (default
 # _build; logs and streams go to $VGICD_BUILD/qemu-e2e),
 # NESTED_PATCHED_IMAGE (a prebuilt patched kernel).
@@ -82,6 +90,7 @@ ENFORCE=
 QUICK=
 C_VMDESC=on
 QEMU_BASE=10.0
+QEMU_DEB=
 E2E_MACHINE=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -99,6 +108,7 @@ while [ $# -gt 0 ]; do
 		case ${2:-} in 10.0 | 10.2) QEMU_BASE=$2 ;; *) echo "run-qemu-e2e.sh: --qemu-base takes 10.0 or 10.2" >&2; exit 2 ;; esac
 		[ "$QEMU_BASE" = 10.0 ] || E2E_MACHINE=" e2e_machine=virt-10.0"
 		shift 2 ;;
+	--qemu-deb) QEMU_DEB=$(realpath "$2"); shift 2 ;;
 	--c-vmdesc)
 		case $2 in on | off) C_VMDESC=$2 ;; *) echo "run-qemu-e2e.sh: --c-vmdesc takes on or off" >&2; exit 2 ;; esac
 		shift 2 ;;
@@ -139,6 +149,16 @@ if [ "$QEMU_BASE" != 10.0 ] && [ "$SIZE_E" != 0 ]; then
 	bash qemu-patch/build-qemu.sh --base 10.0 "$QEMU10_OUT" >"$NESTED_OUT/build-qemu-10.0.log" 2>&1 ||
 		{ tail -n 30 "$NESTED_OUT/build-qemu-10.0.log" >&2; nested_die "build-qemu.sh --base 10.0 failed (log $NESTED_OUT/build-qemu-10.0.log)"; }
 	echo "patched QEMU 10.0 for (e): $QEMU10_OUT/qemu-system-aarch64"
+fi
+# --qemu-deb: Debian's packaged QEMU in the minimal build's place.
+PATCHED_BIN=$QEMU_OUT/qemu-system-aarch64
+if [ -n "$QEMU_DEB" ]; then
+	deb=$(find "$QEMU_DEB" -maxdepth 1 -name 'qemu-system-arm_*_arm64.deb' | head -n 1)
+	[ -n "$deb" ] || nested_die "no qemu-system-arm_*_arm64.deb in $QEMU_DEB"
+	rm -rf "$NESTED_OUT/qemu-deb-root"
+	dpkg-deb -x "$deb" "$NESTED_OUT/qemu-deb-root"
+	PATCHED_BIN=$NESTED_OUT/qemu-deb-root/usr/bin/qemu-system-aarch64
+	echo "patched QEMU: Debian's packaging, $(basename "$deb") (Depends: $(dpkg-deb -f "$deb" Depends | grep -o 'libvgicd0[^,]*'))"
 fi
 step_end
 
@@ -217,7 +237,7 @@ stage=$NESTED_OUT/rootfs-l1
 initramfs_init "$stage"
 initramfs_busybox "$stage" "$NESTED_CACHE/busybox/bin/busybox"
 initramfs_elf "$stage" "$STOCK_ROOT/usr/bin/qemu-system-aarch64" /usr/bin/qemu-system-stock
-initramfs_elf "$stage" "$QEMU_OUT/qemu-system-aarch64" /usr/bin/qemu-system-patched
+initramfs_elf "$stage" "$PATCHED_BIN" /usr/bin/qemu-system-patched
 [ -z "$QEMU10_OUT" ] ||
 	initramfs_elf "$stage" "$QEMU10_OUT/qemu-system-aarch64" /usr/bin/qemu-system-patched10
 [ -z "$STOCK11_ROOT" ] ||

@@ -463,15 +463,20 @@ def has_event(files, name, event):
     return p is not None and any(ev == event for _, ev, _ in trace_events(p))
 
 
+def patched_kind(patched_base):
+    """The (e) kind of the run's patched QEMU, as l1-init.sh names it: P10
+    for 10.0, else P<base>."""
+    return "P10" if patched_base == "10.0" else "P" + patched_base
+
+
 def e_kinds(patched_base):
-    """(e)'s QEMUs by kind, as l1-init.sh names them, with their versions:
-    the run's patched QEMU on a base other than 10.0 comes beside the
-    patched 10.0, as P<base>."""
+    """(e)'s QEMUs by kind, with their versions: the run's patched QEMU on a
+    base other than 10.0 comes beside the patched 10.0."""
     kinds = {"S10": ("10.0", "Debian's stock QEMU 10.0"),
              "P10": ("10.0", "the patched QEMU 10.0 through vgicd"),
              "S11": ("11.1", "trixie-backports' stock QEMU 11.1")}
-    if patched_base != "10.0":
-        kinds["P" + patched_base] = (patched_base, "the patched QEMU %s through vgicd" % patched_base)
+    kinds.setdefault(patched_kind(patched_base),
+                     (patched_base, "the patched QEMU %s through vgicd" % patched_base))
     return kinds
 
 
@@ -481,7 +486,7 @@ def check_e(analyze, files, n, every, patched_base):
     Not every: only the run's patched QEMU with each QEMU of another
     version, both ways."""
     kinds = e_kinds(patched_base)
-    run = "P10" if patched_base == "10.0" else "P" + patched_base
+    run = patched_kind(patched_base)
     cells = sorted({k.rsplit(".", 2)[0] for k in files
                     if k.startswith("e%d." % n) and k.endswith(".mig")})
     want = ["e%d.%s-to-%s" % (n, a, b) for a in kinds for b in kinds

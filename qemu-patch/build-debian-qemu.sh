@@ -189,9 +189,9 @@ fetch_source() {
 	local name f
 	heavy in_chroot apt-get -q update >"$WORK/apt.log" 2>&1 ||
 		{ tail -n 20 "$WORK/apt.log" >&2; return 1; }
+	mkdir -p "$WORK/dl"
 	if [ "$BASE" != 10.0 ]; then
 		qp_qemu_source
-		mkdir -p "$WORK/dl"
 		for f in "$QP_BASE_CACHE"/src/dl/qemu_*; do
 			[ -f "$WORK/dl/${f##*/}" ] || cp "$f" "$WORK/dl/"
 		done
@@ -202,7 +202,6 @@ fetch_source() {
 		name=$(in_chroot apt-get -q source --print-uris qemu | sed -n "s/^'[^']*' \(qemu_[^ ]*\.dsc\) .*/\1/p")
 	fi
 	[ -n "$name" ] || { echo "no qemu source package in $SUITE" >&2; return 1; }
-	mkdir -p "$WORK/dl"
 	if [ ! -f "$WORK/dl/$name" ]; then
 		in_chroot sh -c 'cd /build/dl && apt-get -q source --download-only qemu' \
 			>"$WORK/dl.log" 2>&1 || { tail -n 20 "$WORK/dl.log" >&2; return 1; }

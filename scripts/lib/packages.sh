@@ -50,6 +50,16 @@ PKGS_QEMU=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross pkgconf:arm64 libglib2.0-
 	ccache ninja-build meson pkg-config dpkg-dev git bc python3-venv
 	libxml2-dev:arm64 libvirt-dev:arm64	# the aarch64 hook the QEMU e2e tier runs
 	libjson-glib-dev:arm64)	# vgicctl, which the same cross build configures
+# QEMU's own tests on the series and its base, a native TCG build
+# (qemu-patch/check-qemu-tests.sh): the host's compiler and libraries, and
+# sphinx for the docs (QEMU 10 wants sphinx >= 3.4.3 and its rtd theme).
+# The -dev packages name the host's architecture: PKGS_QEMU's arm64 ones
+# would otherwise pass for installed.
+PKGS_QEMU_TESTS=(gcc make ccache ninja-build pkg-config git bc python3-venv
+	python3-sphinx python3-sphinx-rtd-theme
+	ipxe-qemu	# the network boot ROMs, which Debian's +ds source leaves out
+	libglib2.0-dev zlib1g-dev libfdt-dev libpixman-1-dev)
+PKGS_QEMU_TESTS=("${PKGS_QEMU_TESTS[@]/%-dev/-dev:$(dpkg --print-architecture)}")
 # Debian 13's qemu packaging with the series (qemu-patch/build-debian-qemu.sh):
 # the host only makes the trixie chroot; quilt, the cross toolchain and
 # qemu's build dependencies are installed inside it, not here.

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# check-qemu-tests.sh - QEMU's own tests and migration checks, on the
+# series and on its base, as a QEMU maintainer would run them before
+# taking it.
+#
+#   bash qemu-patch/check-qemu-tests.sh [--base 10.0|10.2] [--suites "T..."]
+#
+# --base    the series (lib.sh's qp_base; default 10.0)
+# --suites  QEMU's make targets to run (default "check-unit
+#           check-qtest-aarch64": its unit tests and every aarch64 qtest of
+#           the quick set, migration-test among them)
+#
+# Theory of operation.  The tiers build a KVM-only qemu-system-aarch64 for
+# an arm64 host; QEMU's own tests never ran on the series.  This machine
+# is amd64, so here QEMU is built natively with TCG (aarch64-softmmu, the
+# default devices, warnings as errors, the docs), twice: the base's
+# pristine Debian source, and the same source with the series.  What that
+# covers of the series is what every user of the GICv3 runs, KVM or not:
+# the common GIC's class hooks and their Error (patch 1), the emulated
+# GIC's post_load (patch 1), the arm_gicv3/vgicd subsection (patch 4),
+# the meson option (patch 3: off, as a distribution that does not ask for
+# it builds), and the docs under sphinx -W (patch 6).  The KVM GIC and
+# the vgicd client (arm_gicv3_kvm.c, arm_gicv3_vgicd.c) are not compiled
+# on an amd64 host; the nested QEMU tier runs them on arm64 KVM.
+#
+# Steps: QEMU's make targets on the patched build; a target that fails is
+# run again on the base, so that a failure the series did not bring is
+# told apart (and reported, not counted against it).  Then the
+# migration format: -dump-vmstate of both builds, for the virt machine
+# types a fleet runs (the base's own and virt-10.0), compared with QEMU's
+# scripts/vmstate-static-checker.py in both directions (a stream of the
+# stock QEMU into the patched one, and back).  The one difference allowed
+# is the series' own subsection, arm_gicv3/vgicd: the checker cannot see
+# its .needed, which sends it only when vgicd saved a record (Record=true),
+# so a stream of the patched QEMU has it only then, and a stock QEMU
+# refuses exactly that stream (the QEMU tier checks both).
+#
+# Debian's +ds source has no firmware blobs; the network boot ROMs the
+# virt machine's default NIC loads come, as in Debian's own qemu package,
+# from ipxe-qemu (linked into each build's data folder).  Tests that need
+# a blob Debian builds elsewhere (edk2's for bios-tables-test, a board's
+# boot ROM for qom-test's walk over every machine) fail on the base as on
+# the series, and are reported as such.
+#
+# Each tree is built in its own build/ folder, with ccache: a second run
+# rebuilds only what changed.  The two builds share no objects (every file
+# includes config-host.h, where patch 3 adds CONFIG_VGICD and the default
+# address).  Everything lands in ${VGICD_CACHE:-/var/cache/vgicd}/qemu[/BASE]/native.
+# Not in CI (about 35 minutes of both cores cold, 10 warm); a run to make
+# when the series changes.
+# Exit status: 0 when every target passed on the series (or failed on the
+# base too) and the vmstate checks found nothing but new subsections.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+usage() {
+	sed -n 's/^#   //p; s/^# --/--/p' "$0" | sed -n '/check-qemu-tests.sh \[/,$p' | sed '/^Theory/,$d'
+}
+
+SUITES="check-unit check-qtest-aarch64"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--base) [ $# -ge 2 ] || { usage >&2; exit 2; }
+		qp_base "$2" || exit 2
+		shift ;;
+	--suites) [ $# -ge 2 ] || { usage >&2; exit 2; }
+		SUITES=$2
+		shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) usage >&2; exit 2 ;;
+	esac
+	shift
+done
+NATIVE=$QP_BASE_CACHE/native
+T0=$(date +%s.%N)
+
+step_begin "packages"
+need_packages "${PKGS_QEMU_TESTS[@]}"
+step_end
+step_begin "meson >= 1.5"; qp_meson; step_end
+step_begin "QEMU source (Debian $QP_SUITE)"; qp_qemu_source; step_end
+step_begin "the base and the series"
+mkdir -p "$NATIVE"
+if [ ! -d "$NATIVE/stock/.git" ]; then
+	rm -rf "$NATIVE/stock"
+	git clone -q --no-hardlinks "$QP_PRISTINE" "$NATIVE/stock"
+fi
+git -C "$NATIVE/stock" checkout -q -f pristine
+qp_apply_series "$NATIVE/patched"
+step_end
+
+# build NAME [OPTION...] - configure (once per set of options) and build
+# QEMU in NAME/build with the host's compiler.
+build() {
+	local tree=$NATIVE/$1 args
+	shift
+	args=(--target-list=aarch64-softmmu --enable-werror --disable-download
+		--disable-install-blobs --python="$QP_PY" --enable-fdt=system
+		--disable-debug-info "$@")
+	step_begin "configure ($(basename "$tree"))"
+	if [ -f "$tree/build/build.ninja" ] && [ -f "$tree/build/vgicd-configure" ] &&
+		[ "$(cat "$tree/build/vgicd-configure")" = "${args[*]}" ]; then
+		echo "already configured"
+	else
+		rm -rf "$tree/build"
+		mkdir -p "$tree/build"
+		if ! (cd "$tree/build" && heavy native_env ../configure "${args[@]}" >configure.log 2>&1); then
+			tail -n 30 "$tree/build/configure.log" >&2
+			return 1
+		fi
+		echo "${args[*]}" >"$tree/build/vgicd-configure"
+	fi
+	grep -E '^ *(vgicd support|TCG support|sphinx-build|Documentation) ' "$tree/build/configure.log" || true
+	step_end
+	step_begin "build ($(basename "$tree"))"
+	heavy native_env ninja --quiet -C "$tree/build"
+	step_end
+}
+
+# native_env CMD... - CMD with ccache and the cache's ccache folder, for
+# the host's compiler (qp_qemu_env's, without the aarch64 pkg-config).
+native_env() {
+	QP_PKG_CONFIG_LIBDIR='' qp_qemu_env env -u PKG_CONFIG_LIBDIR "$@"
+}
+
+build patched --enable-docs
+build stock
+
+step_begin "firmware: Debian's ipxe-qemu ROMs"
+for side in stock patched; do
+	data=$(find "$NATIVE/$side/build/qemu-bundle" -type d -path '*/share/qemu' | head -n 1)
+	[ -n "$data" ] || { echo "no share/qemu in $NATIVE/$side/build/qemu-bundle" >&2; exit 1; }
+	ln -sf /usr/lib/ipxe/qemu/*.rom "$data/"
+done
+echo "linked: $(cd /usr/lib/ipxe/qemu && echo *.rom)"
+step_end
+
+# make_target TREE TARGET - QEMU's own make target in TREE's build, its
+# meson test log kept beside it.
+make_target() {
+	local tree=$NATIVE/$1 target=$2 rc=0
+	heavy native_env make -C "$tree/build" "$target" \
+		MESON_TESTTHREADS=2 >"$NATIVE/$1-$target.log" 2>&1 || rc=$?
+	cp "$tree/build/meson-logs/testlog.txt" "$NATIVE/$1-$target.testlog.txt" 2>/dev/null || true
+	return $rc
+}
+# summary LOG - meson's Ok/Fail/Skip/Timeout lines of a test run's log
+summary() {
+	grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout): ' "$1" | tr -s ' \n' ' '
+}
+# failing LOG - the names of the tests that failed or timed out, sorted
+# (meson names each twice: as it ends, and in the summary)
+failing() {
+	sed -n 's/^ *[0-9]*\/[0-9]* \(.*[^ ]\) *\(FAIL\|TIMEOUT\|ERROR\) .*/\1/p' "$1" | sort -u
+}
+
+FAILED=0 NOT_OURS=()
+for target in $SUITES; do
+	step_begin "$target (patched)"
+	if make_target patched "$target"; then
+		echo "PASS $target: $(summary "$NATIVE/patched-$target.log")"
+	else
+		echo "FAIL? $target on the series: $(summary "$NATIVE/patched-$target.log")"
+		failing "$NATIVE/patched-$target.log" | sed 's/^/  /'
+		if make_target stock "$target"; then
+			echo "FAIL $target: fails with the series and passes on the base (logs: $NATIVE/*-$target.log)"
+			FAILED=$((FAILED + 1))
+		else
+			echo "  ...and on the base too: $(summary "$NATIVE/stock-$target.log")"
+			new=$(comm -23 <(failing "$NATIVE/patched-$target.log") <(failing "$NATIVE/stock-$target.log"))
+			if [ -n "$new" ]; then
+				echo "FAIL $target: failing with the series only: $(tr '\n' ' ' <<<"$new")"
+				FAILED=$((FAILED + 1))
+			else
+				echo "PASS $target: the same tests fail on the base (not the series'): $(failing "$NATIVE/stock-$target.log" | sed 's/.* //' | tr '\n' ' ')"
+				NOT_OURS+=("$target")
+			fi
+		fi
+	fi
+	step_end
+done
+
+# The migration format.  vmstate-static-checker.py -s SRC -d DST says
+# what a stream of SRC's would meet in DST; its exit status is 0 when
+# nothing differs, and its lines name what does.  It is quiet about a
+# subsection only DST has (a source never sends it), and names one DST
+# lacks; that may only be arm_gicv3/vgicd (the top of this script says
+# why), and anything else fails.
+step_begin "vmstate: -dump-vmstate, vmstate-static-checker.py"
+machines=("virt-${QP_QEMU_VERSION%.*}" virt-10.0)
+[ "${machines[0]}" != virt-10.0 ] || machines=(virt-10.0)
+for m in "${machines[@]}"; do
+	for side in stock patched; do
+		"$NATIVE/$side/build/qemu-system-aarch64" -M "$m" -display none \
+			-dump-vmstate "$NATIVE/vmstate-$side-$m.json"
+	done
+	for pair in stock:patched patched:stock; do
+		src=${pair%:*} dst=${pair#*:}
+		out=$("$QP_PY" "$NATIVE/patched/scripts/vmstate-static-checker.py" \
+			-s "$NATIVE/vmstate-$src-$m.json" -d "$NATIVE/vmstate-$dst-$m.json" 2>&1) && rc=0 || rc=$?
+		other=$(grep -v -e '^$' -e 'Subsection "arm_gicv3/vgicd" not found' <<<"$out" || true)
+		if [ -z "$other" ]; then
+			echo "PASS vmstate $m, $src -> $dst: exit $rc${out:+; $(tr '\n' ' ' <<<"$out")}"
+		else
+			echo "FAIL vmstate $m, $src -> $dst: exit $rc: $(tr '\n' ' ' <<<"$out")"
+			FAILED=$((FAILED + 1))
+		fi
+	done
+done
+step_end
+
+print_step_times
+printf '  %-44s %7.1f s\n' "total" "$(echo "$(date +%s.%N) - $T0" | bc)"
+echo
+if [ "$FAILED" -eq 0 ]; then
+	echo "check-qemu-tests: QEMU $QP_QEMU_VERSION with the series passes $SUITES and keeps its migration format${NOT_OURS[*]:+ (failing on the base too: ${NOT_OURS[*]})}"
+else
+	echo "check-qemu-tests: $FAILED check(s) failed with the series (above)" >&2
+	exit 1
+fi

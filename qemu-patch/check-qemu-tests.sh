@@ -186,24 +186,34 @@ done
 # nothing differs, and its lines name what does.  It is quiet about a
 # subsection only DST has (a source never sends it), and names one DST
 # lacks; that may only be arm_gicv3/vgicd (the top of this script says
-# why), and anything else fails.
+# why).  What it finds comparing the base with itself is the base's own
+# (10.2's sd-card has two subsections of one name, and the checker pairs
+# them wrongly): reported, not counted.  Anything else fails.
 step_begin "vmstate: -dump-vmstate, vmstate-static-checker.py"
 machines=("virt-${QP_QEMU_VERSION%.*}" virt-10.0)
 [ "${machines[0]}" != virt-10.0 ] || machines=(virt-10.0)
+# checker SRC DST MACHINE - the checker's lines for a stream of SRC's
+# build into DST's, on MACHINE, and its exit status
+checker() {
+	"$QP_PY" "$NATIVE/patched/scripts/vmstate-static-checker.py" \
+		-s "$NATIVE/vmstate-$1-$3.json" -d "$NATIVE/vmstate-$2-$3.json" 2>&1
+}
 for m in "${machines[@]}"; do
 	for side in stock patched; do
 		"$NATIVE/$side/build/qemu-system-aarch64" -M "$m" -display none \
 			-dump-vmstate "$NATIVE/vmstate-$side-$m.json"
 	done
+	base=$(checker stock stock "$m") || true
+	[ -z "$base" ] || echo "note: the base's own, the checker on the base against itself, $m: $(tr '\n' ' ' <<<"$base")"
 	for pair in stock:patched patched:stock; do
 		src=${pair%:*} dst=${pair#*:}
-		out=$("$QP_PY" "$NATIVE/patched/scripts/vmstate-static-checker.py" \
-			-s "$NATIVE/vmstate-$src-$m.json" -d "$NATIVE/vmstate-$dst-$m.json" 2>&1) && rc=0 || rc=$?
-		other=$(grep -v -e '^$' -e 'Subsection "arm_gicv3/vgicd" not found' <<<"$out" || true)
+		out=$(checker "$src" "$dst" "$m") && rc=0 || rc=$?
+		out=$(grep -v -e '^$' <<<"$out" | grep -v -x -F -e "$base" || true)
+		other=$(grep -v -e 'Subsection "arm_gicv3/vgicd" not found' <<<"$out" || true)
 		if [ -z "$other" ]; then
-			echo "PASS vmstate $m, $src -> $dst: exit $rc${out:+; $(tr '\n' ' ' <<<"$out")}"
+			echo "PASS vmstate $m, $src -> $dst: exit $rc; beyond the base's own: $(tr '\n' ' ' <<<"${out:-nothing}")"
 		else
-			echo "FAIL vmstate $m, $src -> $dst: exit $rc: $(tr '\n' ' ' <<<"$out")"
+			echo "FAIL vmstate $m, $src -> $dst: exit $rc: $(tr '\n' ' ' <<<"$other")"
 			FAILED=$((FAILED + 1))
 		fi
 	done
@@ -214,7 +224,7 @@ print_step_times
 printf '  %-44s %7.1f s\n' "total" "$(echo "$(date +%s.%N) - $T0" | bc)"
 echo
 if [ "$FAILED" -eq 0 ]; then
-	echo "check-qemu-tests: QEMU $QP_QEMU_VERSION with the series passes $SUITES and keeps its migration format${NOT_OURS[*]:+ (failing on the base too: ${NOT_OURS[*]})}"
+	echo "check-qemu-tests: QEMU $QP_QEMU_VERSION with the series passes ${SUITES:-(no make target asked for)} and keeps its migration format${NOT_OURS[*]:+ (failing on the base too: ${NOT_OURS[*]})}"
 else
 	echo "check-qemu-tests: $FAILED check(s) failed with the series (above)" >&2
 	exit 1

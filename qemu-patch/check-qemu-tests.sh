@@ -50,7 +50,8 @@
 # Not in CI (about 35 minutes of both cores cold, 10 warm); a run to make
 # when the series changes.
 # Exit status: 0 when every target passed on the series (or failed on the
-# base too) and the vmstate checks found nothing but new subsections.
+# base too) and the vmstate checker found nothing beyond the base's own
+# findings and the series' subsection.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 

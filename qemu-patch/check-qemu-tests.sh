@@ -9,7 +9,8 @@
 # --base    the series (lib.sh's qp_base; default 10.0)
 # --suites  QEMU's make targets to run (default "check-unit
 #           check-qtest-aarch64": its unit tests and every aarch64 qtest of
-#           the quick set, migration-test among them)
+#           the quick set, migration-test among them; "" runs no test,
+#           only the migration-format check)
 #
 # Theory of operation.  The tiers build a KVM-only qemu-system-aarch64 for
 # an arm64 host; QEMU's own tests never ran on the series.  This machine
@@ -26,7 +27,10 @@
 #
 # Steps: QEMU's make targets on the patched build; a target that fails is
 # run again on the base, so that a failure the series did not bring is
-# told apart (and reported, not counted against it).  Then the
+# told apart (and reported, not counted against it).  migration-test
+# again with --full, every migration mode (postcopy, multifd, file,
+# compression...), each of which saves and loads the GIC: the quick set
+# runs a dozen of them.  Then the
 # migration format: -dump-vmstate of both builds, for the virt machine
 # types a fleet runs (the base's own and virt-10.0), compared with QEMU's
 # scripts/vmstate-static-checker.py in both directions (a stream of the
@@ -47,7 +51,7 @@
 # rebuilds only what changed.  The two builds share no objects (every file
 # includes config-host.h, where patch 3 adds CONFIG_VGICD and the default
 # address).  Everything lands in ${VGICD_CACHE:-/var/cache/vgicd}/qemu[/BASE]/native.
-# Not in CI (about 35 minutes of both cores cold, 10 warm); a run to make
+# Not in CI (about 35 minutes of both cores cold, 11 warm); a run to make
 # when the series changes.
 # Exit status: 0 when every target passed on the series (or failed on the
 # base too) and the vmstate checker found nothing beyond the base's own
@@ -181,6 +185,38 @@ for target in $SUITES; do
 	fi
 	step_end
 done
+
+# Every mode of migration-test (--full), as the make target runs it; on
+# the base as well when one fails.
+# full_migration TREE - the TAP lines of migration-test --full in TREE
+full_migration() {
+	local rc=0
+	(cd "$NATIVE/$1/build" && heavy env PYTHON="$PWD/pyvenv/bin/python3" \
+		QTEST_QEMU_BINARY=./qemu-system-aarch64 QTEST_QEMU_IMG=./qemu-img \
+		QTEST_QEMU_STORAGE_DAEMON_BINARY=./storage-daemon/qemu-storage-daemon \
+		timeout 1800 tests/qtest/migration-test --tap -k --full) >"$NATIVE/$1-migration-full.tap" 2>&1 || rc=$?
+	echo "$(grep -c '^ok ' "$NATIVE/$1-migration-full.tap") ok ($(grep -c '^ok .*# SKIP' "$NATIVE/$1-migration-full.tap") skipped), $(grep -c '^not ok' "$NATIVE/$1-migration-full.tap") not ok, of $(sed -n 's/^1\.\.//p' "$NATIVE/$1-migration-full.tap" | head -n 1), exit $rc"
+	return $rc
+}
+if [ -n "$SUITES" ]; then
+	step_begin "migration-test --full (patched)"
+	if r=$(full_migration patched); then
+		echo "PASS migration-test --full: $r"
+	else
+		echo "FAIL? migration-test --full on the series: $r"
+		grep '^not ok' "$NATIVE/patched-migration-full.tap" | sed 's/^/  /'
+		r=$(full_migration stock) || true
+		new=$(comm -23 <(grep '^not ok' "$NATIVE/patched-migration-full.tap" | sed 's/^not ok [0-9]* //' | sort) \
+			<(grep '^not ok' "$NATIVE/stock-migration-full.tap" | sed 's/^not ok [0-9]* //' | sort))
+		if [ -n "$new" ] || ! grep -q '^1\.\.' "$NATIVE/patched-migration-full.tap"; then
+			echo "FAIL migration-test --full: failing with the series only (base: $r): $(tr '\n' ' ' <<<"$new")"
+			FAILED=$((FAILED + 1))
+		else
+			echo "PASS migration-test --full: the same fail on the base ($r)"
+		fi
+	fi
+	step_end
+fi
 
 # The migration format.  vmstate-static-checker.py -s SRC -d DST says
 # what a stream of SRC's would meet in DST; its exit status is 0 when

@@ -190,13 +190,17 @@ done
 # the base as well when one fails.
 # full_migration TREE - the TAP lines of migration-test --full in TREE
 full_migration() {
-	local rc=0
+	local rc=0 tap=$NATIVE/$1-migration-full.tap
 	(cd "$NATIVE/$1/build" && heavy env PYTHON="$PWD/pyvenv/bin/python3" \
 		QTEST_QEMU_BINARY=./qemu-system-aarch64 QTEST_QEMU_IMG=./qemu-img \
 		QTEST_QEMU_STORAGE_DAEMON_BINARY=./storage-daemon/qemu-storage-daemon \
-		timeout 1800 tests/qtest/migration-test --tap -k --full) >"$NATIVE/$1-migration-full.tap" 2>&1 || rc=$?
-	echo "$(grep -c '^ok ' "$NATIVE/$1-migration-full.tap") ok ($(grep -c '^ok .*# SKIP' "$NATIVE/$1-migration-full.tap") skipped), $(grep -c '^not ok' "$NATIVE/$1-migration-full.tap") not ok, of $(sed -n 's/^1\.\.//p' "$NATIVE/$1-migration-full.tap" | head -n 1), exit $rc"
+		timeout 1800 tests/qtest/migration-test --tap -k --full) >"$tap" 2>&1 || rc=$?
+	echo "$(grep -c '^ok ' "$tap") ok ($(grep -c '^ok .*# SKIP' "$tap") skipped), $(grep -c '^not ok' "$tap") not ok, of $(sed -n 's/^1\.\.//p' "$tap" | head -n 1), exit $rc"
 	return $rc
+}
+# not_ok TREE - the names of TREE's failed migration-test cases, sorted
+not_ok() {
+	sed -n 's/^not ok [0-9]* //p' "$NATIVE/$1-migration-full.tap" | sort
 }
 if [ -n "$SUITES" ]; then
 	step_begin "migration-test --full (patched)"
@@ -204,10 +208,9 @@ if [ -n "$SUITES" ]; then
 		echo "PASS migration-test --full: $r"
 	else
 		echo "FAIL? migration-test --full on the series: $r"
-		grep '^not ok' "$NATIVE/patched-migration-full.tap" | sed 's/^/  /'
+		not_ok patched | sed 's/^/  /'
 		r=$(full_migration stock) || true
-		new=$(comm -23 <(grep '^not ok' "$NATIVE/patched-migration-full.tap" | sed 's/^not ok [0-9]* //' | sort) \
-			<(grep '^not ok' "$NATIVE/stock-migration-full.tap" | sed 's/^not ok [0-9]* //' | sort))
+		new=$(comm -23 <(not_ok patched) <(not_ok stock))
 		if [ -n "$new" ] || ! grep -q '^1\.\.' "$NATIVE/patched-migration-full.tap"; then
 			echo "FAIL migration-test --full: failing with the series only (base: $r): $(tr '\n' ' ' <<<"$new")"
 			FAILED=$((FAILED + 1))

@@ -25,12 +25,12 @@
 # the vgicd client (arm_gicv3_kvm.c, arm_gicv3_vgicd.c) are not compiled
 # on an amd64 host; the nested QEMU tier runs them on arm64 KVM.
 #
-# Steps: QEMU's make targets on the patched build; a target that fails is
-# run again on the base, so that a failure the series did not bring is
-# told apart (and reported, not counted against it).  migration-test
+# Steps: QEMU's make targets on the patched build, then migration-test
 # again with --full, every migration mode (postcopy, multifd, file,
-# compression...), each of which saves and loads the GIC: the quick set
-# runs a dozen of them.  Then the
+# compression...), each of which saves and loads the GIC (the quick set
+# runs a dozen of them).  What fails is run again on the base, so that a
+# failure the series did not bring is told apart (reported, not counted
+# against it).  Then the
 # migration format: -dump-vmstate of both builds, for the virt machine
 # types a fleet runs (the base's own and virt-10.0), compared with QEMU's
 # scripts/vmstate-static-checker.py in both directions (a stream of the
@@ -141,54 +141,61 @@ done
 echo "linked: $(cd /usr/lib/ipxe/qemu && echo *.rom)"
 step_end
 
-# make_target TREE TARGET - QEMU's own make target in TREE's build, its
-# meson test log kept beside it.
-make_target() {
-	local tree=$NATIVE/$1 target=$2 rc=0
-	heavy native_env make -C "$tree/build" "$target" \
-		MESON_TESTTHREADS=2 >"$NATIVE/$1-$target.log" 2>&1 || rc=$?
-	cp "$tree/build/meson-logs/testlog.txt" "$NATIVE/$1-$target.testlog.txt" 2>/dev/null || true
-	return $rc
-}
-# summary LOG - meson's Ok/Fail/Skip/Timeout lines of a test run's log
-summary() {
-	grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout): ' "$1" | tr -s ' \n' ' '
-}
-# failing LOG - the names of the tests that failed or timed out, sorted
-# (meson names each twice: as it ends, and in the summary)
-failing() {
-	sed -n 's/^ *[0-9]*\/[0-9]* \(.*[^ ]\) *\(FAIL\|TIMEOUT\|ERROR\) .*/\1/p' "$1" | sort -u
-}
-
-FAILED=0 NOT_OURS=()
-for target in $SUITES; do
-	step_begin "$target (patched)"
-	if make_target patched "$target"; then
-		echo "PASS $target: $(summary "$NATIVE/patched-$target.log")"
+# The rule for every test run below: run it on the series; when it fails,
+# run it again on the base, and count against the series only what fails
+# with it alone.
+# on_series_then_base NAME RUN LIST [ARG...] - RUN TREE ARG... runs the
+# tests in TREE (patched or stock), prints one summary line and fails when
+# a test does; LIST TREE ARG... prints the failed tests' names, sorted.
+# A failure with no names (a crash, a build error) cannot be told apart
+# from the base's, and counts.
+on_series_then_base() {
+	local name=$1 run=$2 list=$3 r new
+	shift 3
+	step_begin "$name (the series; the base if it fails)"
+	if r=$("$run" patched "$@"); then
+		echo "PASS $name: $r"
 	else
-		echo "FAIL? $target on the series: $(summary "$NATIVE/patched-$target.log")"
-		failing "$NATIVE/patched-$target.log" | sed 's/^/  /'
-		if make_target stock "$target"; then
-			echo "FAIL $target: fails with the series and passes on the base (logs: $NATIVE/*-$target.log)"
+		echo "FAIL? $name on the series: $r"
+		"$list" patched "$@" | sed 's/^/  /'
+		if r=$("$run" stock "$@"); then
+			echo "FAIL $name: fails with the series and passes on the base ($r)"
 			FAILED=$((FAILED + 1))
 		else
-			echo "  ...and on the base too: $(summary "$NATIVE/stock-$target.log")"
-			new=$(comm -23 <(failing "$NATIVE/patched-$target.log") <(failing "$NATIVE/stock-$target.log"))
-			if [ -n "$new" ]; then
-				echo "FAIL $target: failing with the series only: $(tr '\n' ' ' <<<"$new")"
+			new=$(comm -23 <("$list" patched "$@") <("$list" stock "$@"))
+			if [ -z "$("$list" patched "$@")" ]; then
+				echo "FAIL $name: fails on the series without naming a test (a crash, a build error?), which cannot be told from the base's failure (base: $r)"
+				FAILED=$((FAILED + 1))
+			elif [ -n "$new" ]; then
+				echo "FAIL $name: failing with the series only (base: $r): $(tr '\n' ' ' <<<"$new")"
 				FAILED=$((FAILED + 1))
 			else
-				echo "PASS $target: the same tests fail on the base (not the series'): $(failing "$NATIVE/stock-$target.log" | sed 's/.* //' | tr '\n' ' ')"
-				NOT_OURS+=("$target")
+				echo "PASS $name: the same tests fail on the base (not the series'; base: $r): $("$list" stock "$@" | sed 's/.* //' | tr '\n' ' ')"
+				NOT_OURS+=("$name")
 			fi
 		fi
 	fi
 	step_end
-done
+}
 
-# Every mode of migration-test (--full), as the make target runs it; on
-# the base as well when one fails.
-# full_migration TREE - the TAP lines of migration-test --full in TREE
+# make_target TREE TARGET - QEMU's own make target in TREE's build, its
+# log and meson's test log kept beside it; prints meson's summary.
+make_target() {
+	local tree=$NATIVE/$1 log=$NATIVE/$1-$2.log rc=0
+	heavy native_env make -C "$tree/build" "$2" MESON_TESTTHREADS=2 >"$log" 2>&1 || rc=$?
+	cp "$tree/build/meson-logs/testlog.txt" "$NATIVE/$1-$2.testlog.txt" 2>/dev/null || true
+	echo "$(grep -E '^(Ok|Expected Fail|Fail|Unexpected Pass|Skipped|Timeout): ' "$log" | tr -s ' \n' ' ')exit $rc"
+	return $rc
+}
+# make_failing TREE TARGET - the tests of TARGET that failed or timed out
+# in TREE (meson names each twice: as it ends, and in the summary)
+make_failing() {
+	sed -n 's/^ *[0-9]*\/[0-9]* \(.*[^ ]\) *\(FAIL\|TIMEOUT\|ERROR\) .*/\1/p' "$NATIVE/$1-$2.log" | sort -u
+}
+
+# full_migration TREE - every mode of migration-test (--full: postcopy,
+# multifd, file, compression...), as the make target runs it, in TREE;
+# prints the TAP's counts
 full_migration() {
 	local rc=0 tap=$NATIVE/$1-migration-full.tap
 	(cd "$NATIVE/$1/build" && heavy env PYTHON="$PWD/pyvenv/bin/python3" \
@@ -202,23 +209,13 @@ full_migration() {
 not_ok() {
 	sed -n 's/^not ok [0-9]* //p' "$NATIVE/$1-migration-full.tap" | sort
 }
+
+FAILED=0 NOT_OURS=()
+for target in $SUITES; do
+	on_series_then_base "$target" make_target make_failing "$target"
+done
 if [ -n "$SUITES" ]; then
-	step_begin "migration-test --full (patched)"
-	if r=$(full_migration patched); then
-		echo "PASS migration-test --full: $r"
-	else
-		echo "FAIL? migration-test --full on the series: $r"
-		not_ok patched | sed 's/^/  /'
-		r=$(full_migration stock) || true
-		new=$(comm -23 <(not_ok patched) <(not_ok stock))
-		if [ -n "$new" ] || ! grep -q '^1\.\.' "$NATIVE/patched-migration-full.tap"; then
-			echo "FAIL migration-test --full: failing with the series only (base: $r): $(tr '\n' ' ' <<<"$new")"
-			FAILED=$((FAILED + 1))
-		else
-			echo "PASS migration-test --full: the same fail on the base ($r)"
-		fi
-	fi
-	step_end
+	on_series_then_base "migration-test --full" full_migration not_ok
 fi
 
 # The migration format.  vmstate-static-checker.py -s SRC -d DST says

@@ -113,9 +113,17 @@ ship() {
 	gzip -c "$2" | base64
 	echo "E2E-FILE-END $1"
 }
-qmp() { local q=$1; shift; /usr/bin/qmp "$Q/$q.qmp" "$@"; }
+# qmp NAME ARGS... - /usr/bin/qmp on NAME's socket.  It fails at once when
+# NAME's QEMU has exited: qmp would retry connecting for 60 s, each time,
+# which after a QEMU that died made a failing run crawl.
+qmp() {
+	local q=$1
+	shift
+	alive "$q" || { echo "qmp: $q is not running" >&2; return 1; }
+	/usr/bin/qmp "$Q/$q.qmp" "$@"
+}
 # qmpq NAME JSON... - the same, quietly; only the status counts
-qmpq() { local q=$1; shift; /usr/bin/qmp "$Q/$q.qmp" "$@" > "$Q/$q.qmp.last" 2>&1; }
+qmpq() { local q=$1; shift; qmp "$q" "$@" > "$Q/$q.qmp.last" 2>&1; }
 
 # start NAME BINARY VCPUS ARGS... - one QEMU in the background: console
 # in $Q/NAME.serial, stderr in $Q/NAME.err, trace (with timestamps) in
@@ -270,7 +278,8 @@ stamp vgicd-up
 # the same stopped guest), and checks that only R's carries the
 # arm_gicv3/vgicd subsection.  On the way, R's stream is refused by a
 # stock QEMU and by D (the source stays alive in a live attempt), each
-# with a clear error.
+# with a clear error.  A step whose load fails has its save and run
+# reported not run, and the next step loads the last stream saved.
 # ---------------------------------------------------------------------------
 l2_args() {	# the guest's memory and kernel, the same on every side
 	echo "-m 256M -object memory-backend-file,id=ram,size=256M,mem-path=/tmp/ram-$1,share=on -machine memory-backend=ram"
@@ -428,7 +437,8 @@ for n in $(echo "$A" | tr , ' '); do
 	keep m${n}_0 a$n-0-V
 	ship "a$n-0.mig" $Q/a$n-0.mig
 
-	i=0 prev=
+	# from: the stream the next step loads, saved by a QEMU of type prev
+	i=0 prev='' from=$Q/a$n-0.mig
 	for t in $CHAIN; do
 		if [ $i = 0 ]; then prev=$t; i=1; continue; fi
 		q=m${n}_$i
@@ -438,10 +448,26 @@ for n in $(echo "$A" | tr , ' '); do
 		# shellcheck disable=SC2086
 		start $q $BIN "$n" $mem -append "$APPEND" -incoming defer -S
 		caps $q x-ignore-shared=true
-		if load $q $Q/a$n-$((i - 1)).mig && p=$(path_load $q $prev $t) && [ -n "$p" ]; then
+		saved=
+		if ! load $q "$from"; then
+			check "$cell.load" FAIL "$(cat $Q/$q.mig-status $Q/$q.err | tr '\n' ' ' | cut -c1-600); trace: $(grep vgicd $Q/$q.trace | tail -n 3)"
+			# Nothing of this step can pass now, and its save and the
+			# guest's run would only wait out their timeouts (a QEMU
+			# whose load failed may stay up, paused): both are reported
+			# not run, and the next step loads the same stream.
+			check "a$n.$i-$t.save" FAIL "not run: step $i's load failed"
+			check "$cell.guest-runs" FAIL "not run: step $i's load failed"
+			stop_qemu $q
+			cp /tmp/ram-$n.bak /tmp/ram-$n
+			keep $q a$n-$i-$t
+			stamp "a$n-step$i"
+			i=$((i + 1))
+			continue
+		fi
+		if p=$(path_load $q $prev $t) && [ -n "$p" ]; then
 			check "$cell.load" PASS "$p"
 		else
-			check "$cell.load" FAIL "$(cat $Q/$q.mig-status $Q/$q.err | tr '\n' ' ' | cut -c1-600); trace: $(grep vgicd $Q/$q.trace | tail -n 3)"
+			check "$cell.load" FAIL "loaded, not by the path a $t takes; trace: $(grep vgicd $Q/$q.trace | tail -n 3)"
 		fi
 		if [ $t = R ] && [ "$n" = "$B" ]; then
 			# A live attempt of R's stream into the stock QEMU: refused, and
@@ -472,7 +498,9 @@ for n in $(echo "$A" | tr , ' '); do
 			caps $q return-path=false
 			keep t$n b-record-live-stock
 		fi
-		if save $q $Q/a$n-$i.mig && p=$(path_save $q $t) && [ -n "$p" ]; then
+		saved=
+		save $q $Q/a$n-$i.mig && saved=1
+		if [ -n "$saved" ] && p=$(path_save $q $t) && [ -n "$p" ]; then
 			check "a$n.$i-$t.save" PASS "$p"
 		else
 			check "a$n.$i-$t.save" FAIL "$(cat $Q/$q.mig-status $Q/$q.err | tr '\n' ' ' | cut -c1-600)"
@@ -497,7 +525,9 @@ for n in $(echo "$A" | tr , ' '); do
 			refused x$n "a$n.$i-R-to-D.refused" $PQ $Q/a$n-$i.mig 'saved by vgicd'
 		fi
 		stamp "a$n-step$i"
-		prev=$t i=$((i + 1))
+		# (a stream not saved leaves the next step the one before it)
+		[ -z "$saved" ] || prev=$t from=$Q/a$n-$i.mig
+		i=$((i + 1))
 	done
 	[ "$n" = "${A%%,*}" ] && put_refused "$n" $Q/a$n-0.mig
 	kind V

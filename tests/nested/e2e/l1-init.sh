@@ -427,7 +427,9 @@ for n in $(echo "$A" | tr , ' '); do
 	else
 		check "a$n.default-attach" FAIL "trace: $(grep vgicd $Q/m${n}_0.trace | head -n 3); stderr: $(cat $Q/m${n}_0.err)"
 	fi
-	if save m${n}_0 $Q/a$n-0.mig && p=$(path_save m${n}_0 V) && [ -n "$p" ]; then
+	from=
+	save m${n}_0 $Q/a$n-0.mig && from=$Q/a$n-0.mig
+	if [ -n "$from" ] && p=$(path_save m${n}_0 V) && [ -n "$p" ]; then
 		check "a$n.0-V.save" PASS "$p"
 	else
 		check "a$n.0-V.save" FAIL "$(cat $Q/m${n}_0.mig-status $Q/m${n}_0.err)"
@@ -438,11 +440,17 @@ for n in $(echo "$A" | tr , ' '); do
 	ship "a$n-0.mig" $Q/a$n-0.mig
 
 	# from: the stream the next step loads, saved by a QEMU of type prev
-	i=0 prev='' from=$Q/a$n-0.mig
+	# (none when step 0's save failed)
+	i=0 prev=''
 	for t in $CHAIN; do
 		if [ $i = 0 ]; then prev=$t; i=1; continue; fi
 		q=m${n}_$i
 		cell="a$n.$i-$prev-to-$t"
+		if [ -z "$from" ]; then
+			check "$cell.load" FAIL "not run: no stream was saved"
+			i=$((i + 1))
+			continue
+		fi
 		say "(a) N=$n: step $i, $prev -> $t"
 		kind $t
 		# shellcheck disable=SC2086
@@ -517,7 +525,9 @@ for n in $(echo "$A" | tr , ' '); do
 		cp /tmp/ram-$n.bak /tmp/ram-$n
 		keep $q a$n-$i-$t
 		ship "a$n-$i.mig" $Q/a$n-$i.mig
-		if [ $t = R ]; then
+		if [ $t = R ] && [ -z "$saved" ]; then
+			check "a$n.$i-R-refused" FAIL "not run: R saved no record"
+		elif [ $t = R ]; then
 			# R's record into the QEMUs that cannot load it: refused.
 			kind S
 			refused x$n "a$n.$i-R-to-S.refused" $SQ $Q/a$n-$i.mig 'arm_gicv3/vgicd'

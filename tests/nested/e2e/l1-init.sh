@@ -173,7 +173,10 @@ save() {
 		qmp "$1" --wait-migrate 600 > "$Q/$1.mig-status" 2>&1
 }
 # load NAME FILE - feed FILE to the -incoming defer VM NAME; 0 on completed.
+# A missing or empty FILE fails here: QEMU 10.0, fed no byte by exec:cat,
+# stays in "setup" until load's 600 s are out.
 load() {
+	[ -s "$2" ] || { echo "load: no stream in $2" > "$Q/$1.mig-status"; return 1; }
 	qmpq "$1" "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"exec:cat $2\"}}" &&
 		qmp "$1" --wait-migrate 600 > "$Q/$1.mig-status" 2>&1
 }

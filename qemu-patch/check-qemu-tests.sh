@@ -150,27 +150,29 @@ step_end
 # A failure with no names (a crash, a build error) cannot be told apart
 # from the base's, and counts.
 on_series_then_base() {
-	local name=$1 run=$2 list=$3 r new
+	local name=$1 run=$2 list=$3 r mine theirs new
 	shift 3
 	step_begin "$name (the series; the base if it fails)"
 	if r=$("$run" patched "$@"); then
 		echo "PASS $name: $r"
 	else
 		echo "FAIL? $name on the series: $r"
-		"$list" patched "$@" | sed 's/^/  /'
+		mine=$("$list" patched "$@")
+		[ -z "$mine" ] || sed 's/^/  /' <<<"$mine"
 		if r=$("$run" stock "$@"); then
 			echo "FAIL $name: fails with the series and passes on the base ($r)"
 			FAILED=$((FAILED + 1))
 		else
-			new=$(comm -23 <("$list" patched "$@") <("$list" stock "$@"))
-			if [ -z "$("$list" patched "$@")" ]; then
+			theirs=$("$list" stock "$@")
+			new=$(comm -23 <(printf '%s\n' "$mine") <(printf '%s\n' "$theirs"))
+			if [ -z "$mine" ]; then
 				echo "FAIL $name: fails on the series without naming a test (a crash, a build error?), which cannot be told from the base's failure (base: $r)"
 				FAILED=$((FAILED + 1))
 			elif [ -n "$new" ]; then
 				echo "FAIL $name: failing with the series only (base: $r): $(tr '\n' ' ' <<<"$new")"
 				FAILED=$((FAILED + 1))
 			else
-				echo "PASS $name: the same tests fail on the base (not the series'; base: $r): $("$list" stock "$@" | sed 's/.* //' | tr '\n' ' ')"
+				echo "PASS $name: the same tests fail on the base (not the series'; base: $r): $(sed 's/.* //' <<<"$theirs" | tr '\n' ' ')"
 				NOT_OURS+=("$name")
 			fi
 		fi

@@ -21,10 +21,9 @@ esac
 build=${1:?usage: $0 BUILD_DIR [MESON_OPTION...]}
 shift
 src=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -f "$build/build.ninja" ]; then
-	meson setup --reconfigure "$build" "$src" --werror -Dfuzzing=true "$@" >/dev/null
-else
-	CC=clang meson setup "$build" "$src" --werror -Dfuzzing=true "$@" >/dev/null
-fi
+# CC only counts when BUILD_DIR is new: meson keeps a directory's compiler.
+reconfigure=
+[ ! -f "$build/build.ninja" ] || reconfigure=--reconfigure
+CC=clang meson setup $reconfigure "$build" "$src" --werror -Dfuzzing=true "$@" >/dev/null
 ninja -C "$build"
 "$build/tests/fuzz/fuzz-record" -runs=0 "$src/tests/fuzz/corpus"

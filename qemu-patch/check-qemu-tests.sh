@@ -169,10 +169,10 @@ on_series_then_base() {
 				echo "FAIL $name: fails on the series without naming a test (a crash, a build error?), which cannot be told from the base's failure (base: $r)"
 				FAILED=$((FAILED + 1))
 			elif [ -n "$new" ]; then
-				echo "FAIL $name: failing with the series only (base: $r): $(tr '\n' ' ' <<<"$new")"
+				echo "FAIL $name: failing with the series only (base: $r): $(paste -sd ' ' <<<"$new")"
 				FAILED=$((FAILED + 1))
 			else
-				echo "PASS $name: the same tests fail on the base (not the series'; base: $r): $(sed 's/.* //' <<<"$theirs" | tr '\n' ' ')"
+				echo "PASS $name: the same tests fail on the base (not the series'; base: $r): $(sed 's/.* //' <<<"$theirs" | paste -sd ' ')"
 				NOT_OURS+=("$name")
 			fi
 		fi
@@ -243,16 +243,16 @@ for m in "${machines[@]}"; do
 			-dump-vmstate "$NATIVE/vmstate-$side-$m.json"
 	done
 	base=$(checker stock stock "$m") || true
-	[ -z "$base" ] || echo "note: the base's own, the checker on the base against itself, $m: $(tr '\n' ' ' <<<"$base")"
+	[ -z "$base" ] || echo "note: the base's own, the checker on the base against itself, $m: $(paste -sd ' ' <<<"$base")"
 	for pair in stock:patched patched:stock; do
 		src=${pair%:*} dst=${pair#*:}
 		out=$(checker "$src" "$dst" "$m") && rc=0 || rc=$?
 		out=$(grep -v -e '^$' <<<"$out" | grep -v -x -F -e "$base" || true)
 		other=$(grep -v -e 'Subsection "arm_gicv3/vgicd" not found' <<<"$out" || true)
 		if [ -z "$other" ]; then
-			echo "PASS vmstate $m, $src -> $dst: exit $rc; beyond the base's own: $(tr '\n' ' ' <<<"${out:-nothing}")"
+			echo "PASS vmstate $m, $src -> $dst: exit $rc; beyond the base's own: $(paste -sd ' ' <<<"${out:-nothing}")"
 		else
-			echo "FAIL vmstate $m, $src -> $dst: exit $rc: $(tr '\n' ' ' <<<"$other")"
+			echo "FAIL vmstate $m, $src -> $dst: exit $rc: $(paste -sd ' ' <<<"$other")"
 			FAILED=$((FAILED + 1))
 		fi
 	done

@@ -25,8 +25,9 @@ QP_CACHE=$VGICD_CACHE/qemu
 #   10.0  Debian 13's qemu (suite stable), the series in this folder: what
 #         the tiers build and boot (the default)
 #   10.2  Debian unstable's 1:10.2.2+ds-1, the series in 10.2/: the newest
-#         QEMU source the archive serves (README.md, "QEMU 11.1"); checked
-#         by build-check.sh --base 10.2, not built into the tiers
+#         QEMU source the archive serves (README.md, "QEMU 11.1"); the
+#         tiers build it when asked (run-qemu-e2e.sh --qemu-base 10.2,
+#         build-debian-qemu.sh --base=10.2), CI does not
 # Sets QP_BASE, QP_QEMU_VERSION (the upstream version the series applies
 # to), QP_SUITE and QP_SOURCE_PKG (what apt-get source fetches: the
 # version pinned where the suite lists several), QP_SERIES_DIR, and

@@ -105,13 +105,18 @@ deb_sources_field() {
 # components) for ARCH; with SUITE it uses the main archive's URIs and
 # Signed-By with that suite, component main, and TYPES (default "deb";
 # "deb deb-src" for apt-get source).  Sets DEB_APT_DIR and the DEB_APT array.
+# The state keeps its own binary package cache (pkgcache.bin, whatever the
+# host's apt.conf says: Debian's container images turn it off), so that
+# each apt-cache call does not parse the Packages list again (0.9 s for
+# trixie's arm64 list, 0.25 s from the cache); the source cache, as big
+# again, is left out.
 deb_apt_init() {
 	local name=$1 arch=$2 suite=${3:-} types=${4:-deb}
 	local a="${DEB_APT_ROOT:-${VGICD_CACHE:-/var/cache/vgicd}/nested/apt}/$name"
 
 	[ -r "$DEBIAN_SOURCES" ] || deb_die "no $DEBIAN_SOURCES to read the mirror from"
 	mkdir -p "$a/parts" "$a/lists/partial" "$a/cache/archives/partial" "$a/prefs"
-	: > "$a/none.list"
+	[ -f "$a/none.list" ] || : > "$a/none.list"	# its mtime is in the cache's key
 	[ -f "$a/status" ] || : > "$a/status"
 	if [ -z "$suite" ]; then
 		deb_sources_stanzas > "$a/parts/debian.sources.new"
@@ -141,6 +146,7 @@ deb_apt_init() {
 		-o "Dir::State::Lists=$a/lists"
 		-o "Dir::State::Status=$a/status"
 		-o "Dir::Cache=$a/cache"
+		-o "Dir::Cache::pkgcache=pkgcache.bin" -o "Dir::Cache::srcpkgcache="
 		-o "APT::Architecture=$arch"
 		-o "APT::Architectures=$arch"
 		-o "Acquire::Languages=none"

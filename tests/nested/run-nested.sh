@@ -17,9 +17,14 @@
 #                                   [--only stock|patched] [--sizes 4,64,256]
 #                                   [--timeout SECONDS] [--enforce-target]
 #                                   [--peers all|none|NAME,...] [--skip-peers NAME,...]
-#                                   [--peer-timeout SECONDS]
+#                                   [--peer-timeout SECONDS] [--fetch-only]
 #                                   [--inject-mismatch]   (self-check: must FAIL)
 #                                   [--source-never-ran]  (save a source VM that never ran)
+#
+# --fetch-only installs the packages and fetches the downloads (the stock
+# kernel, busybox-static) into the cache, then exits: scripts/test.sh runs
+# it while the patched kernel still builds, so that the tier's own run
+# finds them there.
 #
 # --qemu trixie boots L1 with Debian 13's QEMU (10.0, run from a root kept in
 # the cache, tests/nested/lib/qemu.sh) instead of the host's; --el2 also
@@ -65,6 +70,7 @@ TEST_ARGS=
 PEERS=${VGICD_NESTED_PEERS:-all}
 SKIP_PEERS=${VGICD_NESTED_SKIP_PEERS:-}
 PEER_TIMEOUT=${VGICD_NESTED_PEER_TIMEOUT:-600}
+FETCH_ONLY=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--base) NESTED_BASE=$2; shift 2 ;;
@@ -76,6 +82,7 @@ while [ $# -gt 0 ]; do
 	--peers) PEERS=$2; shift 2 ;;
 	--skip-peers) SKIP_PEERS=$2; shift 2 ;;
 	--peer-timeout) PEER_TIMEOUT=$2; shift 2 ;;
+	--fetch-only) FETCH_ONLY=1; shift ;;
 	--enforce-target | --inject-mismatch | --source-never-ran) TEST_ARGS="${TEST_ARGS:+${TEST_ARGS}_}$1"; shift ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run-nested.sh: unknown argument $1" >&2; exit 2 ;;
@@ -107,6 +114,10 @@ deb_apt_update
 bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
 deb_extract "$bb_deb" "$NESTED_CACHE/busybox"
 step_end
+if [ -n "$FETCH_ONLY" ]; then
+	print_step_times
+	exit 0
+fi
 
 if [ "$QEMU_FROM" = trixie ]; then
 	step_begin "QEMU of Debian 13 (tests/nested/lib/qemu.sh)"

@@ -11,7 +11,7 @@
 #   bash tests/nested/run-qemu-e2e.sh [--quick] [--timeout SECONDS]
 #        [--sizes-a 4,16] [--size-b 4|0] [--sizes-c 64,128] [--reps 3]
 #        [--enforce-target] [--c-vmdesc on|off] [--sizes-d 64,128] [--d-hops 3]
-#        [--size-e 4|0] [--qemu-base 10.0|10.2] [--qemu-deb DIR]
+#        [--size-e 4|0] [--qemu-base 10.0|10.2] [--qemu-deb DIR] [--fetch-only]
 #
 #   (a) a running L2 guest (4 and 16 vCPUs; --quick: 4) is saved with vgicd
 #       off (stream A) and through vgicd (B); B is loaded through vgicd into
@@ -72,6 +72,11 @@
 # Debian roots, as theirs do; vgicd and libvgicd.so.0 are this tree's, as
 # always.  Not in CI either.
 #
+# --fetch-only installs the packages and fetches the downloads (busybox,
+# the stock QEMUs' Debian roots: give it the --size-e of the run to come)
+# into the cache, then exits: scripts/test.sh runs it while the patched
+# kernel still builds, so that the tier's own run finds them there.
+#
 # Environment: VGICD_CACHE (default /var/cache/vgicd), VGICD_BUILD (default
 # _build; logs and streams go to $VGICD_BUILD/qemu-e2e),
 # NESTED_PATCHED_IMAGE (a prebuilt patched kernel).
@@ -92,6 +97,7 @@ C_VMDESC=on
 QEMU_BASE=10.0
 QEMU_DEB=
 E2E_MACHINE=
+FETCH_ONLY=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1; SIZES_A=4; SIZES_C=128; REPS=1; SIZES_D=64; D_HOPS=2; E_ALL=0; shift ;;
@@ -109,6 +115,7 @@ while [ $# -gt 0 ]; do
 		[ "$QEMU_BASE" = 10.0 ] || E2E_MACHINE=" e2e_machine=virt-10.0"
 		shift 2 ;;
 	--qemu-deb) QEMU_DEB=$(realpath "$2"); shift 2 ;;
+	--fetch-only) FETCH_ONLY=1; shift ;;
 	--c-vmdesc)
 		case $2 in on | off) C_VMDESC=$2 ;; *) echo "run-qemu-e2e.sh: --c-vmdesc takes on or off" >&2; exit 2 ;; esac
 		shift 2 ;;
@@ -124,48 +131,6 @@ T_START=$(nested_clock)
 
 step_begin "packages"
 need_packages "${PKGS_BOOT[@]}" "${PKGS_NESTED[@]}"
-step_end
-
-# The patched QEMU and the aarch64 vgicd.  build-qemu.sh takes the
-# heavy-work lock around its heavy steps itself.
-step_begin "patched QEMU (qemu-patch/build-qemu.sh --base $QEMU_BASE)"
-if [ "$QEMU_BASE" = 10.0 ]; then QEMU_OUT=$VGICD_CACHE/qemu/out; else QEMU_OUT=$VGICD_CACHE/qemu/$QEMU_BASE/out; fi
-bash qemu-patch/build-qemu.sh --base "$QEMU_BASE" "$QEMU_OUT" >"$NESTED_OUT/build-qemu.log" 2>&1 ||
-	{ tail -n 30 "$NESTED_OUT/build-qemu.log" >&2; nested_die "build-qemu.sh failed (log $NESTED_OUT/build-qemu.log)"; }
-ANALYZE=$VGICD_CACHE/qemu/src/pristine/scripts/analyze-migration.py
-[ -f "$ANALYZE" ] || nested_die "no $ANALYZE (the QEMU source build-qemu.sh unpacks)"
-VGICD_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd' -type f | head -n 1)
-[ -n "$VGICD_BIN" ] || nested_die "no vgicd in $QEMU_OUT/vgicd"
-VGICCTL_BIN=$(find "$QEMU_OUT/vgicd" -path '*/bin/vgicctl' -type f | head -n 1)
-[ -n "$VGICCTL_BIN" ] || nested_die "no vgicctl in $QEMU_OUT/vgicd"
-HOOK_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd-qemu-hook' -type f | head -n 1)
-[ -n "$HOOK_BIN" ] || nested_die "no vgicd-qemu-hook in $QEMU_OUT/vgicd (the aarch64 build needs -Dlibvirt=enabled)"
-grep -E 'waited|vgicd support' "$NESTED_OUT/build-qemu.log" | sort -u || true
-# (e) on another base: the patched 10.0 too, as the QEMU the fleet upgrades
-# from (the same vgicd serves both; the one of $QEMU_OUT is shipped).
-QEMU10_OUT=
-if [ "$QEMU_BASE" != 10.0 ] && [ "$SIZE_E" != 0 ]; then
-	QEMU10_OUT=$VGICD_CACHE/qemu/out
-	bash qemu-patch/build-qemu.sh --base 10.0 "$QEMU10_OUT" >"$NESTED_OUT/build-qemu-10.0.log" 2>&1 ||
-		{ tail -n 30 "$NESTED_OUT/build-qemu-10.0.log" >&2; nested_die "build-qemu.sh --base 10.0 failed (log $NESTED_OUT/build-qemu-10.0.log)"; }
-	echo "patched QEMU 10.0 for (e): $QEMU10_OUT/qemu-system-aarch64"
-fi
-# --qemu-deb: Debian's packaged QEMU in the minimal build's place.
-PATCHED_BIN=$QEMU_OUT/qemu-system-aarch64
-if [ -n "$QEMU_DEB" ]; then
-	deb=$(find "$QEMU_DEB" -maxdepth 1 -name 'qemu-system-arm_*_arm64.deb' | head -n 1)
-	[ -n "$deb" ] || nested_die "no qemu-system-arm_*_arm64.deb in $QEMU_DEB"
-	rm -rf "$NESTED_OUT/qemu-deb-root"
-	dpkg-deb -x "$deb" "$NESTED_OUT/qemu-deb-root"
-	PATCHED_BIN=$NESTED_OUT/qemu-deb-root/usr/bin/qemu-system-aarch64
-	echo "patched QEMU: Debian's packaging, $(basename "$deb") (Depends: $(dpkg-deb -f "$deb" Depends | grep -o 'libvgicd0[^,]*'))"
-fi
-step_end
-
-step_begin "patched kernel (kernel-patch/build-kernel.sh)"
-nested_patched_kernel
-[ -z "$PATCHED_MISSING" ] || nested_die "no patched kernel: $PATCHED_MISSING"
-echo "patched kernel: $PATCHED_IMAGE"
 step_end
 
 # qemu_root ROOT VERSION NAME APT_ARGS... - what `apt-get install APT_ARGS`
@@ -216,6 +181,52 @@ if [ "$SIZE_E" != 0 ]; then
 	qemu_root "$STOCK11_ROOT" "$STOCK11_VERSION" stock11 -t trixie-backports --no-install-recommends qemu-system-arm
 	echo "stock QEMU 11.1: qemu-system-arm $STOCK11_VERSION (arm64, trixie-backports), $QEMU_ROOT_DEBS packages"
 fi
+step_end
+if [ -n "$FETCH_ONLY" ]; then
+	print_step_times
+	exit 0
+fi
+
+# The patched QEMU and the aarch64 vgicd.  build-qemu.sh takes the
+# heavy-work lock around its heavy steps itself.
+step_begin "patched QEMU (qemu-patch/build-qemu.sh --base $QEMU_BASE)"
+if [ "$QEMU_BASE" = 10.0 ]; then QEMU_OUT=$VGICD_CACHE/qemu/out; else QEMU_OUT=$VGICD_CACHE/qemu/$QEMU_BASE/out; fi
+bash qemu-patch/build-qemu.sh --base "$QEMU_BASE" "$QEMU_OUT" >"$NESTED_OUT/build-qemu.log" 2>&1 ||
+	{ tail -n 30 "$NESTED_OUT/build-qemu.log" >&2; nested_die "build-qemu.sh failed (log $NESTED_OUT/build-qemu.log)"; }
+ANALYZE=$VGICD_CACHE/qemu/src/pristine/scripts/analyze-migration.py
+[ -f "$ANALYZE" ] || nested_die "no $ANALYZE (the QEMU source build-qemu.sh unpacks)"
+VGICD_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd' -type f | head -n 1)
+[ -n "$VGICD_BIN" ] || nested_die "no vgicd in $QEMU_OUT/vgicd"
+VGICCTL_BIN=$(find "$QEMU_OUT/vgicd" -path '*/bin/vgicctl' -type f | head -n 1)
+[ -n "$VGICCTL_BIN" ] || nested_die "no vgicctl in $QEMU_OUT/vgicd"
+HOOK_BIN=$(find "$QEMU_OUT/vgicd" -path '*/sbin/vgicd-qemu-hook' -type f | head -n 1)
+[ -n "$HOOK_BIN" ] || nested_die "no vgicd-qemu-hook in $QEMU_OUT/vgicd (the aarch64 build needs -Dlibvirt=enabled)"
+grep -E 'waited|vgicd support' "$NESTED_OUT/build-qemu.log" | sort -u || true
+# (e) on another base: the patched 10.0 too, as the QEMU the fleet upgrades
+# from (the same vgicd serves both; the one of $QEMU_OUT is shipped).
+QEMU10_OUT=
+if [ "$QEMU_BASE" != 10.0 ] && [ "$SIZE_E" != 0 ]; then
+	QEMU10_OUT=$VGICD_CACHE/qemu/out
+	bash qemu-patch/build-qemu.sh --base 10.0 "$QEMU10_OUT" >"$NESTED_OUT/build-qemu-10.0.log" 2>&1 ||
+		{ tail -n 30 "$NESTED_OUT/build-qemu-10.0.log" >&2; nested_die "build-qemu.sh --base 10.0 failed (log $NESTED_OUT/build-qemu-10.0.log)"; }
+	echo "patched QEMU 10.0 for (e): $QEMU10_OUT/qemu-system-aarch64"
+fi
+# --qemu-deb: Debian's packaged QEMU in the minimal build's place.
+PATCHED_BIN=$QEMU_OUT/qemu-system-aarch64
+if [ -n "$QEMU_DEB" ]; then
+	deb=$(find "$QEMU_DEB" -maxdepth 1 -name 'qemu-system-arm_*_arm64.deb' | head -n 1)
+	[ -n "$deb" ] || nested_die "no qemu-system-arm_*_arm64.deb in $QEMU_DEB"
+	rm -rf "$NESTED_OUT/qemu-deb-root"
+	dpkg-deb -x "$deb" "$NESTED_OUT/qemu-deb-root"
+	PATCHED_BIN=$NESTED_OUT/qemu-deb-root/usr/bin/qemu-system-aarch64
+	echo "patched QEMU: Debian's packaging, $(basename "$deb") (Depends: $(dpkg-deb -f "$deb" Depends | grep -o 'libvgicd0[^,]*'))"
+fi
+step_end
+
+step_begin "patched kernel (kernel-patch/build-kernel.sh)"
+nested_patched_kernel
+[ -z "$PATCHED_MISSING" ] || nested_die "no patched kernel: $PATCHED_MISSING"
+echo "patched kernel: $PATCHED_IMAGE"
 step_end
 
 step_begin "initramfs (L1 and L2)"

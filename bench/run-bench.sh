@@ -35,11 +35,7 @@ while [ $# -gt 0 ]; do
 done
 
 need_packages "${PKGS_BUILD[@]}" "${PKGS_BENCH[@]}"
-if [ -f "$VGICD_BUILD/gcc/build.ninja" ]; then
-	meson setup --reconfigure "$VGICD_BUILD/gcc" >/dev/null
-else
-	meson setup "$VGICD_BUILD/gcc" >/dev/null
-fi
+meson_setup "$VGICD_BUILD/gcc"
 # The whole build: bench-scaling runs the vgicd built beside it.
 heavy ninja -C "$VGICD_BUILD/gcc" >/dev/null
 mkdir -p "$OUT"

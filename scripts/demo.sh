@@ -21,13 +21,8 @@ cd "$VGICD_ROOT"
 
 echo "demo.sh: the packages the build needs (PKGS_BUILD)"
 need_packages "${PKGS_BUILD[@]}"
-if [ -f "$VGICD_BUILD/gcc/build.ninja" ]; then
-	echo "demo.sh: configuring $VGICD_BUILD/gcc (meson setup --reconfigure)"
-	meson setup --reconfigure "$VGICD_BUILD/gcc" >/dev/null
-else
-	echo "demo.sh: configuring $VGICD_BUILD/gcc (meson setup)"
-	meson setup "$VGICD_BUILD/gcc" >/dev/null
-fi
+echo "demo.sh: configuring $VGICD_BUILD/gcc (meson setup)"
+meson_setup "$VGICD_BUILD/gcc"
 echo "demo.sh: building (ninja; cold, about 1.5 minutes on 2 cores)"
 if [ -t 1 ]; then
 	# ninja's own status line, rewritten in place.

@@ -94,16 +94,6 @@ run_tier() {
 	fi
 }
 
-setup() {
-	local dir=$1
-	shift
-	if [ -f "$dir/build.ninja" ]; then
-		meson setup --reconfigure "$dir" "$@" >/dev/null
-	else
-		meson setup "$dir" "$@" >/dev/null
-	fi
-}
-
 step_begin "packages"
 # What the builds below need, and what the background builds need (they
 # must not run apt-get beside the steps); each tier script installs its
@@ -140,13 +130,13 @@ step_begin "native build and tests (gcc, -Werror)"
 # Optional features are forced on: a missing package fails the build
 # instead of quietly dropping the hook, vgicctl enable or the man pages.
 FEATURES=(-Dlibvirt=enabled -Dman=enabled -Dpromtool=enabled)
-setup "$VGICD_BUILD/gcc" --werror "${FEATURES[@]}"
+meson_setup "$VGICD_BUILD/gcc" --werror "${FEATURES[@]}"
 ninja -C "$VGICD_BUILD/gcc"
 run_suites "$VGICD_BUILD/gcc"
 step_end
 
 step_begin "ASan + UBSan build and tests"
-setup "$VGICD_BUILD/asan" --werror "${FEATURES[@]}" -Db_sanitize=address,undefined -Db_lundef=false
+meson_setup "$VGICD_BUILD/asan" --werror "${FEATURES[@]}" -Db_sanitize=address,undefined -Db_lundef=false
 ninja -C "$VGICD_BUILD/asan"
 # The source tree's own checks (suite source: shellcheck, dash, --help)
 # ran in the native build; they read no built code.
@@ -156,7 +146,7 @@ ASAN_OPTIONS=detect_leaks=1 \
 step_end
 
 step_begin "aarch64 cross-build, tests under qemu-user"
-setup "$VGICD_BUILD/aarch64" --werror "${FEATURES[@]}" --cross-file cross/aarch64-linux-gnu.ini
+meson_setup "$VGICD_BUILD/aarch64" --werror "${FEATURES[@]}" --cross-file cross/aarch64-linux-gnu.ini
 ninja -C "$VGICD_BUILD/aarch64"
 # Under qemu-user only the self-contained suites run.  vgic-sim answers
 # ioctls through seccomp user notification, which qemu-user cannot install

@@ -14,6 +14,8 @@
 #               bg_start NAME LOG CMD..., bg_wait NAME, bg_stop_all
 #   debian-apt.sh  a private apt state for other Debian suites and
 #               architectures (deb_apt_init, deb_download, ...)
+#   meson_setup DIR ARGS...
+#               configure the build folder DIR (--reconfigure when it is one)
 #   vgicd_export_tree DEST [head]
 #               the project's files into DEST (a build's copy of the source)
 
@@ -32,6 +34,17 @@ VGICD_CACHE=${VGICD_CACHE:-/var/cache/vgicd}
 . "$VGICD_LIB/background.sh"
 # shellcheck source=debian-apt.sh
 . "$VGICD_LIB/debian-apt.sh"
+
+# meson_setup DIR ARGS... - meson setup of the project's build folder DIR
+# with ARGS, quietly: on a folder that is one already, --reconfigure, so a
+# rerun keeps what it built and still takes ARGS (a plain setup refuses
+# the folder).
+meson_setup() {
+	local dir=$1 opts=()
+	shift
+	[ ! -f "$dir/build.ninja" ] || opts=(--reconfigure)
+	meson setup "${opts[@]}" "$dir" "$VGICD_ROOT" "$@" >/dev/null
+}
 
 # vgicd_export_tree DEST [head] - copy the tree into DEST: with "head" the
 # last commit (git archive), otherwise the working tree as git sees it

@@ -36,14 +36,19 @@ VGICD_CACHE=${VGICD_CACHE:-/var/cache/vgicd}
 . "$VGICD_LIB/debian-apt.sh"
 
 # meson_setup DIR ARGS... - meson setup of the project's build folder DIR
-# with ARGS, quietly: on a folder that is one already, --reconfigure, so a
-# rerun keeps what it built and still takes ARGS (a plain setup refuses
-# the folder).
+# with ARGS: on a folder that is one already, --reconfigure, so a rerun
+# keeps what it built and still takes ARGS (a plain setup refuses the
+# folder).  Quiet, but for a failure: meson writes its errors to stdout,
+# so its output is kept and shown then.
 meson_setup() {
-	local dir=$1 opts=()
+	local dir=$1 opts=() out
 	shift
 	[ ! -f "$dir/build.ninja" ] || opts=(--reconfigure)
-	meson setup "${opts[@]}" "$dir" "$VGICD_ROOT" "$@" >/dev/null
+	out=$(meson setup "${opts[@]}" "$dir" "$VGICD_ROOT" "$@" 2>&1) || {
+		printf '%s\n' "$out" | tail -n 20 >&2
+		echo "meson setup of $dir failed (the whole log: $dir/meson-logs/meson-log.txt)" >&2
+		return 1
+	}
 }
 
 # vgicd_export_tree DEST [head] - copy the tree into DEST: with "head" the

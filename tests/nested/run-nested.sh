@@ -108,11 +108,7 @@ step_begin "downloads (stock arm64 kernel, busybox-static)"
 nested_stock_kernel
 echo "stock kernel: $STOCK_VERSION ($STOCK_IMAGE)"
 nested_debian_config_check
-# busybox from Debian 12, as the QEMU tier takes it (trixie's is merged-/usr).
-deb_apt_init bookworm-arm64 arm64
-deb_apt_update
-bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
-deb_extract "$bb_deb" "$NESTED_CACHE/busybox"
+BUSYBOX=$(nested_busybox)
 step_end
 if [ -n "$FETCH_ONLY" ]; then
 	print_step_times
@@ -156,7 +152,7 @@ INITRAMFS_LIBPATH="$B/libvgicd:$INITRAMFS_LIBPATH"
 READELF=aarch64-linux-gnu-readelf
 stage=$NESTED_OUT/rootfs
 initramfs_init "$stage"
-initramfs_busybox "$stage" "$NESTED_CACHE/busybox/bin/busybox"
+initramfs_busybox "$stage" "$BUSYBOX"
 initramfs_elf "$stage" "$B/daemon/vgicd" /usr/sbin/vgicd
 # No vgicctl: without a system bus it has nothing to talk to, and it links
 # libvirt (libvirt, ICU, gnutls...: 57 MB more to load under TCG).

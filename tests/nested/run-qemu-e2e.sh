@@ -155,10 +155,7 @@ qemu_root() {
 }
 
 step_begin "downloads (busybox-static; Debian stable's arm64 QEMU)"
-deb_apt_init bookworm-arm64 arm64
-deb_apt_update
-bb_deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
-deb_extract "$bb_deb" "$NESTED_CACHE/busybox"
+BUSYBOX=$(nested_busybox)
 # Debian stable's qemu-system-arm and everything it depends on, resolved by
 # apt on a private, empty state (no maintainer scripts, nothing installed).
 deb_apt_init trixie-arm64 arm64 trixie
@@ -235,7 +232,7 @@ aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror -o "$NESTED_OUT/qmp" "$H
 # L2: busybox and a counter.
 stage=$NESTED_OUT/rootfs-l2
 initramfs_init "$stage"
-initramfs_busybox "$stage" "$NESTED_CACHE/busybox/bin/busybox"
+initramfs_busybox "$stage" "$BUSYBOX"
 initramfs_file "$stage" "$HERE/e2e/guest-init.sh" /init 0755
 initramfs_pack "$stage" "$NESTED_OUT/l2.cpio"
 # L1: one set of libraries for everything, Debian stable's first (the stock
@@ -246,7 +243,7 @@ INITRAMFS_LIBPATH="$QEMU_OUT:$STOCK_ROOT/usr/lib/aarch64-linux-gnu:$STOCK_ROOT/u
 	INITRAMFS_LIBPATH="$STOCK11_ROOT/usr/lib/aarch64-linux-gnu:$STOCK11_ROOT/usr/lib:$INITRAMFS_LIBPATH"
 stage=$NESTED_OUT/rootfs-l1
 initramfs_init "$stage"
-initramfs_busybox "$stage" "$NESTED_CACHE/busybox/bin/busybox"
+initramfs_busybox "$stage" "$BUSYBOX"
 initramfs_elf "$stage" "$STOCK_ROOT/usr/bin/qemu-system-aarch64" /usr/bin/qemu-system-stock
 initramfs_elf "$stage" "$PATCHED_BIN" /usr/bin/qemu-system-patched
 [ -z "$QEMU10_OUT" ] ||

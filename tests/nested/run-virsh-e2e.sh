@@ -120,10 +120,7 @@ echo "L1 root: $ROOT_IMG ($(du -h "$ROOT_IMG" | cut -f1) used)"
 step_end
 
 step_begin "payload disk"
-BB=$(deb_apt_init bookworm-arm64 arm64 >/dev/null; deb_apt_update >/dev/null
-	deb=$(deb_download "$NESTED_CACHE/debs" busybox-static)
-	deb_extract "$deb" "$NESTED_CACHE/busybox" >/dev/null
-	echo "$NESTED_CACHE/busybox/bin/busybox")
+BUSYBOX=$(nested_busybox)
 PAY=$NESTED_OUT/payload
 rm -rf "$PAY"
 mkdir -p "$PAY/debs" "$PAY/l2"
@@ -134,7 +131,7 @@ install -m 0755 "$HERE/virsh/l1-run.sh" "$PAY/l1-run.sh"
 install -m 0644 "$HERE/lib/e2e-lines.sh" "$PAY/e2e-lines.sh"
 stage=$NESTED_OUT/rootfs-l2
 initramfs_init "$stage"
-initramfs_busybox "$stage" "$BB"
+initramfs_busybox "$stage" "$BUSYBOX"
 initramfs_file "$stage" "$HERE/virsh/guest-init.sh" /init 0755
 initramfs_pack "$stage" "$PAY/l2/initrd"
 rm -f "$NESTED_OUT/payload.ext4"

@@ -17,6 +17,13 @@
  * fail and attaches again.  The session itself lives as long as the D-Bus
  * connection, not the channel.
  *
+ * The protocol passes no descriptor on the channel.  Each packet is peeked
+ * first, with no room for any: a peek leaves them queued and flags
+ * MSG_CTRUNC, and a packet with some closes the channel, whose socket the
+ * reaper closes (vgicd-reaper.c: a read would drop them here, on the main
+ * thread, and the last close of a descriptor a peer sent takes as long as
+ * the peer chose).
+ *
  * Nothing here waits on the peer: vgicd's main thread serves every VM and
  * the operator.  The answer is sent without blocking, and a peer whose
  * socket cannot take it is one that sends requests without reading the
@@ -31,6 +38,7 @@
 #include <unistd.h>
 
 #include "vgicd-channel.h"
+#include "vgicd-reaper.h"
 
 struct _VgicdChannel {
   int fd;
@@ -49,7 +57,12 @@ channel_close (VgicdChannel *c)
       g_clear_pointer (&c->source, g_source_unref);
     }
   if (c->fd >= 0)
-    close (c->fd);
+    {
+      /* The peer sees the end now; the last close, with what the peer
+       * queued, is the reaper's. */
+      shutdown (c->fd, SHUT_WR);
+      vgicd_reaper_close (c->fd);
+    }
   c->fd = -1;
 }
 
@@ -71,9 +84,11 @@ on_packet (gint fd, GIOCondition cond, gpointer data)
   g_autoptr (GVariant) reply = NULL;
   const char *type;
   VgicdChannelHeader h;
+  struct iovec iov = { buf, VGICD_CHANNEL_MAX };
+  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
   ssize_t n;
 
-  n = recv (fd, buf, VGICD_CHANNEL_MAX, MSG_TRUNC | MSG_DONTWAIT);
+  n = recvmsg (fd, &mh, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return G_SOURCE_CONTINUE;
   if (n <= 0)
@@ -81,6 +96,17 @@ on_packet (gint fd, GIOCondition cond, gpointer data)
       /* The peer closed it (QEMU exited, or gave up on a call); the D-Bus
        * connection's end takes the session. */
       channel_close (c);
+      return G_SOURCE_REMOVE;
+    }
+  if (mh.msg_flags & MSG_CTRUNC)
+    {
+      channel_refuse (c, "a packet with file descriptors, which the protocol never passes");
+      return G_SOURCE_REMOVE;
+    }
+  /* The packet peeked, taken. */
+  if (recv (fd, buf, VGICD_CHANNEL_MAX, MSG_TRUNC | MSG_DONTWAIT) != n)
+    {
+      channel_refuse (c, "a packet that changed between a peek and its read");
       return G_SOURCE_REMOVE;
     }
   if ((gsize) n < sizeof h || n > VGICD_CHANNEL_MAX)

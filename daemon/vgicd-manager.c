@@ -95,6 +95,7 @@
 
 #include "vgicd-manager.h"
 
+#include <gio/gunixfdlist.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -102,6 +103,7 @@
 #include "vgicd-manager-xml.h"
 #include "vgicd-history.h"
 #include "vgicd-metrics.h"	/* GetMetrics */
+#include "vgicd-reaper.h"	/* descriptors a caller sent */
 #include "vgicd-vms.h"		/* CheckConfig */
 #include "vgicd-catalog.h"	/* MESSAGE_ID of a mode change */
 
@@ -481,6 +483,18 @@ filter (GDBusConnection *connection, GDBusMessage *message, gboolean incoming,
 
   if (!incoming)
     return message;
+  /* Manager1 takes no descriptor, and the bus passes a caller's: their
+   * last close is the reaper's, not this thread's or the main loop's
+   * (vgicd-reaper.c says why). */
+  if (g_dbus_message_get_unix_fd_list (message))
+    {
+      gint n = 0;
+      g_autofree gint *fds = g_unix_fd_list_steal_fds (g_dbus_message_get_unix_fd_list (message),
+                                                       &n);
+
+      for (gint i = 0; i < n; i++)
+        vgicd_reaper_close (fds[i]);
+    }
   type = g_dbus_message_get_message_type (message);
   sender = g_dbus_message_get_sender (message);
   if (type == G_DBUS_MESSAGE_TYPE_METHOD_CALL && sender &&

@@ -13,13 +13,19 @@
  * no longer reads a peer: it runs on one end of a socketpair, and the
  * relay, on a thread of its own, moves the bytes:
  *
- *   peer -> vgicd: read with no control buffer.  The kernel then installs
- *     no descriptor: scm_recv() (include/net/scm.h) drops the ones that came
- *     with the bytes (scm_destroy(), fput() of each) and flags the read
- *     MSG_CTRUNC, which is how the relay knows a peer sent some and closes
- *     it.  (SO_PASSCRED, SO_PASSSEC and SO_PASSPIDFD, the other things
- *     that set MSG_CTRUNC on such a read, are turned off on the socket.)  Descriptors
- *     waiting in the socket are the kernel's, charged to the sender.  Each
+ *   peer -> vgicd: peeked first, with no control buffer.  The kernel then
+ *     installs no descriptor and leaves those that came with the bytes
+ *     queued, but flags the peek MSG_CTRUNC (scm_recv(), include/net/scm.h),
+ *     which is how the relay knows a peer sent some and closes it; only
+ *     bytes that carry none are then read for real.  A read would drop
+ *     them (scm_destroy(), fput() of each) on the relay thread, and the
+ *     last close of a descriptor a peer sent takes as long as the peer
+ *     chose (a lingering TCP socket: forever), so the relay never makes
+ *     it: the peer's socket, with what is still queued in it, is closed
+ *     by the reaper (vgicd-reaper.c).  (SO_PASSCRED, SO_PASSSEC and
+ *     SO_PASSPIDFD, the other things that set MSG_CTRUNC on such a read,
+ *     are turned off on the socket.)  Descriptors waiting in the socket
+ *     are the kernel's, charged to the sender.  Each
  *     message's fixed 16-byte header (endianness, body length, header
  *     fields' length) says its whole length; a peer declaring more than
  *     the cap (vgicd_relay_message_max()) is closed at that header, before
@@ -75,6 +81,7 @@
 #include "vgic-plan.h"
 #include "vgic-record.h"
 #include "vgic-shape.h"
+#include "vgicd-reaper.h"
 #include "vgicd-relay.h"
 
 #define RELAY_QUEUE_MAX (64 * 1024)	/* bytes held each way, per peer */
@@ -234,8 +241,7 @@ relay_close (VgicdRelay *r, const char *why, gboolean log)
                         (int) r->pid, why);
       vgicd_daemon_count_closed (r->daemon);
     }
-  if (r->peer_fd >= 0)
-    close (r->peer_fd);
+  vgicd_reaper_close (r->peer_fd);	/* the theory: never the last close here */
   if (r->bus_fd >= 0)
     close (r->bus_fd);
   r->peer_fd = r->bus_fd = -1;
@@ -634,7 +640,8 @@ to_bus_room (VgicdRelay *r)
   return held < RELAY_QUEUE_MAX ? RELAY_QUEUE_MAX - held : 0;
 }
 
-/* Read what the peer sent, with no control buffer (see the theory). */
+/* Read what the peer sent: a peek with no control buffer, then, when no
+ * descriptor came with them, the same bytes for real (see the theory). */
 static gboolean
 read_peer (VgicdRelay *r)
 {
@@ -651,12 +658,19 @@ read_peer (VgicdRelay *r)
   iov = (struct iovec) { buf, room };
   mh.msg_iov = &iov;
   mh.msg_iovlen = 1;
-  n = recvmsg (r->peer_fd, &mh, MSG_DONTWAIT);
+  n = recvmsg (r->peer_fd, &mh, MSG_PEEK | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return FALSE;
   if (n <= 0)
     {
       relay_close (r, NULL, FALSE);	/* the peer went */
+      return FALSE;
+    }
+  /* With descriptors in them, the bytes stay queued: the peer is closed
+   * below.  Only this thread reads the socket, so all n are there. */
+  if (!(mh.msg_flags & MSG_CTRUNC) && recv (r->peer_fd, buf, (gsize) n, MSG_DONTWAIT) != n)
+    {
+      relay_close (r, NULL, FALSE);
       return FALSE;
     }
   if (r->peer_state != PEER_MESSAGES)
@@ -911,8 +925,7 @@ vgicd_relay_unref (VgicdRelay *r)
 {
   if (!r || !g_atomic_ref_count_dec (&r->ref))
     return;
-  if (r->peer_fd >= 0)
-    close (r->peer_fd);
+  vgicd_reaper_close (r->peer_fd);
   if (r->bus_fd >= 0)
     close (r->bus_fd);
   g_queue_clear_full (&r->to_peer, (GDestroyNotify) chunk_free);
@@ -946,14 +959,14 @@ vgicd_relay_new (int peer_fd, uid_t uid, pid_t pid, const char *guid, gsize mess
 
   if (!context)
     {
-      close (peer_fd);
+      vgicd_reaper_close (peer_fd);
       return NULL;
     }
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) < 0)
     {
       int e = errno;
 
-      close (peer_fd);
+      vgicd_reaper_close (peer_fd);
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e),
                    "cannot make the relay's socket pair: %s", g_strerror (e));
       return NULL;

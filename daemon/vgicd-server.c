@@ -63,8 +63,11 @@
  *
  * Each admitted peer's bytes pass through a relay of vgicd's own
  * (vgicd-relay.c) before GDBus sees them: GDBus runs on one end of a
- * socketpair, and the relay reads the peer's socket with no control
- * buffer, so that no descriptor a peer sends ever enters vgicd, and
+ * socketpair, and the relay peeks at the peer's socket with no control
+ * buffer, so that no descriptor a peer sends ever reaches a thread that
+ * serves anyone (the socket, with them still queued in it, is closed by
+ * the reaper, vgicd-reaper.c, as is every peer's socket the door
+ * closes), and
  * closes a peer that declares a message longer than any vgicd takes
  * (vgicd_relay_message_max(): 1 MiB at MaxVcpus=512), at its header,
  * before GDBus buffers any of it.  The relay also runs the peer's side of
@@ -108,6 +111,7 @@
 #include "vgic-shape.h"
 #include "vgicd-catalog.h"
 #include "vgicd-dbus.h"
+#include "vgicd-reaper.h"
 #include "vgicd-relay.h"
 #include "vgicd-server.h"
 #include "vgicd-session.h"
@@ -298,7 +302,9 @@ user_name (uid_t uid)
 /*
  * Descriptors (the theory above, step 4).  What each thing a peer makes
  * vgicd hold costs, in descriptors: one constant each.  Descriptors a peer
- * sends never enter vgicd (the relay reads with no room for them).
+ * sends enter vgicd only as the reaper's copies, one read's worth at most,
+ * which leave the last of the limit free (vgicd-reaper.c); the peers'
+ * sockets waiting for the reaper are charged (fds_charged()).
  */
 /* One connection, in any state: its relay's three sockets (the peer's,
  * and the two ends of the socketpair GDBus runs on). */
@@ -356,11 +362,13 @@ typedef struct _Pending Pending;
 
 /* The descriptors peers make vgicd hold now, by the constants above:
  * every connection at the door (those dropped while their handshake
- * thread winds down too) and every peer (those being closed too). */
+ * thread winds down too), every peer (those being closed too), and the
+ * peers' sockets waiting for their last close (vgicd-reaper.c). */
 static guint
 fds_charged (VgicdServer *server)
 {
-  guint n = server->pending->len * (FDS_PER_CONNECTION + FDS_PER_HANDSHAKE);
+  guint n = server->pending->len * (FDS_PER_CONNECTION + FDS_PER_HANDSHAKE) +
+            vgicd_reaper_pending ();
 
   for (guint i = 0; i < server->peers->len; i++)
     {
@@ -607,7 +615,13 @@ pending_drop (Pending *p)
     g_ptr_array_remove_fast (p->server->pending, p);
   p->server = NULL;
   if (p->stream)
-    g_io_stream_close (G_IO_STREAM (p->stream), NULL, NULL);
+    {
+      /* Before the relay took it, the stream is the peer's socket: its
+       * last close is the reaper's (vgicd-reaper.c). */
+      if (!vgicd_relay_of_stream (G_IO_STREAM (p->stream)))
+        vgicd_reaper_take_over (g_socket_get_fd (g_socket_connection_get_socket (p->stream)));
+      g_io_stream_close (G_IO_STREAM (p->stream), NULL, NULL);
+    }
   pending_free (p);
 }
 
@@ -749,8 +763,10 @@ on_first_byte (GSocket *sock, GIOCondition cond, gpointer data)
       pending_drop (p);
       return G_SOURCE_REMOVE;
     }
-  /* The relay takes the socket (a duplicate: GSocket keeps its own). */
-  fd = dup (g_socket_get_fd (sock));
+  /* The relay takes the socket, and GSocket is left an inert one to
+   * close: the last close of the peer's is the reaper's, after the relay's
+   * (vgicd-reaper.c). */
+  fd = vgicd_reaper_steal (g_socket_get_fd (sock));
   if (fd < 0)
     g_set_error (&error, G_IO_ERROR, g_io_error_from_errno (errno), "%s", g_strerror (errno));
   relayed = fd < 0 ? NULL :
@@ -868,7 +884,7 @@ typedef struct {
 static void
 door_count (VgicdServer *server, pid_t pid, DoorCounts *c)
 {
-  *c = (DoorCounts) { 0 };
+  *c = (DoorCounts) { .all_fds = vgicd_reaper_pending () };	/* as fds_charged() */
   for (guint i = 0; i < server->pending->len; i++)
     {
       const Pending *q = g_ptr_array_index (server->pending, i);
@@ -1038,6 +1054,7 @@ on_incoming (VgicdServer *server, GSocketConnection *stream)
       server->daemon->totals.refused++;
       vgicd_daemon_changed (server->daemon);
       log_refusal (server, uid, pid, why);
+      vgicd_reaper_take_over (g_socket_get_fd (sock));
       g_io_stream_close (G_IO_STREAM (stream), NULL, NULL);
       return;
     }
@@ -1109,8 +1126,7 @@ accept_shed (VgicdServer *server, const char *why)
     }
   close (server->spare_fd);
   fd = accept4 (g_socket_get_fd (server->listener), NULL, NULL, SOCK_CLOEXEC);
-  if (fd >= 0)
-    close (fd);
+  vgicd_reaper_close (fd);
   server->spare_fd = fcntl (g_socket_get_fd (server->listener), F_DUPFD_CLOEXEC, 0);
   door_log (server, DOOR_LOG_ACCEPT, G_LOG_LEVEL_WARNING,
             "closed a connection at accept(): %s (vgicd holds as many descriptors as "
@@ -1319,6 +1335,7 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
   g_socket_set_blocking (sock, FALSE);
   server->listener = g_steal_pointer (&sock);
   server->spare_fd = fcntl (g_socket_get_fd (server->listener), F_DUPFD_CLOEXEC, 0);
+  vgicd_reaper_start ();	/* its thread and inert socket, before any peer */
   accept_watch (server);
   return server;
 }

@@ -51,6 +51,7 @@
 #include "crc32c.h"
 #include "fake-save.h"
 #include "vgic-record.h"
+#include "vgicd-reaper.h"
 #include "vgicd-session-private.h"
 #include "vgicd/protocol.h"
 
@@ -164,6 +165,8 @@ world_init (void)
   daemon_state.config = vgicd_config_load ("/nonexistent/vgicd.conf", &error);
   if (!daemon_state.config)
     g_error ("defaults: %s", error->message);
+  /* Its inert socket, before the first count of descriptors. */
+  vgicd_reaper_start ();
   daemon_state.vms_conf = "/nonexistent/vms.conf";
   daemon_state.vms_dir = "/nonexistent/vms.d";
   daemon_state.sessions = g_ptr_array_new ();
@@ -763,9 +766,12 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   g_clear_pointer (&p.step, g_variant_unref);
   g_clear_pointer (&p.record, g_bytes_unref);
   g_clear_pointer (&p.vm, g_variant_unref);
-  /* Let the closed channels' sources go. */
+  /* Let the closed channels' sources go, and the reaper thread close
+   * their sockets (vgicd-reaper.c). */
   while (g_main_context_iteration (NULL, FALSE))
     ;
+  while (vgicd_reaper_pending ())
+    g_usleep (100);
   if (daemon_state.sessions->len != 0 || count_fds () != fds)
     abort ();
   return 0;

@@ -3,13 +3,20 @@
  * test-vgicd-peers.c - what a peer may say to vgicd and what it gets: a
  * protocol 1 peer served as before, names vgicd refuses, reports that are
  * not errnos, a step channel sent garbage or never read, a flood and
- * stray descriptors on the bus connection, another peer's session.
+ * stray descriptors on the bus connection, descriptors whose last close
+ * waits, another peer's session.
  */
+#define _GNU_SOURCE /* accept4 */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <gio/gunixfdlist.h>
+#include <glib-unix.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "vgicd-test.h"
 #include "vgicd/protocol.h"
@@ -389,6 +396,277 @@ test_admitted_peer_bounds (void)
   g_assert_nonnull (strstr (log, "it sent file descriptors"));
 }
 
+/* A TCP socket whose last close waits @linger s: SO_LINGER set, and data
+ * queued that the other end of its loopback connection (*@hold, for the
+ * caller to keep open while it matters, then close) never reads, so the
+ * window stays shut.  A compromised QEMU can make one and pass it. */
+static int
+lingering_tcp (int linger, int *hold)
+{
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  socklen_t alen = sizeof a;
+  struct linger lg = { 1, linger };
+  int small = 4096, l, c, s;
+  char buf[4096] = { 0 };
+
+  l = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_assert_cmpint (l, >=, 0);
+  g_assert_cmpint (setsockopt (l, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), ==, 0);
+  g_assert_cmpint (bind (l, (struct sockaddr *) &a, sizeof a), ==, 0);
+  g_assert_cmpint (listen (l, 1), ==, 0);
+  g_assert_cmpint (getsockname (l, (struct sockaddr *) &a, &alen), ==, 0);
+  c = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_assert_cmpint (c, >=, 0);
+  g_assert_cmpint (setsockopt (c, SOL_SOCKET, SO_SNDBUF, &small, sizeof small), ==, 0);
+  g_assert_cmpint (connect (c, (struct sockaddr *) &a, sizeof a), ==, 0);
+  s = accept4 (l, NULL, NULL, SOCK_CLOEXEC);
+  g_assert_cmpint (s, >=, 0);
+  close (l);
+  /* Until the window is shut and the sender's own buffer full. */
+  for (guint round = 0; round < 3; round++)
+    {
+      while (send (c, buf, sizeof buf, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+        ;
+      g_assert_cmpint (errno, ==, EAGAIN);
+      g_usleep (50000);
+    }
+  g_assert_cmpint (setsockopt (c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), ==, 0);
+  *hold = s;
+  return c;
+}
+
+/* @len bytes of @data on @sock, with @fd passed along (SCM_RIGHTS). */
+static void
+send_with_fd (int sock, const void *data, gsize len, int fd)
+{
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE (sizeof (int))];
+  } control = { 0 };
+  struct iovec iov = { (void *) data, len };
+  struct msghdr mh = {
+    .msg_iov = &iov, .msg_iovlen = 1,
+    .msg_control = control.buf, .msg_controllen = sizeof control.buf,
+  };
+  struct cmsghdr *cm = CMSG_FIRSTHDR (&mh);
+
+  cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN (sizeof (int));
+  memcpy (CMSG_DATA (cm), &fd, sizeof fd);
+  g_assert_cmpint (sendmsg (sock, &mh, MSG_NOSIGNAL), ==, (gssize) len);
+}
+
+/* Stop vgicd (SIGSTOP) and wait until all its threads are stopped. */
+static void
+vgicd_stop (VgicdHarness *h)
+{
+  g_autofree char *dir = g_strdup_printf ("/proc/%d/task", (int) h->vgicd_pid);
+
+  g_assert_cmpint (kill (h->vgicd_pid, SIGSTOP), ==, 0);
+  for (guint i = 0; i < VGICD_TEST_PATIENCE_MS / 10; i++)
+    {
+      g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+      gboolean all = d != NULL;
+      const char *t;
+
+      while (all && (t = g_dir_read_name (d)))
+        {
+          g_autofree char *path = g_strdup_printf ("%s/%s/stat", dir, t);
+          g_autofree char *stat = NULL;
+          const char *paren;
+
+          /* "PID (COMM) STATE ...": T when stopped by a signal. */
+          all = g_file_get_contents (path, &stat, NULL, NULL) &&
+                (paren = strrchr (stat, ')')) && paren[1] == ' ' && paren[2] == 'T';
+        }
+      if (all)
+        return;
+      g_usleep (10000);
+    }
+  g_assert_not_reached ();
+}
+
+/* @len bytes of @data with @fd on @sock, then @fd closed, while vgicd is
+ * stopped: so the descriptor is in flight when this test lets it go, and
+ * vgicd's handling of it is its last close, whichever thread makes it
+ * (and this test never waits on its own close). */
+static void
+pass_last_reference (VgicdHarness *h, int sock, const void *data, gsize len, int fd)
+{
+  vgicd_stop (h);
+  send_with_fd (sock, data, len, fd);
+  close (fd);
+  g_assert_cmpint (kill (h->vgicd_pid, SIGCONT), ==, 0);
+}
+
+/* Did vgicd close its end of the step channel @fd (end of file within
+ * @ms)? */
+static gboolean
+channel_closed (int fd, int ms)
+{
+  struct pollfd p = { fd, POLLIN, 0 };
+  char buf[256];
+
+  return poll (&p, 1, ms) == 1 && recv (fd, buf, sizeof buf, MSG_DONTWAIT) == 0;
+}
+
+/* The weapon is real here: the last close of lingering_tcp (1, ...) waits
+ * out its second (so the test below would fail where vgicd made it). */
+static void
+assert_last_close_waits (void)
+{
+  int hold, c = lingering_tcp (1, &hold);
+  gint64 t0 = g_get_monotonic_time (), took;
+
+  close (c);
+  took = g_get_monotonic_time () - t0;
+  g_test_message ("a lingering socket's last close, SO_LINGER 1 s: %.2f s",
+                  (double) took / G_USEC_PER_SEC);
+  g_assert_cmpint (took, >=, G_USEC_PER_SEC / 2);
+  close (hold);
+}
+
+/* A compromised QEMU passes sockets whose last close waits an hour, where
+ * vgicd's protocol passes none: with a call on its bus connection, inside
+ * a unix socket inside a call, with a packet on the step channel, and with
+ * a call of Manager1 on the system bus.  Each is closed off every thread
+ * that serves anyone (vgicd-reaper.c), defused first so it does not wait:
+ * the peer is closed at once as before, and vgicd serves on.  Where vgicd
+ * dropped such a descriptor on its relay thread or its main loop (before
+ * the reaper), that thread stopped for the hour: every peer's handshake,
+ * every VM's save and load, and Manager1 with it. */
+static void
+test_lingering_descriptors (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  static const char *const features[] = { "channel", "record-window", NULL };
+  const guint8 save[9] = { VGICD_CHANNEL_SAVE };
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicSim) sim = make_sim (s, TRUE);
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree guint8 *blob = NULL;
+  g_autofree char *log = NULL;
+  int hold[4], t, fd, pair[2];
+  OldPeer p = { 0 };
+  gsize len;
+
+  assert_last_close_waits ();
+  blob = raw_call (1, NULL, &len);
+
+  /* With a call on the bus connection. */
+  t = lingering_tcp (3600, &hold[0]);
+  fd = raw_peer_connect (h);
+  pass_last_reference (h, fd, blob, len, t);
+  g_assert_true (raw_peer_closed (fd, VGICD_TEST_PATIENCE_MS));
+  close (fd);
+
+  /* Queued in a unix socket that goes with a call. */
+  t = lingering_tcp (3600, &hold[1]);
+  g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), ==, 0);
+  send_with_fd (pair[0], "t", 1, t);
+  close (t);
+  fd = raw_peer_connect (h);
+  pass_last_reference (h, fd, blob, len, pair[1]);
+  g_assert_true (raw_peer_closed (fd, VGICD_TEST_PATIENCE_MS));
+  close (fd);
+  close (pair[0]);
+
+  /* With a packet on the step channel. */
+  t = lingering_tcp (3600, &hold[2]);
+  peer_attach (&p, h, src, s, "lingering", features);
+  pass_last_reference (h, p.channel, save, sizeof save, t);
+  g_assert_true (channel_closed (p.channel, VGICD_TEST_PATIENCE_MS));
+
+  /* With a call of Manager1, through the system bus (dbus-daemon passes
+   * the caller's descriptors on): sent and flushed while vgicd is
+   * stopped, then let go. */
+  {
+    g_autoptr (GDBusConnection) bus = g_dbus_connection_new_for_address_sync (
+      h->bus_address,
+      G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+      G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL, NULL, &error);
+    g_autoptr (GUnixFDList) list = g_unix_fd_list_new ();
+
+    g_assert_no_error (error);
+    t = lingering_tcp (3600, &hold[3]);
+    g_assert_cmpint (g_unix_fd_list_append (list, t, &error), ==, 0);
+    vgicd_stop (h);
+    g_dbus_connection_call_with_unix_fd_list (
+      bus, "org.vgicd.Manager1", "/org/vgicd/Manager1", "org.vgicd.Manager1", "GetStats",
+      NULL, NULL, G_DBUS_CALL_FLAGS_NONE, -1, list, NULL, NULL, NULL);
+    g_assert_true (g_dbus_connection_flush_sync (bus, NULL, &error));
+    g_assert_no_error (error);
+    g_clear_object (&list);
+    close (t);
+    g_assert_cmpint (kill (h->vgicd_pid, SIGCONT), ==, 0);
+  }
+
+  /* vgicd serves on: an honest QEMU attaches and saves, the protocol 1
+   * peer's D-Bus session still works, Manager1 answers. */
+  c = attach (h, sim, s, "honest");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+  {
+    g_autoptr (GVariant) done = NULL;
+    const char *action = NULL;
+    guint steps;
+
+    done = old_peer_run (&p, src, "Save", NULL, &steps);
+
+    g_assert_true (g_variant_lookup (done, "action", "&s", &action));
+    g_assert_cmpstr (action, ==, "done");
+  }
+  old_peer_clear (&p);
+  g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, 2);
+  log = vgicd_harness_read_log (h);
+  g_assert_nonnull (strstr (log, "it sent file descriptors"));
+  g_assert_nonnull (strstr (log, "VM lingering: closing the step channel: a packet with "
+                                 "file descriptors"));
+  g_assert_null (strstr (log, "took"));	/* no close waited on the reaper either */
+  for (guint i = 0; i < G_N_ELEMENTS (hold); i++)
+    close (hold[i]);
+}
+
+/* The same sent by a connection the door refuses at accept(), its bytes
+ * and descriptors queued before vgicd took it (MaxConnectionsPerProcess=1,
+ * and this process holds one): the door's close of it is the reaper's
+ * too. */
+static void
+test_lingering_descriptors_refused (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = vgicd_harness_start (
+    vgicd_test_bin, vgicd_test_policy,
+    "Mode=auto\nAllowUsers=root\nMaxConnectionsPerProcess=1\n", &error);
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  int hold, t, first, refused, pair[2];
+
+  g_assert_no_error (error);
+  g_strlcpy (a.sun_path, h->socket_path, sizeof a.sun_path);
+  first = raw_peer_connect (h);
+  t = lingering_tcp (3600, &hold);
+  g_assert_cmpint (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), ==, 0);
+  send_with_fd (pair[0], "t", 1, t);
+  close (t);
+  /* vgicd stopped meanwhile, so that all is queued before its accept(). */
+  refused = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  vgicd_stop (h);
+  g_assert_cmpint (connect (refused, (struct sockaddr *) &a, sizeof a), ==, 0);
+  send_with_fd (refused, "", 1, pair[1]);
+  close (pair[1]);
+  g_assert_cmpint (kill (h->vgicd_pid, SIGCONT), ==, 0);
+  g_assert_true (raw_peer_closed (refused, VGICD_TEST_PATIENCE_MS));
+  close (refused);
+  close (pair[0]);
+  /* Answered by the main loop, which made the door's close. */
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, 1);
+  close (first);
+  close (hold);
+}
+
 /* A peer reaches only the session it attached: another connection does not
  * even see it. */
 static void
@@ -425,6 +703,8 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/report-error-not-errno", test_report_error_not_errno);
   g_test_add_func ("/vgicd/attach-names", test_attach_names);
   g_test_add_func ("/vgicd/admitted-peer-bounds", test_admitted_peer_bounds);
+  g_test_add_func ("/vgicd/lingering-descriptors", test_lingering_descriptors);
+  g_test_add_func ("/vgicd/lingering-descriptors-refused", test_lingering_descriptors_refused);
   g_test_add_func ("/vgicd/sessions-are-private", test_sessions_are_private);
   return g_test_run ();
 }

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * vgicd-reaper.h - the last close of every socket a peer could have put a
+ * file descriptor in, made on a thread of its own (vgicd-reaper.c says
+ * why: a peer chooses what that close does, and it may wait forever).
+ */
+#pragma once
+
+#include <glib.h>
+
+/**
+ * vgicd_reaper_close() - close @fd on the reaper thread, defused first
+ * @fd: a socket a peer wrote to, or a descriptor a peer sent (taken: the
+ *	caller must not use it again)
+ *
+ * Returns at once.  Without the thread (it could not start) the socket is
+ * defused and closed here, with a warning.
+ */
+void vgicd_reaper_close (int fd);
+
+/**
+ * vgicd_reaper_take_over() - the same, for a descriptor the caller cannot
+ * give away (a GSocket's): the file behind @fd goes to the reaper, and @fd
+ * is pointed at an inert socket, for its owner to close as usual
+ * @fd: the descriptor (stays open)
+ *
+ * With no descriptor to spare (EMFILE) the socket is defused here, with a
+ * warning, and the owner's close is the last.
+ */
+void vgicd_reaper_take_over (int fd);
+
+/**
+ * vgicd_reaper_steal() - move the file behind @fd to a new descriptor,
+ * and point @fd at an inert socket, for its owner (a GSocket) to close
+ * @fd: the descriptor (stays open)
+ * Return: the new descriptor (close-on-exec), or -1 with errno, @fd
+ *	unchanged
+ */
+int vgicd_reaper_steal (int fd);
+
+/* vgicd_reaper_start() - start the thread now, while descriptors and
+ * threads are to be had (the first use would otherwise) */
+void vgicd_reaper_start (void);
+
+/* vgicd_reaper_pending() - descriptors waiting for the reaper: the door
+ * charges them to the peers (vgicd-server.c) */
+guint vgicd_reaper_pending (void);

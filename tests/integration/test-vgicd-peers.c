@@ -499,15 +499,20 @@ pass_last_reference (VgicdHarness *h, int sock, const void *data, gsize len, int
   g_assert_cmpint (kill (h->vgicd_pid, SIGCONT), ==, 0);
 }
 
-/* Did vgicd close its end of the step channel @fd (end of file within
- * @ms)? */
+/* Did vgicd close its end of the step channel @fd within @ms?  An end of
+ * file, or a reset when the close found the packet it refused still
+ * queued (a race between vgicd's shutdown and its reaper's close). */
 static gboolean
 channel_closed (int fd, int ms)
 {
   struct pollfd p = { fd, POLLIN, 0 };
   char buf[256];
+  ssize_t n;
 
-  return poll (&p, 1, ms) == 1 && recv (fd, buf, sizeof buf, MSG_DONTWAIT) == 0;
+  if (poll (&p, 1, ms) != 1)
+    return FALSE;
+  n = recv (fd, buf, sizeof buf, MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
 }
 
 /* The weapon is real here: the last close of lingering_tcp (1, ...) waits
@@ -625,7 +630,8 @@ test_lingering_descriptors (void)
   g_assert_nonnull (strstr (log, "it sent file descriptors"));
   g_assert_nonnull (strstr (log, "VM lingering: closing the step channel: a packet with "
                                  "file descriptors"));
-  g_assert_null (strstr (log, "took"));	/* no close waited on the reaper either */
+  /* No close waited on the reaper either (it logs one that does). */
+  g_assert_null (strstr (log, "on vgicd's reaper thread"));
   for (guint i = 0; i < G_N_ELEMENTS (hold); i++)
     close (hold[i]);
 }

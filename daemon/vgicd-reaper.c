@@ -101,6 +101,7 @@ defuse_inner (int fd, guint depth, Budget *b)
 static guint
 read_room (void)
 {
+  g_autoptr (GError) error = NULL;
   g_autoptr (GDir) dir = NULL;
   struct rlimit r;
   guint open = 0;
@@ -109,9 +110,21 @@ read_room (void)
     return 0;
   if (r.rlim_cur == RLIM_INFINITY)
     return FDS_PER_READ;
-  dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  dir = g_dir_open ("/proc/self/fd", 0, &error);
   if (!dir)
-    return 0;
+    {
+      static gsize told;
+
+      if (g_once_init_enter (&told))
+        {
+          g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                            "MESSAGE", "vgicd's reaper thread cannot count vgicd's "
+                            "descriptors (%s): it closes peers' sockets without defusing "
+                            "the descriptors queued in them", error->message);
+          g_once_init_leave (&told, 1);
+        }
+      return 0;
+    }
   while (g_dir_read_name (dir))
     open++;
   if ((rlim_t) open + KEEP_FREE >= r.rlim_cur)

@@ -84,13 +84,17 @@ on_packet (gint fd, GIOCondition cond, gpointer data)
   g_autoptr (GVariant) reply = NULL;
   const char *type;
   VgicdChannelHeader h;
-  struct iovec iov = { buf, VGICD_CHANNEL_MAX };
-  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+  gboolean fds;
   ssize_t n;
 
-  n = recvmsg (fd, &mh, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  n = vgicd_recv_no_fds (fd, buf, VGICD_CHANNEL_MAX, MSG_TRUNC, &fds);
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return G_SOURCE_CONTINUE;
+  if (n < 0 && errno == EIO)
+    {
+      channel_refuse (c, "a packet that changed between a peek and its read");
+      return G_SOURCE_REMOVE;
+    }
   if (n <= 0)
     {
       /* The peer closed it (QEMU exited, or gave up on a call); the D-Bus
@@ -98,15 +102,9 @@ on_packet (gint fd, GIOCondition cond, gpointer data)
       channel_close (c);
       return G_SOURCE_REMOVE;
     }
-  if (mh.msg_flags & MSG_CTRUNC)
+  if (fds)
     {
       channel_refuse (c, "a packet with file descriptors, which the protocol never passes");
-      return G_SOURCE_REMOVE;
-    }
-  /* The packet peeked, taken. */
-  if (recv (fd, buf, VGICD_CHANNEL_MAX, MSG_TRUNC | MSG_DONTWAIT) != n)
-    {
-      channel_refuse (c, "a packet that changed between a peek and its read");
       return G_SOURCE_REMOVE;
     }
   if ((gsize) n < sizeof h || n > VGICD_CHANNEL_MAX)

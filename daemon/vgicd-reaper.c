@@ -340,6 +340,25 @@ vgicd_reaper_start (void)
   reaper_started ();
 }
 
+gssize
+vgicd_recv_no_fds (int fd, void *buf, gsize len, int flags, gboolean *fds)
+{
+  struct iovec iov = { buf, len };
+  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+  ssize_t n = recvmsg (fd, &mh, MSG_PEEK | MSG_DONTWAIT | flags);
+
+  *fds = n >= 0 && (mh.msg_flags & MSG_CTRUNC);
+  if (n <= 0 || *fds)
+    return n;
+  /* MIN: with MSG_TRUNC, n is a packet's whole length. */
+  if (recv (fd, buf, MIN ((gsize) n, len), MSG_DONTWAIT | flags) != n)
+    {
+      errno = EIO;
+      return -1;
+    }
+  return n;
+}
+
 guint
 vgicd_reaper_pending (void)
 {

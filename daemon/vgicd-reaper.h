@@ -42,6 +42,21 @@ int vgicd_reaper_steal (int fd);
  * threads are to be had (the first use would otherwise) */
 void vgicd_reaper_start (void);
 
+/**
+ * vgicd_recv_no_fds() - read what a peer sent, never past bytes that
+ * carry descriptors: a peek with no room for any, then, when none came
+ * with them, the same bytes for real (vgicd-reaper.c says why)
+ * @fd: the peer's socket (non-blocking reads: MSG_DONTWAIT)
+ * @buf: where the bytes go
+ * @len: its size
+ * @flags: more recv() flags for both (MSG_TRUNC on a packet socket)
+ * @fds: (out): whether descriptors came; then @buf holds the bytes
+ *	peeked, and they and the descriptors stay queued
+ * Return: what recv() returns; -1 with EIO when the bytes taken are not
+ *	the bytes peeked (another reader of @fd)
+ */
+gssize vgicd_recv_no_fds (int fd, void *buf, gsize len, int flags, gboolean *fds);
+
 /* vgicd_reaper_pending() - descriptors waiting for the reaper: the door
  * charges them to the peers (vgicd-server.c) */
 guint vgicd_reaper_pending (void);

@@ -640,37 +640,28 @@ to_bus_room (VgicdRelay *r)
   return held < RELAY_QUEUE_MAX ? RELAY_QUEUE_MAX - held : 0;
 }
 
-/* Read what the peer sent: a peek with no control buffer, then, when no
- * descriptor came with them, the same bytes for real (see the theory). */
+/* Read what the peer sent, never past bytes that carry descriptors (see
+ * the theory). */
 static gboolean
 read_peer (VgicdRelay *r)
 {
   gsize room = to_bus_room (r);
   g_autofree guint8 *buf = NULL;
-  struct iovec iov;
-  struct msghdr mh = { 0 };
   g_autofree char *why = NULL;
+  gboolean fds;
   ssize_t n;
 
   if (room == 0)
     return FALSE;
   buf = g_malloc (room);
-  iov = (struct iovec) { buf, room };
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  n = recvmsg (r->peer_fd, &mh, MSG_PEEK | MSG_DONTWAIT);
+  /* With descriptors in them, the bytes stay queued: the peer is closed
+   * below. */
+  n = vgicd_recv_no_fds (r->peer_fd, buf, room, 0, &fds);
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return FALSE;
   if (n <= 0)
     {
       relay_close (r, NULL, FALSE);	/* the peer went */
-      return FALSE;
-    }
-  /* With descriptors in them, the bytes stay queued: the peer is closed
-   * below.  Only this thread reads the socket, so all n are there. */
-  if (!(mh.msg_flags & MSG_CTRUNC) && recv (r->peer_fd, buf, (gsize) n, MSG_DONTWAIT) != n)
-    {
-      relay_close (r, NULL, FALSE);
       return FALSE;
     }
   if (r->peer_state != PEER_MESSAGES)
@@ -681,7 +672,7 @@ read_peer (VgicdRelay *r)
         return FALSE;
       /* Descriptors come with the read's last bytes: a message's, if the
        * handshake ended in this read. */
-      if (mh.msg_flags & MSG_CTRUNC)
+      if (fds)
         {
           if (r->peer_state == PEER_MESSAGES)
             peer_misbehaves (r, "it sent file descriptors, which vgicd's protocol never passes");
@@ -701,7 +692,7 @@ read_peer (VgicdRelay *r)
       bus_begin (r);
       return TRUE;
     }
-  if (mh.msg_flags & MSG_CTRUNC)
+  if (fds)
     {
       peer_misbehaves (r, "it sent file descriptors, which vgicd's protocol never passes");
       return FALSE;

@@ -290,6 +290,31 @@ raw_peer_closed (int fd, int ms)
   return FALSE;
 }
 
+/* @len bytes of @data on @sock, with the @n descriptors @fds passed
+ * along (SCM_RIGHTS). */
+static void
+send_with_fds (int sock, const void *data, gsize len, const int *fds, guint n)
+{
+  g_autofree char *control = g_malloc0 (CMSG_SPACE (n * sizeof (int)));
+  struct iovec iov = { (void *) data, len };
+  struct msghdr mh = {
+    .msg_iov = &iov, .msg_iovlen = 1,
+    .msg_control = control, .msg_controllen = CMSG_SPACE (n * sizeof (int)),
+  };
+  struct cmsghdr *cm = CMSG_FIRSTHDR (&mh);
+
+  cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN (n * sizeof (int));
+  memcpy (CMSG_DATA (cm), fds, n * sizeof (int));
+  g_assert_cmpint (sendmsg (sock, &mh, MSG_NOSIGNAL), ==, (gssize) len);
+}
+
+static void
+send_with_fd (int sock, const void *data, gsize len, int fd)
+{
+  send_with_fds (sock, data, len, &fd, 1);
+}
+
 /* Rows 3 and 4, for a peer on AllowUsers (the door keeps out the others):
  * 200,000 calls sent without reading an answer, then a call carrying file
  * descriptors.  Each peer is closed, vgicd's memory and descriptors stay
@@ -342,23 +367,12 @@ test_admitted_peer_bounds (void)
   {
     g_autoptr (GUnixFDList) list = g_unix_fd_list_new ();
     g_autofree guint8 *blob = NULL;
-    char cbuf[CMSG_SPACE (200 * sizeof (int))];
-    struct iovec iov;
-    struct msghdr mh = { 0 };
-    struct cmsghdr *cm;
 
     for (guint i = 0; i < 200; i++)
       g_unix_fd_list_append (list, 0, NULL);	/* dups of stdin, the list's */
     blob = raw_call (1, list, &len);
     fd = raw_peer_connect (h);
-    iov = (struct iovec) { blob, len };
-    mh.msg_iov = &iov, mh.msg_iovlen = 1;
-    mh.msg_control = cbuf, mh.msg_controllen = sizeof cbuf;
-    cm = CMSG_FIRSTHDR (&mh);
-    cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN (200 * sizeof (int));
-    memcpy (CMSG_DATA (cm), g_unix_fd_list_peek_fds (list, NULL), 200 * sizeof (int));
-    g_assert_cmpint (sendmsg (fd, &mh, MSG_NOSIGNAL), ==, (gssize) len);
+    send_with_fds (fd, blob, len, g_unix_fd_list_peek_fds (list, NULL), 200);
     g_assert_true (raw_peer_closed (fd, 10000));
     close (fd);
   }
@@ -433,27 +447,6 @@ lingering_tcp (int linger, int *hold)
   g_assert_cmpint (setsockopt (c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), ==, 0);
   *hold = s;
   return c;
-}
-
-/* @len bytes of @data on @sock, with @fd passed along (SCM_RIGHTS). */
-static void
-send_with_fd (int sock, const void *data, gsize len, int fd)
-{
-  union {
-    struct cmsghdr align;
-    char buf[CMSG_SPACE (sizeof (int))];
-  } control = { 0 };
-  struct iovec iov = { (void *) data, len };
-  struct msghdr mh = {
-    .msg_iov = &iov, .msg_iovlen = 1,
-    .msg_control = control.buf, .msg_controllen = sizeof control.buf,
-  };
-  struct cmsghdr *cm = CMSG_FIRSTHDR (&mh);
-
-  cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (cm), &fd, sizeof fd);
-  g_assert_cmpint (sendmsg (sock, &mh, MSG_NOSIGNAL), ==, (gssize) len);
 }
 
 /* Stop vgicd (SIGSTOP) and wait until all its threads are stopped. */

@@ -117,6 +117,12 @@ static const VgicdConfigKey config_keys[] = {
    * claiming UUIDs, which evicts its own oldest, never another's. */
   NUMBER ("HistoryVMsPerProcess", "4", 1, 65536, "number of VMs", history_vms_per_process,
           "VMs one process's sessions may add to the history"),
+  /* journald drops a service's lines past its rate limit, every VM's
+   * with them: a peer that makes vgicd write one line per cheap call is
+   * held to its share (daemon/vgicd-logshare.c).  A QEMU writes
+   * three to five lines a migration. */
+  NUMBER ("LogLinesPerProcess", "120", 1, 65536, "number of lines", log_lines_per_process,
+          "log lines one process (one QEMU) may cause in a minute; the rest are counted"),
   KEY ("MetricsTextfile", PROM_PATH, NULL, metrics_textfile,
        "a .prom file for node_exporter's textfile collector"),
   /* Read by libvirt's qemu hook, not by vgicd: the off switch that lasts

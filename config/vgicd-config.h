@@ -112,6 +112,7 @@ typedef struct {
   guint history;	/* [vgicd] History= operations kept per VM */
   guint history_vms;	/* [vgicd] HistoryVMs= VMs whose history is kept */
   guint history_vms_per_process;	/* [vgicd] HistoryVMsPerProcess= */
+  guint log_lines_per_process;	/* [vgicd] LogLinesPerProcess= */
   char *metrics_textfile;	/* [vgicd] MetricsTextfile= .prom path, or NULL */
   gboolean libvirt_hook;	/* [vgicd] LibvirtHook=: libvirt's qemu hook acts (vgicd-hook.c) */
 } VgicdConfig;

@@ -13,6 +13,7 @@
 #include <gio/gio.h>
 
 #include "vgicd-config.h"
+#include "vgicd-logshare.h"
 
 typedef struct _VgicdSession VgicdSession;
 typedef struct _VgicdHistory VgicdHistory;
@@ -70,6 +71,7 @@ typedef struct {
   gint64 start_usec;		/* g_get_monotonic_time() at start */
   gint64 start_real_usec;	/* g_get_real_time() at start: vgicd_start_time_seconds */
   VgicdHistory *history;	/* operations kept after their session (vgicd-history.h) */
+  VgicdLogShares *log_shares;	/* each peer process's journal lines (vgicd-logshare.h) */
   guint metrics_timeout;	/* a textfile write pending (vgicd-metrics.h) */
   guint metrics_refresh;	/* the textfile's next write on an idle host */
   gboolean metrics_failing;	/* the last textfile write failed (logged once) */

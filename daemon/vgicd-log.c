@@ -7,9 +7,40 @@
  * can select one VM's history with `journalctl VGICD_VM=name`, and
  * monitoring can take the figures without parsing prose.  The MESSAGE is
  * the same facts for a person, starting with "VM name:".
+ *
+ * Each is charged to the session's process, which caused it: past its
+ * share (LogLinesPerProcess=, vgicd-logshare.c) it is counted and not
+ * written, and the next one written says how many were not.
  */
 #include "vgicd-catalog.h"
 #include "vgicd-session-private.h"
+
+/* May @s's process write a line now?  On TRUE, *@line is @message as the
+ * line says it: "VM name: " before it unless it @has_vm already, and what
+ * was not logged before it after. */
+static gboolean
+charge (VgicdSession *s, const char *message, gboolean has_vm, char **line)
+{
+  VgicdLogShares *shares = s->daemon ? s->daemon->log_shares : NULL;
+  g_autofree char *said = NULL;
+  guint64 unlogged;
+
+  switch (vgicd_log_shares_take (shares, s->pid, &unlogged))
+    {
+    case VGICD_LOG_DROP_FIRST:
+      vgicd_log_over_share (shares, s->pid, s->name);
+      return FALSE;
+    case VGICD_LOG_DROP:
+      return FALSE;
+    case VGICD_LOG_WRITE:
+      break;
+    }
+  said = has_vm ? g_strdup (message) : g_strdup_printf ("VM %s: %s", s->name, message);
+  *line = unlogged ? g_strdup_printf ("%s (and %" G_GUINT64_FORMAT " lines of pid %d not "
+                                      "logged before it)", said, unlogged, (int) s->pid)
+                   : g_steal_pointer (&said);
+  return TRUE;
+}
 
 void
 vgicd_session_log_op (VgicdSession *s, GLogLevelFlags level, const char *operation,
@@ -20,8 +51,10 @@ vgicd_session_log_op (VgicdSession *s, GLogLevelFlags level, const char *operati
   g_autofree char *ioctls = g_strdup_printf ("%u", s->op_ioctls);
   g_autofree char *exec_ns = g_strdup_printf ("%" G_GUINT64_FORMAT, s->op_ns);
   g_autofree char *busy_ns = g_strdup_printf ("%" G_GINT64_FORMAT, s->op_busy * 1000);
-  g_autofree char *line = g_strdup_printf ("VM %s: %s", s->name, message);
+  g_autofree char *line = NULL;
 
+  if (!charge (s, message, FALSE, &line))
+    return;
   /* MESSAGE goes last: its format consumes the remaining arguments. */
   g_log_structured (G_LOG_DOMAIN, level,
                     "VGICD_VM", s->name,
@@ -62,8 +95,10 @@ vgicd_session_log_outcome (VgicdSession *s, GLogLevelFlags level, const VgicdOp 
   g_autofree char *regs = g_strdup_printf ("%u", op->registers);
   g_autofree char *bytes = g_strdup_printf ("%" G_GUINT64_FORMAT, op->bytes);
   g_autofree char *single = g_strdup_printf ("%" G_GUINT64_FORMAT, op->single_ns);
-  g_autofree char *line = g_strdup_printf ("VM %s: %s", s->name, message);
+  g_autofree char *line = NULL;
 
+  if (!charge (s, message, FALSE, &line))
+    return;
   g_log_structured (G_LOG_DOMAIN, level,
                     "MESSAGE_ID", message_id (op),
                     "VGICD_VM", s->name,
@@ -88,20 +123,23 @@ void
 vgicd_session_log (VgicdSession *s, GLogLevelFlags level, const char *field,
                    const char *value, const char *format, ...)
 {
-  g_autofree char *message = NULL;
+  g_autofree char *message = NULL, *line = NULL;
   va_list ap;
 
   va_start (ap, format);
   message = g_strdup_vprintf (format, ap);
   va_end (ap);
+  /* Its callers' format says "VM name: " itself. */
+  if (!charge (s, message, TRUE, &line))
+    return;
   if (field && g_str_equal (field, "VGICD_FALLBACK"))
     g_log_structured (G_LOG_DOMAIN, level, "MESSAGE_ID", VGICD_MESSAGE_FALLBACK,
                       "VGICD_VM", s->name, "VGICD_UUID", s->uuid, field, value,
-                      "MESSAGE", "%s", message);
+                      "MESSAGE", "%s", line);
   else if (field)
     g_log_structured (G_LOG_DOMAIN, level, "VGICD_VM", s->name, field, value,
-                      "MESSAGE", "%s", message);
+                      "MESSAGE", "%s", line);
   else
     g_log_structured (G_LOG_DOMAIN, level, "VGICD_VM", s->name,
-                      "MESSAGE", "%s", message);
+                      "MESSAGE", "%s", line);
 }

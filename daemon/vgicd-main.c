@@ -180,6 +180,7 @@ on_sighup (gpointer data)
   v->daemon.mode = config->mode;
   vgicd_history_resize (v->daemon.history, config->history, config->history_vms);
   vgicd_history_set_vms_per_process (v->daemon.history, config->history_vms_per_process);
+  vgicd_log_shares_set_per_minute (v->daemon.log_shares, config->log_lines_per_process);
   vgicd_metrics_stop (&v->daemon);
   vgicd_metrics_write_now (&v->daemon);
   apply_allow_list (v);
@@ -207,6 +208,7 @@ vgicd_clear (Vgicd *v)
   g_clear_pointer (&v->daemon.sessions, g_ptr_array_unref);
   vgicd_metrics_stop (&v->daemon);
   g_clear_pointer (&v->daemon.history, vgicd_history_free);
+  g_clear_pointer (&v->daemon.log_shares, vgicd_log_shares_free);
   g_clear_pointer (&v->daemon.config, vgicd_config_free);
   g_clear_pointer (&v->daemon.kernel_batch_source, g_free);
   g_clear_pointer (&v->daemon.kernel_batch_unprobed, g_free);
@@ -334,6 +336,7 @@ main (int argc, char **argv)
                                         v.daemon.config->history_vms);
   vgicd_history_set_vms_per_process (v.daemon.history,
                                      v.daemon.config->history_vms_per_process);
+  v.daemon.log_shares = vgicd_log_shares_new (v.daemon.config->log_lines_per_process);
   /* Until a save says otherwise: an ITS, and 5 priority bits (one AP
    * register per group), what KVM hosts commonly give a VM. */
   v.daemon.guess_plpis = TRUE;

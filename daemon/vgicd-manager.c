@@ -644,6 +644,7 @@ answer (VgicdManager *m, GDBusMethodInvocation *inv)
        * read now, so that a peer that saw its connection closed finds it
        * counted. */
       T ("peers-closed", (guint64) g_atomic_int_get (&m->daemon->peers_closed));
+      T ("log-suppressed", vgicd_log_shares_suppressed (m->daemon->log_shares));
       T ("manager-refused", (guint64) g_atomic_int_get (&m->callers->refused));
       T ("manager-dropped", (guint64) g_atomic_int_get (&m->dropped));
       T ("uptime-usec", s->start_usec ? g_get_monotonic_time () - s->start_usec : 0);

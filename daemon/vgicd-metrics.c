@@ -226,6 +226,9 @@ vgicd_metrics_text (VgicdDaemon *d)
       t->refused },
     { "vgicd_peers_closed_total", "Admitted peers closed for what they sent or for not attaching in time.",
       (guint64) g_atomic_int_get (&d->peers_closed) },
+    { "vgicd_log_lines_suppressed_total",
+      "Log lines a peer process caused past its share (LogLinesPerProcess=): counted, not written.",
+      vgicd_log_shares_suppressed (d->log_shares) },
   };
 
   family (out, "vgicd_info", "gauge", "vgicd's version, mode and the kernel's batch group.");

@@ -236,9 +236,8 @@ relay_close (VgicdRelay *r, const char *why, gboolean log)
   /* Counted before the peer can see its socket close. */
   if (log)
     {
-      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
-                        "MESSAGE", "closed the connection of a peer (pid %d): %s",
-                        (int) r->pid, why);
+      vgicd_log_peer_line (r->daemon->log_shares, r->pid, G_LOG_LEVEL_WARNING,
+                           "closed the connection of a peer (pid %d): %s", (int) r->pid, why);
       vgicd_daemon_count_closed (r->daemon);
     }
   vgicd_reaper_close (r->peer_fd);	/* the theory: never the last close here */

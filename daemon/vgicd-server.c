@@ -199,9 +199,8 @@ guard_close (PeerGuard *g, GDBusConnection *connection, GDBusMessage *message,
 {
   if (g_atomic_int_compare_and_exchange (&g->closing, 0, 1))
     {
-      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
-                        "MESSAGE", "closed the connection of a peer (pid %d): %s",
-                        (int) g->pid, why);
+      vgicd_log_peer_line (g->daemon->log_shares, g->pid, G_LOG_LEVEL_WARNING,
+                           "closed the connection of a peer (pid %d): %s", (int) g->pid, why);
       vgicd_daemon_count_closed (g->daemon);
       g_dbus_connection_close (connection, NULL, NULL, NULL);
     }
@@ -692,9 +691,9 @@ on_connection_ready (GObject *source, GAsyncResult *res, gpointer data)
        * relay's reason, when it ended it, says more than GDBus's end of
        * file. */
       if (server && !pending->dropped && !logged)
-        g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
-                          "MESSAGE", "a peer (pid %d) failed the D-Bus handshake: %s",
-                          (int) pending->pid, why ? why : error->message);
+        vgicd_log_peer_line (server->daemon->log_shares, pending->pid, G_LOG_LEVEL_MESSAGE,
+                             "a peer (pid %d) failed the D-Bus handshake: %s",
+                             (int) pending->pid, why ? why : error->message);
       if (connection)
         g_object_unref (connection);
       g_io_stream_close (G_IO_STREAM (pending->stream), NULL, NULL);

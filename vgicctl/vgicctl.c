@@ -596,7 +596,7 @@ cmd_stats (const VgicctlCall *c)
     "saves", "loads", "record-saves", "record-loads", "declined", "fallbacks",
     "foreign-batch", "second-rounds", "failures", "bytes-saved",
     "bytes-loaded", "sessions", "sessions-total", "refused", "peers-closed",
-    "manager-refused", "manager-dropped", "uptime-usec", NULL
+    "log-suppressed", "manager-refused", "manager-dropped", "uptime-usec", NULL
   };
   g_autoptr (GVariant) reply = NULL;
   g_autoptr (GVariant) stats = NULL;

@@ -4,7 +4,7 @@
  * protocol 1 peer served as before, names vgicd refuses, reports that are
  * not errnos, a step channel sent garbage or never read, a flood and
  * stray descriptors on the bus connection, descriptors whose last close
- * waits, another peer's session.
+ * waits, lines it makes vgicd log, another peer's session.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
@@ -666,6 +666,128 @@ test_lingering_descriptors_refused (void)
   close (hold);
 }
 
+/* How many times @needle is in @haystack. */
+static guint
+count_of (const char *haystack, const char *needle)
+{
+  guint n = 0;
+
+  for (const char *at = haystack; (at = strstr (at, needle)); at += strlen (needle))
+    n++;
+  return n;
+}
+
+/* Run vgicd-peer (a QEMU of another process) against @h: it attaches a VM
+ * named @name and leaves. */
+static void
+run_other_peer (VgicdHarness *h, const char *name)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *out = NULL, *env_lib = NULL, *libdir = NULL;
+  const char *argv[4], *envp[2];
+  int status;
+
+  g_assert_nonnull (g_getenv ("VGICD_PEER"));
+  g_assert_nonnull (g_getenv ("VGICD_LIBVGICD"));
+  libdir = g_path_get_dirname (g_getenv ("VGICD_LIBVGICD"));
+  env_lib = g_strdup_printf ("LD_LIBRARY_PATH=%s", libdir);
+  argv[0] = g_getenv ("VGICD_PEER"), argv[1] = h->address, argv[2] = name, argv[3] = NULL;
+  envp[0] = env_lib, envp[1] = NULL;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, (char **) envp, G_SPAWN_DEFAULT, NULL,
+                               NULL, &out, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (out, ==, "attached\n");
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+}
+
+/* A compromised QEMU makes vgicd write a line per cheap call: here 600
+ * loads refused before their first write, and 100 connections closed for
+ * what they sent.  Where each was a line, journald's rate limit on vgicd
+ * (10,000 in 30 s) would drop every VM's lines after a few seconds of it.
+ * The process gets its share, LogLinesPerProcess= (60 here: 60 at once,
+ * then one a second); the rest are counted, one notice says so, and the
+ * process's next line after a second says how many were not.  Every load
+ * is still counted; a VM of another process is logged as ever. */
+#define FLOOD_LOADS 600
+#define FLOOD_CLOSED 100
+#define LOG_SHARE 60
+static void
+test_log_share (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = vgicd_harness_start (
+    vgicd_test_bin, vgicd_test_policy,
+    "Mode=auto\nAllowUsers=root\nLogLinesPerProcess=" G_STRINGIFY (LOG_SHARE) "\n", &error);
+  const Shape *s = &shapes[0];
+  g_autoptr (VgicSim) sim = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL, again = NULL;
+  g_autofree char *log = NULL, *closed = NULL, *notice = NULL, *told = NULL;
+  const guint8 junk[16] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+  guint64 suppressed, written, bound;
+  gint64 t0, took;
+
+  g_assert_no_error (error);
+  t0 = g_get_monotonic_time ();
+  c = attach (h, sim, s, "flood");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+  for (guint i = 0; i < FLOOD_LOADS; i++)
+    {
+      g_assert_false (vgicd_client_load (c, g_bytes_get_data (record, NULL),
+                                         g_bytes_get_size (record) - 7, &error));
+      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
+      g_clear_error (&error);
+    }
+  for (guint i = 0; i < FLOOD_CLOSED; i++)
+    {
+      int fd = raw_peer_connect (h);
+
+      g_assert_cmpint (send (fd, junk, sizeof junk, MSG_NOSIGNAL), ==, sizeof junk);
+      g_assert_true (raw_peer_closed (fd, VGICD_TEST_PATIENCE_MS));
+      close (fd);
+    }
+  took = g_get_monotonic_time () - t0;
+
+  /* Everything counted (GetStats waits for the journal records). */
+  g_assert_cmpuint (vgicd_harness_stat (h, "failures"), ==, FLOOD_LOADS);
+  g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, FLOOD_CLOSED);
+  suppressed = vgicd_harness_stat (h, "log-suppressed");
+  log = vgicd_harness_read_log (h);
+  closed = g_strdup_printf ("closed the connection of a peer (pid %d)", (int) getpid ());
+  written = count_of (log, "VM flood: ") + count_of (log, closed);
+  bound = LOG_SHARE + (guint64) (took / G_USEC_PER_SEC) + 1;
+  g_test_message ("%u refused loads and %u closed connections in %.2f s: %" G_GUINT64_FORMAT
+                  " lines written (the share allowed %" G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT
+                  " counted in log-suppressed", FLOOD_LOADS, FLOOD_CLOSED,
+                  (double) took / G_USEC_PER_SEC, written, bound, suppressed);
+  g_assert_cmpuint (written, <=, bound);
+  /* Not one lost: each line the flood caused (an attach, a save, a refusal
+   * each, a close each) was written or counted. */
+  g_assert_cmpuint (written + suppressed, >=, 2 + FLOOD_LOADS + FLOOD_CLOSED);
+  notice = g_strdup_printf ("pid %d (VM flood) causes more than its %d log lines a minute",
+                            (int) getpid (), LOG_SHARE);
+  g_assert_nonnull (strstr (log, notice));
+
+  /* Another process's VM is logged. */
+  run_other_peer (h, "bystander");
+  g_assert_cmpuint (vgicd_harness_stat (h, "sessions-total"), ==, 2);
+  g_clear_pointer (&log, g_free);
+  log = vgicd_harness_read_log (h);
+  g_assert_nonnull (strstr (log, "VM bystander: attached"));
+
+  /* A second on, the share has room again: the flood's VM saves, and its
+   * line says how many were not logged. */
+  g_usleep (G_USEC_PER_SEC + G_USEC_PER_SEC / 10);
+  g_assert_true (vgicd_client_save (c, &again, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (vgicd_harness_stat (h, "saves"), ==, 2);
+  g_clear_pointer (&log, g_free);
+  log = vgicd_harness_read_log (h);
+  told = g_strdup_printf (" lines of pid %d not logged before it)", (int) getpid ());
+  g_assert_nonnull (strstr (log, told));
+}
+
 /* A peer reaches only the session it attached: another connection does not
  * even see it. */
 static void
@@ -704,6 +826,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/admitted-peer-bounds", test_admitted_peer_bounds);
   g_test_add_func ("/vgicd/lingering-descriptors", test_lingering_descriptors);
   g_test_add_func ("/vgicd/lingering-descriptors-refused", test_lingering_descriptors_refused);
+  g_test_add_func ("/vgicd/log-share", test_log_share);
   g_test_add_func ("/vgicd/sessions-are-private", test_sessions_are_private);
   return g_test_run ();
 }

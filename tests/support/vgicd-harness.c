@@ -177,10 +177,11 @@ harness_start (const char *vgicd, const char *policy, const char *config,
   h->config_path = g_build_filename (h->dir, "vgicd.conf", NULL);
   /* The tests' QEMUs are all the test's own process (or a few children):
    * the per-process shares that fit one VM per QEMU would refuse most of
-   * them.  A test's own config comes after, and a key in it wins. */
+   * them, and leave out of the log lines the tests look for.  A test's
+   * own config comes after, and a key in it wins. */
   conf = g_strdup_printf ("# written by the test harness\n[vgicd]\nSocket=%s\nProbe=false\n"
                           "MaxSessionsPerProcess=65536\nMaxSessionMemoryPerProcess=65536\n"
-                          "HistoryVMsPerProcess=65536\n%s",
+                          "HistoryVMsPerProcess=65536\nLogLinesPerProcess=65536\n%s",
                           h->socket_path, config ? config : "");
   if (!g_file_set_contents (h->config_path, conf, -1, error))
     return NULL;

@@ -37,10 +37,12 @@ typedef struct {
   char *socket_override;
   void (*manager_changed) (gpointer);
   gpointer manager_changed_data;
+  gint64 status_sent_us;	/* when STATUS= was last sent */
+  guint status_timeout;		/* a STATUS= pending */
 } Vgicd;
 
 static void
-notify_status (Vgicd *v)
+notify_status_now (Vgicd *v)
 {
   VgicdDaemon *d = &v->daemon;
   g_autofree char *status = g_strdup_printf (
@@ -50,6 +52,37 @@ notify_status (Vgicd *v)
     d->totals.saves, d->totals.loads);
 
   sd_notify (0, status);
+  v->status_sent_us = g_get_monotonic_time ();
+}
+
+static gboolean
+notify_status_due (gpointer data)
+{
+  Vgicd *v = data;
+
+  v->status_timeout = 0;
+  notify_status_now (v);
+  return G_SOURCE_REMOVE;
+}
+
+/* STATUS= at most once a second, the last change always sent.  A peer
+ * can make vgicd's totals change thousands of times a second (a load
+ * refused costs it tens of µs), and every notification is a datagram that
+ * PID 1, which serves every unit on the host, reads and parses; worse,
+ * sd_notify() blocks while PID 1's queue is full (net.unix.max_dgram_qlen:
+ * systemd sets 512, the kernel's default is 10), and a notification per change stopped vgicd's main loop, every
+ * VM's saves and loads with it, whenever PID 1 fell that far behind. */
+static void
+notify_status (Vgicd *v)
+{
+  gint64 wait_us = v->status_sent_us + G_USEC_PER_SEC - g_get_monotonic_time ();
+
+  if (v->status_timeout)
+    return;
+  if (!v->status_sent_us || wait_us <= 0)
+    notify_status_now (v);
+  else
+    v->status_timeout = g_timeout_add ((guint) (wait_us / 1000) + 1, notify_status_due, v);
 }
 
 /* The daemon's change hook: keep systemd's STATUS current, have the
@@ -207,6 +240,7 @@ vgicd_clear (Vgicd *v)
   g_clear_pointer (&v->loop, g_main_loop_unref);
   g_clear_pointer (&v->daemon.sessions, g_ptr_array_unref);
   vgicd_metrics_stop (&v->daemon);
+  g_clear_handle_id (&v->status_timeout, g_source_remove);
   g_clear_pointer (&v->daemon.history, vgicd_history_free);
   g_clear_pointer (&v->daemon.log_shares, vgicd_log_shares_free);
   g_clear_pointer (&v->daemon.config, vgicd_config_free);

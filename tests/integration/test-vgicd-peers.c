@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <gio/gunixfdlist.h>
 #include <glib-unix.h>
+#include <glib/gstdio.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -788,6 +789,80 @@ test_log_share (void)
   g_assert_nonnull (strstr (log, told));
 }
 
+/* The same flood, with vgicd's notifications to systemd caught on a
+ * socket of the test's (NOTIFY_SOCKET, as systemd passes it), read only
+ * at the end, as a PID 1 that is busy reads it: STATUS= at most once a
+ * second however fast the totals change, and the last one sent says the
+ * last totals.  Where vgicd sent one for every change (a load refused, a
+ * session gone), one blocked in sd_notify() once the queue was full
+ * (net.unix.max_dgram_qlen, 10 by the kernel, 512 where systemd sets it),
+ * and vgicd's main loop with it: the session never ended. */
+static void
+test_status_coalesced (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("vgicd-notify-XXXXXX", &error);
+  g_autofree char *path = NULL, *last = NULL;
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  g_autoptr (VgicdHarness) h = NULL;
+  const Shape *s = &shapes[0];
+  g_autoptr (VgicSim) sim = make_sim (s, TRUE);
+  g_autoptr (VgicdClient) c = NULL;
+  g_autoptr (GBytes) record = NULL;
+  guint statuses = 0;
+  gint64 t0, took;
+  int sock;
+
+  g_assert_no_error (error);
+  path = g_build_filename (dir, "notify", NULL);
+  g_strlcpy (a.sun_path, path, sizeof a.sun_path);
+  sock = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  g_assert_cmpint (bind (sock, (struct sockaddr *) &a, sizeof a), ==, 0);
+  g_setenv ("NOTIFY_SOCKET", path, TRUE);
+  h = harness ("auto");
+  g_unsetenv ("NOTIFY_SOCKET");
+
+  t0 = g_get_monotonic_time ();
+  c = attach (h, sim, s, "busy");
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  for (guint i = 0; i < FLOOD_LOADS; i++)
+    {
+      g_assert_false (vgicd_client_load (c, g_bytes_get_data (record, NULL),
+                                         g_bytes_get_size (record) - 7, &error));
+      g_clear_error (&error);
+    }
+  g_clear_pointer (&c, vgicd_client_free);
+  wait_sessions (h, 0);
+  took = g_get_monotonic_time () - t0;
+  /* The last change's STATUS= is sent within the second after it. */
+  for (;;)
+    {
+      struct pollfd p = { sock, POLLIN, 0 };
+      char buf[1024];
+      ssize_t n;
+
+      if (poll (&p, 1, 3000) != 1)
+        break;
+      n = recv (sock, buf, sizeof buf - 1, 0);
+      g_assert_cmpint (n, >, 0);
+      buf[n] = 0;
+      if (strstr (buf, "STATUS="))
+        {
+          statuses++;
+          g_free (last);
+          last = g_strdup (strstr (buf, "STATUS="));
+        }
+    }
+  g_test_message ("%u changes in %.2f s: %u STATUS= sent, the last \"%s\"", FLOOD_LOADS + 3,
+                  (double) took / G_USEC_PER_SEC, statuses, last);
+  /* One at start, one a second after, and the last. */
+  g_assert_cmpuint (statuses, <=, 3 + (guint) (took / G_USEC_PER_SEC));
+  g_assert_cmpstr (last, ==, "STATUS=mode auto, kernel batch unknown, 0 session(s), 1 saves, 0 loads");
+  close (sock);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 /* A peer reaches only the session it attached: another connection does not
  * even see it. */
 static void
@@ -827,6 +902,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/lingering-descriptors", test_lingering_descriptors);
   g_test_add_func ("/vgicd/lingering-descriptors-refused", test_lingering_descriptors_refused);
   g_test_add_func ("/vgicd/log-share", test_log_share);
+  g_test_add_func ("/vgicd/status-coalesced", test_status_coalesced);
   g_test_add_func ("/vgicd/sessions-are-private", test_sessions_are_private);
   return g_test_run ();
 }

@@ -283,8 +283,9 @@ c_activation() {
 
 c_status() {
 	local out
-	# STATUS= follows the session's close, which vgicd sees a moment later.
-	for _ in $(seq 20); do
+	# STATUS= follows the session's close, which vgicd sees a moment later,
+	# and goes out at most once a second.
+	for _ in $(seq 50); do
 		out=$(in_ct systemctl status vgicd.service --no-pager --lines=0 || true)
 		grep -q '0 session(s), 1 saves, 1 loads' <<<"$out" && break
 		sleep 0.1

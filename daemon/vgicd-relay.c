@@ -165,12 +165,18 @@ chunk_free (Chunk *c)
 }
 
 gsize
-vgicd_relay_message_max (guint max_vcpus)
+vgicd_relay_record_max (guint max_vcpus)
 {
   VgicShape counts = { .nr_irqs = VGIC_MAX_IRQS, .nr_vcpus = max_vcpus, .mpidrs = NULL };
   gsize entries = vgic_plan_save_count (&counts, TRUE, 4) + vgic_plan_route_count (&counts);
 
-  return MAX (VGICD_RELAY_MESSAGE_MIN, 2 * vgic_record_encoded_size (&counts, entries));
+  return vgic_record_encoded_size (&counts, entries);
+}
+
+gsize
+vgicd_relay_message_max (guint max_vcpus)
+{
+  return MAX (VGICD_RELAY_MESSAGE_MIN, 2 * vgicd_relay_record_max (max_vcpus));
 }
 
 /* ------------------------------------------------------------------ */

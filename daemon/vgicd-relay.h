@@ -25,6 +25,15 @@ typedef struct _VgicdRelay VgicdRelay;
 gsize vgicd_relay_message_max (guint max_vcpus);
 
 /**
+ * vgicd_relay_record_max() - the longest state record a VM of @max_vcpus
+ * vCPUs and the most IRQs KVM allows can have: half the message bound
+ * above it, and what a peer is told (Attach's record-max), so that it
+ * refuses a longer one itself instead of sending a message vgicd closes
+ * it for
+ */
+gsize vgicd_relay_record_max (guint max_vcpus);
+
+/**
  * vgicd_relay_new() - put a relay between a peer's socket and GDBus
  * @peer_fd: the accepted socket, taken (closed by the relay, also on error)
  * @uid: the peer's uid as SO_PEERCRED says (what EXTERNAL must claim)

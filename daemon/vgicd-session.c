@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "vgicd-relay.h"
 #include "vgicd-session-private.h"
 #include "vgicd-vms.h"
 #include "vgicd/protocol.h"
@@ -419,6 +420,12 @@ vgicd_session_get_info (VgicdSession *s, gint channel_handle)
   g_variant_builder_add (&b, "{sv}", VGICD_INFO_TIMEOUT,
                          g_variant_new_uint32 (s->daemon->config->client_timeout));
   g_variant_builder_add (&b, "{sv}", VGICD_INFO_RECORD, g_variant_new_boolean (s->vm_record));
+  /* A record longer is no VM's on this host, and as Load's argument a
+   * message longer than the relay takes: the peer refuses it itself. */
+  g_variant_builder_add (&b, "{sv}", VGICD_INFO_RECORD_MAX,
+                         g_variant_new_uint32 ((guint32) MIN (G_MAXUINT32,
+                                                              vgicd_relay_record_max (
+                                                                s->daemon->config->max_vcpus))));
   return g_variant_builder_end (&b);
 }
 

@@ -145,8 +145,9 @@ gboolean vgicd_client_save (VgicdClient *client, GBytes **record, GError **error
  * vgicd_client_load() - restore the vGIC state from a record
  *
  * vgicd checks the whole record against the attached VM before anything is
- * written (REFUSED: nothing was touched).  DEVICE means the kernel failed
- * part-way: the vGIC is partly written.
+ * written (REFUSED: nothing was touched).  A record longer than any VM's
+ * on the host (vgicd says how long at attach) is REFUSED here, unsent.
+ * DEVICE means the kernel failed part-way: the vGIC is partly written.
  */
 gboolean vgicd_client_load (VgicdClient *client, const void *record, size_t len,
                             GError **error);

@@ -51,6 +51,7 @@ struct _VgicdClient {
   gboolean load_window;		/* vgicd has Session1.LoadWindow */
   gboolean fields;		/* vgicd has Session1.SaveFields and LoadList */
   gboolean record;		/* vgicd wants this VM's saves to carry a record */
+  guint32 record_max;		/* the longest record vgicd takes (0: not said) */
   GArray *collect;		/* a SaveFields: every read run so far (VgicEntry) */
   guint collect_steps;		/* ... from how many steps */
   struct _VgicdRegsStore *regs_store;	/* a SaveFields' storage, made at attach */

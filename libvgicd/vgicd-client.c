@@ -265,6 +265,8 @@ vgicd_client_attach (VgicdClient *c, int vgic_fd, const char *name, const char *
       }
     if (!g_variant_lookup (info, VGICD_INFO_RECORD, "b", &c->record))
       c->record = !c->fields;	/* an older vgicd can only save a record */
+    if (!g_variant_lookup (info, VGICD_INFO_RECORD_MAX, "u", &c->record_max))
+      c->record_max = 0;	/* an older vgicd: it says so itself */
   }
   fd = fds ? g_unix_fd_list_get (fds, handle, &local) : -1;
   if (fd < 0)
@@ -334,6 +336,17 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
   if (!check_attached (c, error))
     return FALSE;
   memset (&c->stats, 0, sizeof (c->stats));
+  /* Longer than any VM's record on this host: from a damaged stream or a
+   * hostile source, and as Load's argument longer than any message vgicd
+   * takes (it would close this connection as a misbehaving peer's). */
+  if (c->record_max && len > c->record_max)
+    {
+      g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED,
+                   "record refused, nothing written: it is %" G_GSIZE_FORMAT " bytes, longer "
+                   "than any VM's record vgicd takes on this host (%u bytes)", len,
+                   c->record_max);
+      return FALSE;
+    }
   c->wait_budget_us = (gint64) c->timeout_ms * 1000;
   if (c->load_window && len > 0 && len <= c->window_size && len <= G_MAXUINT32)
     {

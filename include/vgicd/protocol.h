@@ -79,6 +79,7 @@
 #define VGICD_INFO_CHANNEL "channel"	/* h: the step channel, when asked for */
 #define VGICD_INFO_TIMEOUT "timeout-ms"	/* u: the host's bound on each later call */
 #define VGICD_INFO_RECORD "record"	/* b: this VM's saves should carry a record */
+#define VGICD_INFO_RECORD_MAX "record-max"	/* u: the longest record any VM here has */
 
 /* What vgicd can do (VGICD_INFO_FEATURES). */
 #define VGICD_FEATURE_LOAD_WINDOW "load-window"	/* Session1.LoadWindow exists */

@@ -384,11 +384,57 @@ test_fault_during_restore (void)
   g_assert_true (g_bytes_equal (record, again));
 }
 
+/* A "record" longer than any VM's record on the host (a damaged stream, a
+ * hostile source: QEMU takes up to 16 MiB in the GIC's subsection) is
+ * refused as one, before it leaves QEMU: nothing written, the session
+ * kept.  Sent as Load's argument it was longer than any message vgicd
+ * takes, so vgicd closed the connection as a misbehaving peer's
+ * (peers-closed, a warning naming an honest QEMU), and QEMU's error said
+ * vgicd was unreachable. */
+static void
+test_oversized_record_refused (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  const Shape four = { 4, 256, TRUE, 5 };
+  g_autoptr (VgicSim) src = make_sim (&four, TRUE);
+  g_autoptr (VgicSim) dst = make_sim (&four, TRUE);
+  g_autoptr (VgicdClient) cs = NULL, cd = NULL;
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicSimState) before = NULL;
+  g_autofree guint8 *huge = NULL;
+  const gsize len = 4 * 1024 * 1024;
+
+  vgic_sim_randomize (src, 11);
+  cs = attach (h, src, &four, "src");
+  cd = attach (h, dst, &four, "dst");
+  g_assert_true (vgicd_client_save (cs, &record, &error));
+  g_assert_no_error (error);
+  /* The real record at its start, and 4 MiB in all. */
+  huge = g_malloc0 (len);
+  memcpy (huge, g_bytes_get_data (record, NULL), g_bytes_get_size (record));
+  before = vgic_sim_state_get (dst);
+  vgic_sim_counters_reset (dst);
+  g_assert_false (vgicd_client_load (cd, huge, len, &error));
+  g_test_message ("a %" G_GSIZE_FORMAT "-byte record: %s", len, error->message);
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
+  g_assert_nonnull (strstr (error->message, "nothing written"));
+  g_clear_error (&error);
+  assert_untouched (dst, before);
+  g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, 0);
+
+  /* The session is still there: the real record loads. */
+  g_assert_true (vgicd_client_load (cd, g_bytes_get_data (record, NULL),
+                                    g_bytes_get_size (record), &error));
+  g_assert_no_error (error);
+}
+
 int
 main (int argc, char **argv)
 {
   vgicd_test_init (&argc, &argv);
   g_test_add_func ("/vgicd/refused-records-change-nothing", test_refused_records_change_nothing);
+  g_test_add_func ("/vgicd/oversized-record-refused", test_oversized_record_refused);
   g_test_add_func ("/vgicd/guards-refuse-destination", test_guards_refuse_destination);
   g_test_add_func ("/vgicd/guards-refuse-cpu-interface", test_guards_refuse_cpu_interface);
   g_test_add_func ("/vgicd/fault-during-restore", test_fault_during_restore);

@@ -17,7 +17,17 @@
  * exactly at a footer with its own section id.  Guest memory that held
  * those bytes by chance would have to hold a whole well-formed section;
  * the last section that parses is taken, since QEMU writes the devices'
- * sections after the RAM.
+ * sections after the RAM (its last pages included).
+ *
+ * Trying a candidate header reads up to MAX_CPUS vCPUs' worth of the bytes
+ * after it (up to a megabyte) before it fails, and the guest chooses its
+ * memory's bytes: one that filled its RAM with headers, one every 64
+ * bytes, made trying them all take 17 s for 6.4 MB of it, most of an hour
+ * for a gigabyte.  So the candidates are tried from the
+ * last back, the first that parses being the last: only the last
+ * CANDIDATES_MAX are kept while the stream is scanned (what comes after
+ * the GIC's section is a few devices' state), which bounds the work at
+ * about that many megabytes whatever the stream holds.
  *
  * The number of vCPUs is not in the section (QEMU takes it from the
  * destination's configuration): the per-vCPU structs are read one by one
@@ -42,6 +52,8 @@
  * limit on arm64 is 512; a larger count means the parse went astray). */
 #define CPU_FIELDS_SIZE 272
 #define MAX_CPUS 4096
+/* The candidate headers tried, the last ones of the stream. */
+#define CANDIDATES_MAX 64
 /* libvirt's save image header (virQEMUSaveHeader): its magics, and the
  * "compressed" word after version, data_len and was_running. */
 #define LIBVIRT_MAGIC "LibvirtQemudSave"
@@ -345,6 +357,8 @@ vgicctl_stream_read (const guint8 *data, gsize len, VgicctlStream *out, GError *
 {
   g_autoptr (GError) why = NULL;
   const guint8 *end = data + len, *start, *at;
+  const guint8 *last[CANDIDATES_MAX];
+  guint64 seen = 0;
   Cursor c;
   const guint8 *b, *name;
   guint32 name_len;
@@ -374,16 +388,18 @@ vgicctl_stream_read (const guint8 *data, gsize len, VgicctlStream *out, GError *
       name_len < 256 && take (&c, name_len, &name))
     out->machine = g_strndup ((const char *) name, name_len);
 
-  /* Every candidate header; the last that parses wins (see the top). */
+  /* The last CANDIDATES_MAX candidate headers, in a ring; then from the
+   * last back, the first that parses (see the top). */
   for (at = start; (at = memmem (at, end - at, "\x09" GIC_NAME, 1 + strlen (GIC_NAME)));
        at++)
+    last[seen++ % CANDIDATES_MAX] = at;
+  for (guint i = 0; i < MIN (seen, CANDIDATES_MAX) && !out->gic; i++)
     {
       VgicctlStream found = { 0 };
       g_autoptr (GError) e = NULL;
 
-      if (read_section (data, end, at, &found, &e))
+      if (read_section (data, end, last[(seen - 1 - i) % CANDIDATES_MAX], &found, &e))
         {
-          vgic_qemu_gic_free (out->gic);
           out->gic = found.gic;
           out->section_id = found.section_id;
           out->offset = found.offset;
@@ -395,7 +411,13 @@ vgicctl_stream_read (const guint8 *data, gsize len, VgicctlStream *out, GError *
     }
   if (out->gic)
     return TRUE;
-  if (why)
+  if (seen > CANDIDATES_MAX && !why)
+    g_set_error (error, VGICD_ERROR, VGICD_ERROR_BAD_RECORD,
+                 "no arm_gicv3 section that ends where it should among the last %u of "
+                 "the %" G_GUINT64_FORMAT " places that begin like one (guest memory "
+                 "can hold such bytes; the GIC's own section comes after it)",
+                 CANDIDATES_MAX, seen);
+  else if (why)
     g_propagate_prefixed_error (error, g_steal_pointer (&why), "its arm_gicv3 section: ");
   else
     g_set_error_literal (error, VGICD_ERROR, VGICD_ERROR_BAD_RECORD,

@@ -127,6 +127,7 @@ typedef struct {
   gsize record_len;
   const char *extra_cpu_sub;	/* an unknown vCPU subsection, or NULL */
   gboolean cut;			/* no footer */
+  guint decoys;			/* guest RAM holding this many more headers */
 } Options;
 
 static void
@@ -208,6 +209,14 @@ stream (const VgicQemuGic *g, const Options *o)
   header (b, 0x01, 1, "ram");
   for (guint i = 0; i < 4096; i++)
     u8 (b, (guint8) (i * 31));
+  /* a guest that filled its memory with a GIC section's first bytes, one
+   * every 64 */
+  for (guint i = 0; i < o->decoys; i++)
+    {
+      header (b, 0x04, 13, "arm_gicv3");
+      for (guint j = 23; j < 64; j++)
+        u8 (b, 0);
+    }
   /* a guest page that holds a GIC section's first bytes */
   header (b, 0x04, 13, "arm_gicv3");
   for (guint i = 0; i < 3000; i++)
@@ -337,6 +346,37 @@ test_errors (void)
   g_assert_nonnull (strstr (e3->message, "not a QEMU migration stream"));
 }
 
+/* A guest whose memory is full of the GIC section's first bytes (100,000
+ * of them here, 6.4 MB; a 1 GiB guest holds 16 million): each costs the
+ * reader a megabyte of parsing before it fails, so they are tried from the
+ * last back, at most 64, and the GIC's own section, after the RAM, is the
+ * first tried.  Trying them all took 34 s for these two streams. */
+static void
+test_decoys (void)
+{
+  g_autoptr (VgicQemuGic) g = patterned_gic (2);
+  Options o = { .decoys = 100000 }, cut = { .decoys = 100000, .cut = TRUE };
+  g_autoptr (GByteArray) b1 = stream (g, &o);
+  g_autoptr (GByteArray) b2 = stream (g, &cut);
+  g_auto (VgicctlStream) s1 = { 0 };
+  g_auto (VgicctlStream) s2 = { 0 };
+  g_autoptr (GError) e1 = NULL;
+  g_autoptr (GError) e2 = NULL;
+  gint64 t0 = g_get_monotonic_time ();
+
+  g_assert_true (vgicctl_stream_read (b1->data, b1->len, &s1, &e1));
+  g_assert_no_error (e1);
+  assert_same_gic (s1.gic, g);
+  g_assert_cmpuint (s1.offset, >, 100000 * 64);
+  /* Without the GIC's footer, none is taken, and the error says why. */
+  g_assert_false (vgicctl_stream_read (b2->data, b2->len, &s2, &e2));
+  g_assert_error (e2, VGICD_ERROR, VGICD_ERROR_BAD_RECORD);
+  g_assert_nonnull (strstr (e2->message, "among the last 64 of the 100002 places"));
+  g_assert_null (s2.gic);
+  g_test_message ("two streams of %u bytes, 100,002 headers each: read in %.2f s", b1->len,
+                  (g_get_monotonic_time () - t0) / 1e6);
+}
+
 /* The fields' values are exactly the registers QEMU's put writes with a
  * value (the planner mirrors it access for access), and hold the bytes,
  * bits and words they should. */
@@ -423,6 +463,7 @@ main (int argc, char **argv)
   g_test_add_func ("/stream/record", test_record);
   g_test_add_func ("/stream/libvirt", test_libvirt);
   g_test_add_func ("/stream/errors", test_errors);
+  g_test_add_func ("/stream/decoys", test_decoys);
   g_test_add_func ("/stream/fields-values", test_fields_values);
   return g_test_run ();
 }

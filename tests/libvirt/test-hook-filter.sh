@@ -47,6 +47,12 @@ VALIDATE=$(command -v virt-xml-validate || true)
 
 vgicd_up() {
 	rm -f "$SOCK"
+	# Emptied here, not by the listener's own redirection: that runs in the
+	# child, which a busy machine may schedule after the first grep below,
+	# and the last listener's "ready" then passes for this one's, with no
+	# socket yet.  On two cores with four busy loops, 308 of 2,000 greps
+	# right after such a start saw the file's old line (none when idle).
+	: > "$T/listener.out"
 	$PY -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX)
 s.bind(sys.argv[1]); s.listen(16)
@@ -54,7 +60,7 @@ print("ready", flush=True)
 time.sleep(600)' "$SOCK" > "$T/listener.out" &
 	LISTENER=$!
 	for _ in $(seq 100); do
-		grep -q ready "$T/listener.out" 2>/dev/null && return 0
+		grep -q ready "$T/listener.out" 2>/dev/null && [ -S "$SOCK" ] && return 0
 		sleep 0.05
 	done
 	echo "Bail out! the test listener did not start"

@@ -17,29 +17,16 @@
 
 /* May @s's process write a line now?  On TRUE, *@line is @message as the
  * line says it: "VM name: " before it unless it @has_vm already, and what
- * was not logged before it after. */
+ * was not logged before it after (vgicd_log_shares_line()). */
 static gboolean
 charge (VgicdSession *s, const char *message, gboolean has_vm, char **line)
 {
-  VgicdLogShares *shares = s->daemon ? s->daemon->log_shares : NULL;
-  g_autofree char *said = NULL;
-  guint64 unlogged;
+  g_autofree char *said = has_vm ? g_strdup (message)
+                                 : g_strdup_printf ("VM %s: %s", s->name, message);
 
-  switch (vgicd_log_shares_take (shares, s->pid, &unlogged))
-    {
-    case VGICD_LOG_DROP_FIRST:
-      vgicd_log_over_share (shares, s->pid, s->name);
-      return FALSE;
-    case VGICD_LOG_DROP:
-      return FALSE;
-    case VGICD_LOG_WRITE:
-      break;
-    }
-  said = has_vm ? g_strdup (message) : g_strdup_printf ("VM %s: %s", s->name, message);
-  *line = unlogged ? g_strdup_printf ("%s (and %" G_GUINT64_FORMAT " lines of pid %d not "
-                                      "logged before it)", said, unlogged, (int) s->pid)
-                   : g_steal_pointer (&said);
-  return TRUE;
+  *line = vgicd_log_shares_line (s->daemon ? s->daemon->log_shares : NULL, s->pid, s->name,
+                                 said);
+  return *line != NULL;
 }
 
 void

@@ -24,18 +24,19 @@
  * (log-suppressed, vgicd_log_lines_suppressed_total) and not written; the
  * first line dropped is replaced by one notice naming the process (one
  * until its bucket is full again: a process that keeps at it gets no
- * second), and each line written after says how many were not before it.  Only the prose is
- * rationed: every operation is still counted, kept in the history and
- * in the metrics.  A host with N processes writing at once writes at most
+ * second), and each line written after says how many were not before it
+ * (vgicd_log_shares_line(), which every charged line goes through).  Only
+ * the prose is rationed: every operation is still counted, kept in the
+ * history and in the metrics.  A host with N processes writing at once writes at most
  * N shares, N being bounded by MaxConnections=.
  *
  * The table holds a process while its bucket is below full: a sweep, every
  * 64 takes when it holds more than 64, removes the rest (a full bucket is
  * what a process not in the table gets; one quiet for a minute may lose
  * its "not logged" in prose, never in the count), so that it holds about
- * the processes that wrote in the last minute.  Takes
- * come from the main loop, GDBus's worker thread and the relay's, hence
- * the mutex; each holds it for a hash lookup.
+ * the processes that wrote in the last minute.  Takes come from the main
+ * loop, GDBus's worker thread and the relay's, hence the mutex; each
+ * holds it for a hash lookup.
  */
 #include "vgicd-logshare.h"
 
@@ -192,8 +193,9 @@ vgicd_log_shares_tracked (VgicdLogShares *shares)
   return n;
 }
 
-void
-vgicd_log_over_share (VgicdLogShares *shares, pid_t pid, const char *vm)
+/* The one notice written when @pid goes over its share. */
+static void
+log_over_share (VgicdLogShares *shares, pid_t pid, const char *vm)
 {
   g_autofree char *pid_s = g_strdup_printf ("%d", (int) pid);
   g_autofree char *about = vm ? g_strdup_printf (" (VM %s)", vm) : NULL;
@@ -206,30 +208,38 @@ vgicd_log_over_share (VgicdLogShares *shares, pid_t pid, const char *vm)
                     about ? about : "", vgicd_log_shares_per_minute (shares));
 }
 
-void
-vgicd_log_peer_line (VgicdLogShares *shares, pid_t pid, GLogLevelFlags level,
-                     const char *format, ...)
+char *
+vgicd_log_shares_line (VgicdLogShares *shares, pid_t pid, const char *vm, const char *message)
 {
-  g_autofree char *msg = NULL;
   guint64 unlogged;
-  va_list ap;
 
   switch (vgicd_log_shares_take (shares, pid, &unlogged))
     {
     case VGICD_LOG_DROP_FIRST:
-      vgicd_log_over_share (shares, pid, NULL);
-      return;
+      log_over_share (shares, pid, vm);
+      return NULL;
     case VGICD_LOG_DROP:
-      return;
+      return NULL;
     case VGICD_LOG_WRITE:
       break;
     }
+  if (!unlogged)
+    return g_strdup (message);
+  return g_strdup_printf ("%s (and %" G_GUINT64_FORMAT " lines of pid %d not logged before it)",
+                          message, unlogged, (int) pid);
+}
+
+void
+vgicd_log_peer_line (VgicdLogShares *shares, pid_t pid, GLogLevelFlags level,
+                     const char *format, ...)
+{
+  g_autofree char *msg = NULL, *line = NULL;
+  va_list ap;
+
   va_start (ap, format);
   msg = g_strdup_vprintf (format, ap);
   va_end (ap);
-  if (unlogged)
-    g_log_structured (G_LOG_DOMAIN, level, "MESSAGE", "%s (and %" G_GUINT64_FORMAT
-                      " lines of pid %d not logged before it)", msg, unlogged, (int) pid);
-  else
-    g_log_structured (G_LOG_DOMAIN, level, "MESSAGE", "%s", msg);
+  line = vgicd_log_shares_line (shares, pid, NULL, msg);
+  if (line)
+    g_log_structured (G_LOG_DOMAIN, level, "MESSAGE", "%s", line);
 }

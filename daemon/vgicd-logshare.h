@@ -42,15 +42,20 @@ guint64 vgicd_log_shares_suppressed (VgicdLogShares *shares);
 guint vgicd_log_shares_tracked (VgicdLogShares *shares);
 
 /*
+ * vgicd_log_shares_line() - @message as process @pid may write it now,
+ * saying how many of its lines were not logged before it; NULL when it is
+ * over its share (the line counted, and the first time one notice written,
+ * naming @vm when not NULL)
+ */
+char *vgicd_log_shares_line (VgicdLogShares *shares, pid_t pid, const char *vm,
+                             const char *message);
+
+/*
  * vgicd_log_peer_line() - a line about process @pid outside a session
  * (its connection closed, its handshake failed), at @level, through @pid's
  * share: written with what was dropped before it, or counted.
  */
 void vgicd_log_peer_line (VgicdLogShares *shares, pid_t pid, GLogLevelFlags level,
                           const char *format, ...) G_GNUC_PRINTF (4, 5);
-
-/* vgicd_log_over_share() - the one notice written when @pid goes over its
- * share (VGICD_LOG_DROP_FIRST) */
-void vgicd_log_over_share (VgicdLogShares *shares, pid_t pid, const char *vm);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdLogShares, vgicd_log_shares_free)

@@ -70,8 +70,9 @@ notify_status_due (gpointer data)
  * refused costs it tens of µs), and every notification is a datagram that
  * PID 1, which serves every unit on the host, reads and parses; worse,
  * sd_notify() blocks while PID 1's queue is full (net.unix.max_dgram_qlen:
- * systemd sets 512, the kernel's default is 10), and a notification per change stopped vgicd's main loop, every
- * VM's saves and loads with it, whenever PID 1 fell that far behind. */
+ * systemd sets 512, the kernel's default is 10), and a notification per
+ * change stopped vgicd's main loop, every VM's saves and loads with it,
+ * whenever PID 1 fell that far behind. */
 static void
 notify_status (Vgicd *v)
 {

@@ -23,11 +23,11 @@
  * after it (up to a megabyte) before it fails, and the guest chooses its
  * memory's bytes: one that filled its RAM with headers, one every 64
  * bytes, made trying them all take 17 s for 6.4 MB of it, most of an hour
- * for a gigabyte.  So the candidates are tried from the
- * last back, the first that parses being the last: only the last
- * CANDIDATES_MAX are kept while the stream is scanned (what comes after
- * the GIC's section is a few devices' state), which bounds the work at
- * about that many megabytes whatever the stream holds.
+ * for a gigabyte.  So the candidates are tried from the last back, the
+ * first that parses being the last: only the last CANDIDATES_MAX are kept
+ * while the stream is scanned (what comes after the GIC's section is a few
+ * devices' state), which bounds the work at about that many megabytes
+ * whatever the stream holds.
  *
  * The number of vCPUs is not in the section (QEMU takes it from the
  * destination's configuration): the per-vCPU structs are read one by one

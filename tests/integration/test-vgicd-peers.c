@@ -701,6 +701,26 @@ run_other_peer (VgicdHarness *h, const char *name)
   g_assert_true (g_spawn_check_wait_status (status, NULL));
 }
 
+/* @c saves, then loads its record cut 7 bytes short @n times: each
+ * refused before its first write, the cheapest operation a QEMU can make
+ * vgicd log and count. */
+static void
+refused_loads (VgicdClient *c, guint n)
+{
+  g_autoptr (GBytes) record = NULL;
+  g_autoptr (GError) error = NULL;
+
+  g_assert_true (vgicd_client_save (c, &record, &error));
+  g_assert_no_error (error);
+  for (guint i = 0; i < n; i++)
+    {
+      g_assert_false (vgicd_client_load (c, g_bytes_get_data (record, NULL),
+                                         g_bytes_get_size (record) - 7, &error));
+      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
+      g_clear_error (&error);
+    }
+}
+
 /* A compromised QEMU makes vgicd write a line per cheap call: here 600
  * loads refused before their first write, and 100 connections closed for
  * what they sent.  Where each was a line, journald's rate limit on vgicd
@@ -722,7 +742,7 @@ test_log_share (void)
   const Shape *s = &shapes[0];
   g_autoptr (VgicSim) sim = make_sim (s, TRUE);
   g_autoptr (VgicdClient) c = NULL;
-  g_autoptr (GBytes) record = NULL, again = NULL;
+  g_autoptr (GBytes) again = NULL;
   g_autofree char *log = NULL, *closed = NULL, *notice = NULL, *told = NULL;
   const guint8 junk[16] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
   guint64 suppressed, written, bound;
@@ -731,15 +751,7 @@ test_log_share (void)
   g_assert_no_error (error);
   t0 = g_get_monotonic_time ();
   c = attach (h, sim, s, "flood");
-  g_assert_true (vgicd_client_save (c, &record, &error));
-  g_assert_no_error (error);
-  for (guint i = 0; i < FLOOD_LOADS; i++)
-    {
-      g_assert_false (vgicd_client_load (c, g_bytes_get_data (record, NULL),
-                                         g_bytes_get_size (record) - 7, &error));
-      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
-      g_clear_error (&error);
-    }
+  refused_loads (c, FLOOD_LOADS);
   for (guint i = 0; i < FLOOD_CLOSED; i++)
     {
       int fd = raw_peer_connect (h);
@@ -808,7 +820,6 @@ test_status_coalesced (void)
   const Shape *s = &shapes[0];
   g_autoptr (VgicSim) sim = make_sim (s, TRUE);
   g_autoptr (VgicdClient) c = NULL;
-  g_autoptr (GBytes) record = NULL;
   guint statuses = 0;
   gint64 t0, took;
   int sock;
@@ -824,13 +835,7 @@ test_status_coalesced (void)
 
   t0 = g_get_monotonic_time ();
   c = attach (h, sim, s, "busy");
-  g_assert_true (vgicd_client_save (c, &record, &error));
-  for (guint i = 0; i < FLOOD_LOADS; i++)
-    {
-      g_assert_false (vgicd_client_load (c, g_bytes_get_data (record, NULL),
-                                         g_bytes_get_size (record) - 7, &error));
-      g_clear_error (&error);
-    }
+  refused_loads (c, FLOOD_LOADS);
   g_clear_pointer (&c, vgicd_client_free);
   wait_sessions (h, 0);
   took = g_get_monotonic_time () - t0;

@@ -133,8 +133,8 @@ struct _VgicdRelay {
   char *guid;
   gsize message_max;
   VgicdDaemon *daemon;	/* counts the peers closed (vgicd_daemon_count_closed()) */
-  char *failure;	/* why the relay closed the peer */
-  gboolean failure_logged;
+  char *failure;	/* why the peer was closed: the first reason claimed */
+  gboolean failure_logged;	/* and whoever claimed it logged and counted it */
 
   PeerState peer_state;
   guint sasl_commands;
@@ -228,16 +228,24 @@ relay_context (GError **error)
 
 /* Close both sides (relay thread).  The first @why (a peer's fault) is
  * kept; @log: log it and count the peer as closed. */
+/* The first reason given for closing the peer wins (the lock held). */
+static gboolean
+claim_failure_locked (VgicdRelay *r, const char *why, gboolean logged)
+{
+  if (r->failure)
+    return FALSE;
+  r->failure = g_strdup (why);
+  r->failure_logged = logged;
+  return TRUE;
+}
+
 static void
 relay_close (VgicdRelay *r, const char *why, gboolean log)
 {
   g_mutex_lock (&r->lock);
-  if (why && !r->failure)
-    {
-      r->failure = g_strdup (why);
-      r->failure_logged = log;
-    }
-  else
+  /* The bus filter may have closed the peer already, for a message the
+   * relay passed before this fault, and counted it then. */
+  if (!why || !claim_failure_locked (r, why, log))
     log = FALSE;
   /* Counted before the peer can see its socket close. */
   if (log)
@@ -1048,4 +1056,15 @@ vgicd_relay_dup_failure (VgicdRelay *r, gboolean *logged)
   *logged = r->failure_logged;
   g_mutex_unlock (&r->lock);
   return why;
+}
+
+gboolean
+vgicd_relay_claim_failure (VgicdRelay *r, const char *why)
+{
+  gboolean first;
+
+  g_mutex_lock (&r->lock);
+  first = claim_failure_locked (r, why, TRUE);
+  g_mutex_unlock (&r->lock);
+  return first;
 }

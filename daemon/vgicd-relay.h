@@ -75,3 +75,14 @@ gsize vgicd_relay_unread (VgicdRelay *relay);
  *	after its handshake) or leaves it to the caller (a failed handshake)
  */
 char *vgicd_relay_dup_failure (VgicdRelay *relay, gboolean *logged);
+
+/**
+ * vgicd_relay_claim_failure() - close the peer for @why, if no one has: the
+ * relay (for what the peer sent), the bus filter (for its calls) and the
+ * door (for not attaching) each close a peer, and a peer is logged and
+ * counted as closed once; any thread
+ *
+ * Return: TRUE when @why is the first reason, and so the caller logs and
+ *	counts the peer; FALSE when another did already.
+ */
+gboolean vgicd_relay_claim_failure (VgicdRelay *relay, const char *why);

@@ -199,9 +199,14 @@ guard_close (PeerGuard *g, GDBusConnection *connection, GDBusMessage *message,
 {
   if (g_atomic_int_compare_and_exchange (&g->closing, 0, 1))
     {
-      vgicd_log_peer_line (g->daemon->log_shares, g->pid, G_LOG_LEVEL_WARNING,
-                           "closed the connection of a peer (pid %d): %s", (int) g->pid, why);
-      vgicd_daemon_count_closed (g->daemon);
+      /* Unless the relay closed it first, for bytes that followed a
+       * message GDBus had not yet read: one peer, counted once. */
+      if (vgicd_relay_claim_failure (g->relay, why))
+        {
+          vgicd_log_peer_line (g->daemon->log_shares, g->pid, G_LOG_LEVEL_WARNING,
+                               "closed the connection of a peer (pid %d): %s", (int) g->pid, why);
+          vgicd_daemon_count_closed (g->daemon);
+        }
       g_dbus_connection_close (connection, NULL, NULL, NULL);
     }
   g_object_unref (message);
@@ -642,17 +647,15 @@ on_attach_deadline (gpointer data)
   Peer *p = data;
   VgicdServer *server = p->server;
   VgicdRelay *relay = vgicd_relay_of_stream (g_dbus_connection_get_stream (p->connection));
-  g_autofree char *why = NULL;
-  gboolean counted = FALSE;
 
   g_clear_pointer (&p->attach_deadline, g_source_unref);	/* removed by returning */
   if (p->session || p->closing)
     return G_SOURCE_REMOVE;
-  /* The relay may have closed the peer already, for what it sent, and
-   * counted it then: GDBus's "closed" can come after this deadline on a
-   * busy host (seen: 5 s later), and a peer is closed, and counted, once. */
-  why = relay ? vgicd_relay_dup_failure (relay, &counted) : NULL;
-  if (!counted)
+  /* The relay or the bus filter may have closed the peer already, for
+   * what it sent, and counted it then: GDBus's "closed" can come after
+   * this deadline on a busy host (seen: 5 s later), and a peer is closed,
+   * and counted, once. */
+  if (!relay || vgicd_relay_claim_failure (relay, "it did not attach in time"))
     {
       g_atomic_int_inc (&server->daemon->peers_closed);
       vgicd_daemon_changed (server->daemon);

@@ -3,8 +3,9 @@
  * test-vgicd-peers.c - what a peer may say to vgicd and what it gets: a
  * protocol 1 peer served as before, names vgicd refuses, reports that are
  * not errnos, a step channel sent garbage or never read, a flood and
- * stray descriptors on the bus connection, descriptors whose last close
- * waits, lines it makes vgicd log, another peer's session.
+ * stray descriptors on the bus connection, a peer both of vgicd's guards
+ * close, descriptors whose last close waits, lines it makes vgicd log,
+ * another peer's session.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
@@ -870,6 +871,49 @@ test_status_coalesced (void)
 
 /* A peer reaches only the session it attached: another connection does not
  * even see it. */
+/* A peer closed by both of vgicd's guards at once: a signal (which the
+ * GDBus filter closes a peer for: vgicd's protocol has none) and, in the
+ * next write, a header no D-Bus message has (which the relay closes it
+ * for).  The relay passes the signal to GDBus before it reads the header,
+ * and each side used to count the peer it closed: peers-closed went up
+ * by two for one peer, in most rounds. */
+#define BOTH_GUARDS_ROUNDS 40
+static void
+test_closed_once (void)
+{
+  g_autoptr (VgicdHarness) h = harness ("auto");
+  g_autoptr (GDBusMessage) m = g_dbus_message_new_signal ("/org/vgicd/Helper1",
+                                                          "org.vgicd.Test", "Hello");
+  g_autoptr (GError) error = NULL;
+  g_autofree guint8 *blob = NULL;
+  const guint8 junk[16] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+  g_autofree char *log = NULL;
+  gsize len;
+
+  g_dbus_message_set_serial (m, 1);
+  blob = g_dbus_message_to_blob (m, &len, G_DBUS_CAPABILITY_FLAGS_NONE, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < BOTH_GUARDS_ROUNDS; i++)
+    {
+      int fd = raw_peer_connect (h);
+
+      g_assert_cmpint (send (fd, blob, len, MSG_NOSIGNAL), ==, (gssize) len);
+      /* A pause the length of a relay's read, rounds apart, so that the
+       * two writes are read apart in some rounds, together in others. */
+      g_usleep (i % 4 * 50);
+      (void) send (fd, junk, sizeof junk, MSG_NOSIGNAL);	/* EPIPE: closed already */
+      g_assert_true (raw_peer_closed (fd, VGICD_TEST_PATIENCE_MS));
+      close (fd);
+    }
+  log = vgicd_harness_read_log (h);
+  g_test_message ("%u peers closed: peers-closed %" G_GUINT64_FORMAT ", by the filter %u, "
+                  "by the relay %u", BOTH_GUARDS_ROUNDS, vgicd_harness_stat (h, "peers-closed"),
+                  count_of (log, "not a call awaiting an answer"),
+                  count_of (log, "endianness byte"));
+  g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, BOTH_GUARDS_ROUNDS);
+  g_assert_cmpuint (count_of (log, "closed the connection of a peer"), ==, BOTH_GUARDS_ROUNDS);
+}
+
 static void
 test_sessions_are_private (void)
 {
@@ -908,6 +952,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/lingering-descriptors-refused", test_lingering_descriptors_refused);
   g_test_add_func ("/vgicd/log-share", test_log_share);
   g_test_add_func ("/vgicd/status-coalesced", test_status_coalesced);
+  g_test_add_func ("/vgicd/closed-once", test_closed_once);
   g_test_add_func ("/vgicd/sessions-are-private", test_sessions_are_private);
   return g_test_run ();
 }

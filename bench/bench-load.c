@@ -29,7 +29,10 @@
  *      calls in flight from several connections, by `nobody' on the
  *      private system bus; four processes each holding its
  *      MaxHandshakesPerProcess= of silent connections, reopening each one
- *      vgicd closes; one process attaching every session vgicd gives it.
+ *      vgicd closes; one process attaching every session vgicd gives it;
+ *      and one making vgicd log as fast as it can (loads refused,
+ *      connections closed), whose lines vgicd wrote are held against its
+ *      share (LogLinesPerProcess=) in the notes and the verdict.
  *      On each row, sampled while the attack runs: the honest attach and
  *      save (median, max, and their distance from the row without attack),
  *      how many honest runs fell back (attach refused or save failed),
@@ -386,6 +389,7 @@ many (VgicdHarness *h)
 typedef enum {
   NONE, SILENT, FLOOD, CHANNEL, FDS, NAMES, RECORDS, CHURN,	/* issue 17 */
   ADMITTED, FD_PARTS, BIG, HISTORY, STATS, DOOR, SESSIONS,	/* issue 31 */
+  LOGS,			/* the journal, after issue 35's audit */
   N_ATTACKS
 } Attack;
 
@@ -442,6 +446,7 @@ attack_names_init (void)
     [FD_PARTS] = "N1b: an unfinished message, 253 fds a part",
     [DOOR] = "N4: 4 processes x 32 silent, reopened",
     [SESSIONS] = "N5: one process taking every session",
+    [LOGS] = "a process making vgicd log in a loop",
   };
   const guint vms = opt_quick ? HISTORY_VMS_QUICK : HISTORY_VMS_FULL;
 
@@ -466,6 +471,7 @@ static const char *const attack_kinds[] = {
   [CHANNEL] = "channel", [FDS] = "fds", [NAMES] = "names", [RECORDS] = "records",
   [ADMITTED] = "admitted", [FD_PARTS] = "fd-parts", [BIG] = "big", [HISTORY] = "history",
   [STATS] = "stats", [DOOR] = "door", [SESSIONS] = "sessions", [CHURN] = "churn",
+  [LOGS] = "logs",
 };
 
 typedef struct {
@@ -1183,6 +1189,53 @@ attack_sessions (const char *address, guint *done)
       }
 }
 
+/* LOGS: a QEMU making vgicd write a line as cheaply as it can, in a
+ * loop: its VM's record loaded cut short (refused before the first
+ * write: one line), and after every eighth a connection that sends a
+ * header no D-Bus message has (closed: one line).  journald drops all of
+ * a service's lines past its rate limit (10,000 in 30 s by default), the
+ * other VMs' too; vgicd writes a process's lines up to its share
+ * (LogLinesPerProcess=) and counts the rest.  @done: the lines caused. */
+static G_NORETURN void
+attack_logs (const char *address, const char *path, guint *done)
+{
+  static const guint8 junk[16] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+  g_autoptr (VgicSim) sim = sim_new (4, 128);
+  g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, 4);
+  g_autofree char *auth = external_auth (FALSE);
+  g_autoptr (GBytes) record = NULL;
+  VgicdClient *c;
+
+  for (;;)
+    {
+      c = vgicd_client_connect (address, 0, NULL);
+      if (c && vgicd_client_attach (c, vgic_sim_get_fd (sim), "logs", NULL, 128, 4, mpidrs,
+                                    NULL) &&
+          vgicd_client_save (c, &record, NULL))
+        break;
+      g_clear_pointer (&c, vgicd_client_free);
+      usleep (10 * 1000);
+    }
+  for (guint i = 0;; i++)
+    {
+      g_autoptr (GError) error = NULL;
+      char buf[256];
+      int fd;
+
+      if (!vgicd_client_load (c, g_bytes_get_data (record, NULL), g_bytes_get_size (record) - 7,
+                              &error) &&
+          g_error_matches (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED))
+        __atomic_add_fetch (done, 1, __ATOMIC_RELAXED);
+      if (i % 8 != 7 || (fd = raw_connect (path)) < 0)
+        continue;
+      if (send (fd, "", 1, MSG_NOSIGNAL) == 1 && send (fd, auth, strlen (auth), MSG_NOSIGNAL) > 0 &&
+          recv (fd, buf, sizeof buf, 0) > 0 && send (fd, junk, sizeof junk, MSG_NOSIGNAL) > 0 &&
+          recv (fd, buf, sizeof buf, 0) <= 0)
+        __atomic_add_fetch (done, 1, __ATOMIC_RELAXED);	/* vgicd closed it */
+      close (fd);
+    }
+}
+
 /* In a forked attacker, before anything else: it dies with the bench, and
  * it starts a session of its own, which the row's other attackers share.
  * On a host the attackers never share vgicd's scheduling group: systemd
@@ -1254,6 +1307,8 @@ attacker_main (const char *kind, const char *address, const char *path, int coun
     attack_sessions (address, done);
   if (!strcmp (kind, "churn"))
     churn (address, done);
+  if (!strcmp (kind, "logs"))
+    attack_logs (address, path, done);
   if (!strcmp (kind, "fill"))
     {
       fill_one (address, n, m, done);
@@ -1664,6 +1719,62 @@ cell (gboolean have, gboolean sign, double x)
   return sign ? g_strdup_printf ("%+.0f", x) : g_strdup_printf ("%.1f", x);
 }
 
+/* How many times @needle is in @haystack. */
+static guint
+count_of (const char *haystack, const char *needle)
+{
+  guint n = 0;
+
+  for (const char *at = haystack; (at = strstr (at, needle)); at += strlen (needle))
+    n++;
+  return n;
+}
+
+/* @key's default, as vgicd.conf's table has it (0 if none). */
+static guint
+config_default (const char *key)
+{
+  gsize n;
+  const VgicdConfigKey *keys = vgicd_config_keys (&n);
+
+  for (gsize i = 0; i < n; i++)
+    if (!strcmp (keys[i].name, key) && keys[i].default_value)
+      return (guint) g_ascii_strtoull (keys[i].default_value, NULL, 10);
+  return 0;
+}
+
+/* LOGS' account, once its attacker is gone: the lines it caused (@caused,
+ * its count) against those vgicd wrote since @log_from (bytes of vgicd's
+ * log) in @took_us, and what it counted as not written; a line in @notes,
+ * and in @verdict what went past the share.  (Not the honest QEMU's lines:
+ * this process plays every row's honest VM, which no QEMU does, and goes
+ * past its own share in a full run; tests/integration/test-vgicd-peers.c's
+ * /vgicd/log-share checks that another process's VM is logged.) */
+static void
+logs_account (VgicdHarness *h, gsize log_from, guint64 suppressed0, guint caused,
+              gint64 took_us, GString *verdict)
+{
+  const guint share = config_default ("LogLinesPerProcess");
+  g_autofree char *log = vgicd_harness_read_log (h);
+  const char *row = log && strlen (log) >= log_from ? log + log_from : "";
+  const guint written = count_of (row, "VM logs: ") + count_of (row, "closed the connection of a peer");
+  const guint64 suppressed = vgicd_harness_stat (h, "log-suppressed") - suppressed0;
+  /* Its share at once, then the refill, and the one notice. */
+  const double allowed = share + (double) share * took_us / 60e6 + 1;
+
+  g_string_append_printf (notes, "- \"%s\": %u lines caused in %.1f s (refused loads and "
+                          "closed connections); vgicd wrote %u of them (its share, "
+                          "LogLinesPerProcess=%u: %.0f in that time) and counted %" G_GUINT64_FORMAT
+                          " in log-suppressed.\n",
+                          attack_names[LOGS], caused, took_us / 1e6, written, share, allowed,
+                          suppressed);
+  if (written > allowed)
+    g_string_append_printf (verdict, "log lines %u > %.0f, ", written, allowed);
+  if (written + suppressed < caused)
+    g_string_append_printf (verdict, "%" G_GUINT64_FORMAT " lines lost, ",
+                            caused - written - suppressed);
+}
+
 /* The row without attack: what the others are measured against. */
 static double base_attach_med, base_attach_max, base_save_med, base_save_max;
 
@@ -1694,7 +1805,9 @@ under_attack (VgicdHarness **hp, Attack how)
   GThread *st;
   double am = 0, ax = 0, sm = 0, sx = 0, settled_s = 0;
   gboolean died, busy = FALSE;
-  gint64 t0;
+  gint64 t0, attack_t0 = 0, attack_us = 0;
+  g_autofree char *log0 = NULL;
+  guint64 suppressed0 = 0;
 
   if (how == HISTORY || how == STATS)
     {
@@ -1717,7 +1830,13 @@ under_attack (VgicdHarness **hp, Attack how)
   *done = 0;
   vgic_sim_randomize (sim, 99);
   vgicd_reset_peak (h);
+  if (how == LOGS)
+    {
+      log0 = vgicd_harness_read_log (h);
+      suppressed0 = vgicd_harness_stat (h, "log-suppressed");
+    }
   st = g_thread_new ("sampler", sampler, &smp);
+  attack_t0 = g_get_monotonic_time ();
   if (how != NONE)
     attack_start (&a);
 
@@ -1789,6 +1908,7 @@ under_attack (VgicdHarness **hp, Attack how)
         while (waitpid (-a.child[i], NULL, 0) > 0)
           ;
       }
+  attack_us = g_get_monotonic_time () - attack_t0;
   g_atomic_int_set (&smp.stop, 1);
   g_thread_join (st);
   if (smp.error && (!died || !smp.fds))
@@ -1832,6 +1952,8 @@ under_attack (VgicdHarness **hp, Attack how)
     }
 
   /* The verdict, against issue 31's bounds. */
+  if (how == LOGS && !died)
+    logs_account (h, log0 ? strlen (log0) : 0, suppressed0, *done, attack_us, verdict);
   if (died)
     {
       g_autofree char *why = vgicd_death (h);

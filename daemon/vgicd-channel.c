@@ -154,6 +154,9 @@ vgicd_channel_new (VgicdChannelCall call, gpointer data, const char *name, int *
                    "cannot make the step channel: %s", g_strerror (errno));
       return NULL;
     }
+  /* What a peer sends on it carries no descriptor: where the kernel can,
+   * it refuses them (vgicd-reaper.c). */
+  vgicd_refuse_fds (sv[0], NULL);
   c = g_new0 (VgicdChannel, 1);
   c->fd = sv[0];
   c->call = call;

@@ -453,8 +453,9 @@ main (int argc, char **argv)
   g_unix_signal_add (SIGINT, on_sigterm, &v);
   g_unix_signal_add (SIGHUP, on_sighup, &v);
 
-  g_message ("vgicd %s listening on %s, mode %s", PACKAGE_VERSION,
-             vgicd_server_describe (v.server), vgicd_mode_to_string (v.daemon.mode));
+  g_message ("vgicd %s listening on %s, mode %s; descriptors peers send: %s", PACKAGE_VERSION,
+             vgicd_server_describe (v.server), vgicd_mode_to_string (v.daemon.mode),
+             vgicd_server_describe_fds (v.server));
   sd_notify (0, "READY=1");
   notify_status (&v);
   /* The textfile is there from the start (all zeros), and ends with the

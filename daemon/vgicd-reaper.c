@@ -40,6 +40,15 @@
  * is logged.  vgicd_reaper_pending() counts the descriptors waiting here,
  * which the door charges to the peers, so a stuck reaper is met by
  * refused connections, never by vgicd running out of descriptors.
+ *
+ * From Linux 6.16 the kernel can refuse the descriptors at the sender
+ * instead (SO_PASSRIGHTS off on the receiving socket: sendmsg() fails with
+ * EPERM, and a listening socket's connections inherit the setting), which
+ * ends what defusing cannot reach (a FUSE file's release, more descriptors
+ * than the walk's bounds).  vgicd turns it off on its listening socket and
+ * its ends of the step channels (vgicd_refuse_fds()); all of the above
+ * stays, for the kernels without it (trixie's 6.12) and for a peer's
+ * socket that was queued before the setting.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
@@ -57,6 +66,14 @@
 #define FDS_PER_READ 253		/* SCM_MAX_FD: the most one message carries */
 #define KEEP_FREE 32			/* descriptors a read leaves free: vgicd's own */
 #define SLOW_US G_USEC_PER_SEC
+
+/* Linux 6.16's include/uapi/asm-generic/socket.h, for older headers: the
+ * architectures vgicd runs on (arm64, and x86-64 for its tests) take
+ * their socket options from there.  (alpha, mips, parisc and sparc number
+ * them otherwise: on those, nothing is defined here and nothing set.) */
+#if !defined(SO_PASSRIGHTS) && (defined(__aarch64__) || defined(__x86_64__))
+#define SO_PASSRIGHTS 83
+#endif
 
 static GAsyncQueue *queue;	/* of GINT_TO_POINTER (fd + 1); NULL: no thread */
 static int inert = -1;		/* what vgicd_reaper_take_over() leaves behind */
@@ -363,4 +380,32 @@ guint
 vgicd_reaper_pending (void)
 {
   return (guint) MAX (g_atomic_int_get (&pending), 0);
+}
+
+gboolean
+vgicd_refuse_fds (int fd, char **why)
+{
+#ifdef SO_PASSRIGHTS
+  const int off = 0;
+  int e;
+
+  if (g_getenv ("VGICD_TEST_ACCEPT_FDS"))
+    {
+      if (why)
+        *why = g_strdup ("VGICD_TEST_ACCEPT_FDS is set");
+      return FALSE;
+    }
+  if (setsockopt (fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof off) == 0)
+    return TRUE;
+  e = errno;
+  if (why)
+    *why = e == ENOPROTOOPT ? g_strdup ("this kernel has no SO_PASSRIGHTS")
+                            : g_strdup_printf ("SO_PASSRIGHTS: %s", g_strerror (e));
+  return FALSE;
+#else
+  (void) fd;
+  if (why)
+    *why = g_strdup ("SO_PASSRIGHTS has no number known on this architecture");
+  return FALSE;
+#endif
 }

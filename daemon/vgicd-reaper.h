@@ -57,6 +57,22 @@ void vgicd_reaper_start (void);
  */
 gssize vgicd_recv_no_fds (int fd, void *buf, gsize len, int flags, gboolean *fds);
 
+/**
+ * vgicd_refuse_fds() - have the kernel refuse descriptors sent to @fd
+ * (SO_PASSRIGHTS off, Linux 6.16 and later): a peer's sendmsg() with
+ * SCM_RIGHTS then fails with EPERM, and nothing it sends ever reaches
+ * vgicd to be read around or defused; a listening socket passes the
+ * setting on to the connections it accepts
+ * @fd: a socket peers write to (a listening one, or vgicd's end of a pair)
+ * @why: (out) (optional): when not, why, newly allocated
+ *
+ * Return: whether the kernel refuses them now.  FALSE on an older kernel
+ * (ENOPROTOOPT), and where VGICD_TEST_ACCEPT_FDS is set in the
+ * environment: tests of the older kernels' defence (the peek, the reaper)
+ * on a newer one.  Either way the readers still peek first.
+ */
+gboolean vgicd_refuse_fds (int fd, char **why);
+
 /* vgicd_reaper_pending() - descriptors waiting for the reaper: the door
  * charges them to the peers (vgicd-server.c) */
 guint vgicd_reaper_pending (void);

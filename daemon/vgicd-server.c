@@ -153,6 +153,7 @@ struct _VgicdServer {
   char *guid;
   char *description;
   char *bound_path;	/* unlinked at exit when vgicd bound it */
+  char *fds;		/* what becomes of the descriptors peers send */
   GArray *allowed;	/* uid_t */
   GPtrArray *pending;	/* Pending *: admitted, handshake not finished */
   GPtrArray *peers;	/* Peer * */
@@ -1345,6 +1346,15 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
     }
   /* Step 4: accept() never waits, and a spare descriptor to shed with. */
   g_socket_set_blocking (sock, FALSE);
+  /* Before the first accept: the connections waiting in the backlog
+   * inherit it too. */
+  {
+    g_autofree char *why = NULL;
+
+    server->fds = vgicd_refuse_fds (g_socket_get_fd (sock), &why)
+                    ? g_strdup ("refused by the kernel (SO_PASSRIGHTS)")
+                    : g_strdup_printf ("read around, the peer closed (%s)", why);
+  }
   server->listener = g_steal_pointer (&sock);
   server->spare_fd = fcntl (g_socket_get_fd (server->listener), F_DUPFD_CLOEXEC, 0);
   vgicd_reaper_start ();	/* its thread and inert socket, before any peer */
@@ -1398,8 +1408,15 @@ vgicd_server_free (VgicdServer *server)
   g_array_unref (server->allowed);
   g_free (server->bound_path);
   g_free (server->description);
+  g_free (server->fds);
   g_free (server->guid);
   g_free (server);
+}
+
+const char *
+vgicd_server_describe_fds (VgicdServer *server)
+{
+  return server->fds;
 }
 
 const char *

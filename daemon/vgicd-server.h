@@ -22,6 +22,11 @@ VgicdServer *vgicd_server_new (VgicdDaemon *daemon, const char *socket_path,
                                GError **error);
 void vgicd_server_free (VgicdServer *server);
 
+/* vgicd_server_describe_fds() - what becomes of the descriptors a peer
+ * sends: "refused by the kernel (SO_PASSRIGHTS)" (vgicd-reaper.c), or
+ * "read around, the peer closed (why)" */
+const char *vgicd_server_describe_fds (VgicdServer *server);
+
 /* vgicd_server_describe() - "socket-activated /run/vgicd/vgicd.sock" etc. */
 const char *vgicd_server_describe (VgicdServer *server);
 

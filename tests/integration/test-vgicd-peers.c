@@ -292,10 +292,10 @@ raw_peer_closed (int fd, int ms)
   return FALSE;
 }
 
-/* @len bytes of @data on @sock, with the @n descriptors @fds passed
- * along (SCM_RIGHTS). */
-static void
-send_with_fds (int sock, const void *data, gsize len, const int *fds, guint n)
+/* sendmsg() of @len bytes of @data on @sock, with the @n descriptors @fds
+ * passed along (SCM_RIGHTS): what it returns, errno set. */
+static gssize
+fd_sendmsg (int sock, const void *data, gsize len, const int *fds, guint n)
 {
   g_autofree char *control = g_malloc0 (CMSG_SPACE (n * sizeof (int)));
   struct iovec iov = { (void *) data, len };
@@ -308,7 +308,14 @@ send_with_fds (int sock, const void *data, gsize len, const int *fds, guint n)
   cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS;
   cm->cmsg_len = CMSG_LEN (n * sizeof (int));
   memcpy (CMSG_DATA (cm), fds, n * sizeof (int));
-  g_assert_cmpint (sendmsg (sock, &mh, MSG_NOSIGNAL), ==, (gssize) len);
+  return sendmsg (sock, &mh, MSG_NOSIGNAL);
+}
+
+/* The same, which must send them all. */
+static void
+send_with_fds (int sock, const void *data, gsize len, const int *fds, guint n)
+{
+  g_assert_cmpint (fd_sendmsg (sock, data, len, fds, n), ==, (gssize) len);
 }
 
 static void
@@ -326,7 +333,7 @@ send_with_fd (int sock, const void *data, gsize len, int fd)
 static void
 test_admitted_peer_bounds (void)
 {
-  g_autoptr (VgicdHarness) h = harness ("auto");
+  g_autoptr (VgicdHarness) h = harness_accepting_fds (NULL);
   const Shape *s = &shapes[1];
   g_autoptr (VgicSim) sim = make_sim (s, TRUE);
   g_autoptr (VgicdClient) c = NULL;
@@ -538,7 +545,7 @@ assert_last_close_waits (void)
 static void
 test_lingering_descriptors (void)
 {
-  g_autoptr (VgicdHarness) h = harness ("auto");
+  g_autoptr (VgicdHarness) h = harness_accepting_fds (NULL);
   static const char *const features[] = { "channel", "record-window", NULL };
   const guint8 save[9] = { VGICD_CHANNEL_SAVE };
   const Shape *s = &shapes[1];
@@ -638,14 +645,11 @@ test_lingering_descriptors (void)
 static void
 test_lingering_descriptors_refused (void)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (VgicdHarness) h = vgicd_harness_start (
-    vgicd_test_bin, vgicd_test_policy,
-    "Mode=auto\nAllowUsers=root\nMaxConnectionsPerProcess=1\n", &error);
+  g_autoptr (VgicdHarness) h =
+    harness_accepting_fds ("Mode=auto\nAllowUsers=root\nMaxConnectionsPerProcess=1\n");
   struct sockaddr_un a = { .sun_family = AF_UNIX };
   int hold, t, first, refused, pair[2];
 
-  g_assert_no_error (error);
   g_strlcpy (a.sun_path, h->socket_path, sizeof a.sun_path);
   first = raw_peer_connect (h);
   t = lingering_tcp (3600, &hold);
@@ -871,6 +875,101 @@ test_status_coalesced (void)
 
 /* A peer reaches only the session it attached: another connection does not
  * even see it. */
+/* Linux 6.16's SO_PASSRIGHTS, for older headers (as vgicd-reaper.c). */
+#if !defined(SO_PASSRIGHTS) && (defined(__aarch64__) || defined(__x86_64__))
+#define SO_PASSRIGHTS 83
+#endif
+
+/* Where the kernel can refuse descriptors at the sender (Linux 6.16),
+ * vgicd has it do so on its listening socket and its step channels: a
+ * compromised QEMU's sendmsg() with SCM_RIGHTS fails with EPERM on the bus
+ * connection, before vgicd accepted it, and on the step channel, and
+ * nothing reaches vgicd, which serves the same peer on as before (the
+ * older kernels' defence closes it: /vgicd/admitted-peer-bounds). */
+static void
+test_descriptors_refused_by_kernel (void)
+{
+  static const char *const features[] = { "channel", "record-window", NULL };
+  const guint8 save[9] = { VGICD_CHANNEL_SAVE };
+  const Shape *s = &shapes[1];
+  g_autoptr (VgicdHarness) h = NULL;
+  g_autoptr (VgicSim) src = make_sim (s, FALSE);
+  g_autoptr (GUnixFDList) list = g_unix_fd_list_new ();
+  g_autoptr (GVariant) done = NULL;
+  g_autofree guint8 *blob = NULL, *plain = NULL;
+  g_autofree char *log = NULL;
+  const char *action = NULL;
+  OldPeer p = { 0 };
+  guint fds0, steps;
+  gsize len, plain_len;
+  char buf[4096];
+  int fd, early, off = 0;
+
+#ifdef SO_PASSRIGHTS
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_assert_cmpint (fd, >=, 0);
+  if (setsockopt (fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof off) < 0)
+    {
+      g_assert_cmpint (errno, ==, ENOPROTOOPT);
+      close (fd);
+      g_test_skip ("this kernel has no SO_PASSRIGHTS (Linux 6.16): vgicd reads around "
+                   "descriptors, /vgicd/admitted-peer-bounds tests that");
+      return;
+    }
+  close (fd);
+#else
+  (void) off;
+  g_test_skip ("SO_PASSRIGHTS has no number known here on this architecture");
+  return;
+#endif
+  h = harness ("auto");
+  log = vgicd_harness_read_log (h);
+  g_assert_nonnull (strstr (log, "descriptors peers send: refused by the kernel (SO_PASSRIGHTS)"));
+  fds0 = vgicd_harness_open_fds (h);
+  g_assert_cmpuint (fds0, >, 0);
+  for (guint i = 0; i < 200; i++)
+    g_unix_fd_list_append (list, 0, NULL);	/* dups of stdin, the list's */
+  blob = raw_call (1, list, &len);
+  plain = raw_call (2, NULL, &plain_len);
+
+  /* Before vgicd has accepted the connection: with its first byte. */
+  {
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+    early = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_strlcpy (a.sun_path, h->socket_path, sizeof a.sun_path);
+    g_assert_cmpint (connect (early, (struct sockaddr *) &a, sizeof a), ==, 0);
+    g_assert_cmpint (fd_sendmsg (early, "", 1, g_unix_fd_list_peek_fds (list, NULL), 200), ==, -1);
+    g_assert_cmpint (errno, ==, EPERM);
+    close (early);
+  }
+
+  /* After the handshake, with a call: refused, and the peer's next call
+   * answered. */
+  fd = raw_peer_connect (h);
+  g_assert_cmpint (fd_sendmsg (fd, blob, len, g_unix_fd_list_peek_fds (list, NULL), 200), ==, -1);
+  g_assert_cmpint (errno, ==, EPERM);
+  g_assert_cmpint (send (fd, plain, plain_len, MSG_NOSIGNAL), ==, (gssize) plain_len);
+  g_assert_cmpint (recv (fd, buf, sizeof buf, 0), >, 0);
+  close (fd);
+
+  /* On the step channel, with a request: refused, and the channel works. */
+  peer_attach (&p, h, src, s, "passes", features);
+  g_assert_cmpint (fd_sendmsg (p.channel, save, sizeof save, g_unix_fd_list_peek_fds (list, NULL),
+                               1), ==, -1);
+  g_assert_cmpint (errno, ==, EPERM);
+  done = old_peer_run (&p, src, "Save", NULL, &steps);
+  g_assert_true (g_variant_lookup (done, "action", "&s", &action));
+  g_assert_cmpstr (action, ==, "done");
+  old_peer_clear (&p);
+
+  g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, 0);
+  g_assert_cmpuint (vgicd_harness_stat (h, "saves"), ==, 1);
+  g_clear_pointer (&log, g_free);
+  log = vgicd_harness_read_log (h);
+  g_assert_null (strstr (log, "file descriptors"));
+}
+
 /* A peer closed by both of vgicd's guards at once: a signal (which the
  * GDBus filter closes a peer for: vgicd's protocol has none) and, in the
  * next write, a header no D-Bus message has (which the relay closes it
@@ -953,6 +1052,7 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/log-share", test_log_share);
   g_test_add_func ("/vgicd/status-coalesced", test_status_coalesced);
   g_test_add_func ("/vgicd/closed-once", test_closed_once);
+  g_test_add_func ("/vgicd/descriptors-refused-by-kernel", test_descriptors_refused_by_kernel);
   g_test_add_func ("/vgicd/sessions-are-private", test_sessions_are_private);
   return g_test_run ();
 }

@@ -282,7 +282,6 @@ test_descriptors_in_unfinished_message (void)
 {
   const Shape *s = &shapes[1];
   g_autoptr (VgicSim) sim = make_sim (s, TRUE);
-  g_autoptr (GError) error = NULL;
   g_autoptr (VgicdHarness) h = NULL;
   const struct rlimit tight = { 256, 256 };
   Target t;
@@ -291,9 +290,7 @@ test_descriptors_in_unfinished_message (void)
   int stop, report;
   pid_t child;
 
-  h = vgicd_harness_start (vgicd_test_bin, vgicd_test_policy,
-                           "Mode=auto\nAllowUsers=root\nMaxHandshakes=16\n", &error);
-  g_assert_no_error (error);
+  h = harness_accepting_fds ("Mode=auto\nAllowUsers=root\nMaxHandshakes=16\n");
   /* As a LimitNOFILE=256 would set it, on vgicd alone: both limits, since
    * vgicd raises a soft limit to the hard one at start (a soft limit
    * lowered before the start, as this test did, left it at the hard). */

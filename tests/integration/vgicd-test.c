@@ -137,6 +137,21 @@ assert_regs_read (const VgicdRegs *regs, const VgicList *reads)
 }
 
 VgicdHarness *
+harness_accepting_fds (const char *conf)
+{
+  g_autoptr (GError) error = NULL;
+  VgicdHarness *h;
+
+  /* vgicd reads it from the environment it starts with. */
+  g_setenv ("VGICD_TEST_ACCEPT_FDS", "1", TRUE);
+  h = conf ? vgicd_harness_start (vgicd_test_bin, vgicd_test_policy, conf, &error)
+           : harness ("auto");
+  g_unsetenv ("VGICD_TEST_ACCEPT_FDS");
+  g_assert_no_error (error);
+  return h;
+}
+
+VgicdHarness *
 harness (const char *mode)
 {
   g_autoptr (GError) error = NULL;

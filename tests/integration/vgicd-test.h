@@ -61,6 +61,13 @@ VgicSim *make_sim (const Shape *s, gboolean batch);
  * does not start */
 VgicdHarness *harness (const char *mode);
 
+/* harness_accepting_fds() - a vgicd on @conf (harness()'s "auto" if NULL)
+ * as on a kernel before Linux 6.16, whose peers may send it descriptors
+ * (VGICD_TEST_ACCEPT_FDS: SO_PASSRIGHTS left on): for the tests of
+ * vgicd's own defence against them, the peek and the reaper, which newer
+ * kernels leave unused */
+VgicdHarness *harness_accepting_fds (const char *conf);
+
 /* vgicd_test_connect() - connect to @h's vgicd as a functional test's
  * QEMU: its calls wait for vgicd up to VGICD_TEST_BUDGET_MS, not QEMU's
  * 250 ms */

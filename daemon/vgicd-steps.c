@@ -57,6 +57,7 @@
 #include "vgic-validate.h"
 #include "vgicd-history.h"
 #include "vgicd-metrics.h"
+#include "vgicd-relay.h"
 #include "vgicd-session-private.h"
 #include "vgicd/protocol.h"
 
@@ -963,11 +964,33 @@ vgicd_steps_load_list (VgicdSession *s, guint32 count)
   return handler_end (s, start_load_list (s, count));
 }
 
+/* A record longer than any VM's on this host (the attach info's
+ * record-max), refused on its size alone: libvgicd sends just the size of
+ * one (LoadWindow), so that the refusal is counted and kept here with the
+ * others instead of staying in the peer. */
+static GVariant *
+refuse_too_long (VgicdSession *s, gsize size)
+{
+  const gsize max = vgicd_relay_record_max (s->daemon->config->max_vcpus);
+  g_autofree char *msg = NULL;
+
+  if (size <= max)
+    return NULL;
+  msg = g_strdup_printf ("record refused, nothing written: it is %" G_GSIZE_FORMAT " bytes, "
+                         "longer than any VM's record vgicd takes on this host (%" G_GSIZE_FORMAT
+                         " bytes, MaxVcpus=%u)", size, max, s->daemon->config->max_vcpus);
+  return step_fail_why (s, "load", VGICD_REASON_REFUSED, msg);
+}
+
 GVariant *
 vgicd_steps_load (VgicdSession *s, const guint8 *record, gsize len)
 {
+  GVariant *refused;
+
   handler_begin (s);
   begin_op (s);
+  if ((refused = refuse_too_long (s, len)))
+    return handler_end (s, refused);
   return handler_end (s, start_load (s, record, len));
 }
 
@@ -975,9 +998,12 @@ GVariant *
 vgicd_steps_load_window (VgicdSession *s, guint32 size)
 {
   g_autofree guint8 *bytes = NULL;
+  GVariant *refused;
 
   handler_begin (s);
   begin_op (s);
+  if ((refused = refuse_too_long (s, size)))
+    return handler_end (s, refused);
   if (size == 0 || size > s->window->size)
     {
       g_autofree char *msg = g_strdup_printf ("record refused, nothing written: %u bytes "

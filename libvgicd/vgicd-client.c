@@ -332,14 +332,18 @@ gboolean
 vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
 {
   GVariant *step;
+  gboolean too_long;
 
   if (!check_attached (c, error))
     return FALSE;
   memset (&c->stats, 0, sizeof (c->stats));
   /* Longer than any VM's record on this host: from a damaged stream or a
    * hostile source, and as Load's argument longer than any message vgicd
-   * takes (it would close this connection as a misbehaving peer's). */
-  if (c->record_max && len > c->record_max)
+   * takes (it would close this connection as a misbehaving peer's).  Its
+   * size alone goes, through the window's call, for vgicd to refuse and
+   * count it; without the window, it is refused here. */
+  too_long = c->record_max && len > c->record_max;
+  if (too_long && !c->load_window)
     {
       g_set_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED,
                    "record refused, nothing written: it is %" G_GSIZE_FORMAT " bytes, longer "
@@ -348,7 +352,7 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
       return FALSE;
     }
   c->wait_budget_us = (gint64) c->timeout_ms * 1000;
-  if (c->load_window && len > 0 && len <= c->window_size && len <= G_MAXUINT32)
+  if (c->load_window && len > 0 && ((len <= c->window_size && len <= G_MAXUINT32) || too_long))
     {
       /* The record through the window: one copy instead of a message's.
        * An answer still due on the channel is taken first: vgicd may still
@@ -356,8 +360,10 @@ vgicd_client_load (VgicdClient *c, const void *data, size_t len, GError **error)
        * early: its reads are there). */
       if (c->channel && !vgicd_client_channel_settle (c->channel, &c->wait_budget_us, error))
         return FALSE;
-      memcpy (c->window, data, len);
-      step = vgicd_client_call (c, VGICD_CALL_LOAD_WINDOW, g_variant_new ("(u)", (guint32) len), error);
+      if (len <= c->window_size)
+        memcpy (c->window, data, len);
+      step = vgicd_client_call (c, VGICD_CALL_LOAD_WINDOW,
+                                g_variant_new ("(u)", (guint32) MIN (len, G_MAXUINT32)), error);
     }
   else
     step = vgicd_client_call (c, VGICD_CALL_LOAD,

@@ -386,11 +386,12 @@ test_fault_during_restore (void)
 
 /* A "record" longer than any VM's record on the host (a damaged stream, a
  * hostile source: QEMU takes up to 16 MiB in the GIC's subsection) is
- * refused as one, before it leaves QEMU: nothing written, the session
- * kept.  Sent as Load's argument it was longer than any message vgicd
- * takes, so vgicd closed the connection as a misbehaving peer's
- * (peers-closed, a warning naming an honest QEMU), and QEMU's error said
- * vgicd was unreachable. */
+ * refused as one, without leaving QEMU: libvgicd sends its length alone,
+ * vgicd refuses it and counts it; nothing written, the session kept.
+ * Sent as Load's argument it was longer than any message vgicd takes, so
+ * vgicd closed the connection as a misbehaving peer's (peers-closed, a
+ * warning naming an honest QEMU), and QEMU's error said vgicd was
+ * unreachable; refused in libvgicd (d5cc707), vgicd never knew. */
 static void
 test_oversized_record_refused (void)
 {
@@ -422,6 +423,15 @@ test_oversized_record_refused (void)
   g_clear_error (&error);
   assert_untouched (dst, before);
   g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, 0);
+  /* Refused by vgicd on its length alone, which libvgicd sent instead of
+   * the record: counted, and said, as any refusal. */
+  g_assert_cmpuint (vgicd_harness_stat (h, "failures"), ==, 1);
+  {
+    g_autofree char *log = vgicd_harness_read_log (h);
+
+    g_assert_nonnull (strstr (log, "it is 4194304 bytes, longer than any VM's record vgicd "
+                                   "takes on this host"));
+  }
 
   /* The session is still there: the real record loads. */
   g_assert_true (vgicd_client_load (cd, g_bytes_get_data (record, NULL),

@@ -45,10 +45,12 @@
  * instead (SO_PASSRIGHTS off on the receiving socket: sendmsg() fails with
  * EPERM, and a listening socket's connections inherit the setting), which
  * ends what defusing cannot reach (a FUSE file's release, more descriptors
- * than the walk's bounds).  vgicd turns it off on its listening socket and
- * its ends of the step channels (vgicd_refuse_fds()); all of the above
- * stays, for the kernels without it (trixie's 6.12) and for a peer's
- * socket that was queued before the setting.
+ * than the walk's bounds).  vgicd turns it off on its listening socket, on
+ * each connection it accepts (one queued before vgicd set the listener,
+ * under socket activation, kept the listener's setting of then) and on its
+ * ends of the step channels (vgicd_refuse_fds()); all of the above stays,
+ * for the kernels without it (trixie's 6.12) and for what such a queued
+ * peer sent before its connection was accepted.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>

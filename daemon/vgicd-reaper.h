@@ -62,7 +62,7 @@ gssize vgicd_recv_no_fds (int fd, void *buf, gsize len, int flags, gboolean *fds
  * (SO_PASSRIGHTS off, Linux 6.16 and later): a peer's sendmsg() with
  * SCM_RIGHTS then fails with EPERM, and nothing it sends ever reaches
  * vgicd to be read around or defused; a listening socket passes the
- * setting on to the connections it accepts
+ * setting on to the connections queued after
  * @fd: a socket peers write to (a listening one, or vgicd's end of a pair)
  * @why: (out) (optional): when not, why, newly allocated
  *

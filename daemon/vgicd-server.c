@@ -1175,6 +1175,10 @@ on_accept (GSocket *listener, GIOCondition cond, gpointer data)
           g_source_attach (server->accept_pause, NULL);
           return G_SOURCE_REMOVE;
         }
+      /* A connection queued before vgicd set the listening socket's
+       * refusal of descriptors took it without: under socket activation,
+       * the QEMU whose connection started vgicd. */
+      vgicd_refuse_fds (g_socket_get_fd (sock), NULL);
       stream = g_socket_connection_factory_create_connection (sock);
       on_incoming (server, stream);
     }
@@ -1261,6 +1265,9 @@ bind_socket (const char *path, const char *group, gboolean group_set, GError **e
       g_prefix_error (error, "cannot listen on %s: ", path);
       return NULL;
     }
+  /* And the refusal of descriptors (vgicd-reaper.c), which a connection
+   * takes from the listening socket as it is queued. */
+  vgicd_refuse_fds (g_socket_get_fd (sock), NULL);
   if (!restrict_socket (path, group, group_set, error) || !g_socket_listen (sock, error))
     {
       g_prefix_error (error, "cannot listen on %s: ", path);
@@ -1346,8 +1353,9 @@ vgicd_server_new (VgicdDaemon *daemon, const char *socket_path, GError **error)
     }
   /* Step 4: accept() never waits, and a spare descriptor to shed with. */
   g_socket_set_blocking (sock, FALSE);
-  /* Before the first accept: the connections waiting in the backlog
-   * inherit it too. */
+  /* Systemd's socket comes without it (vgicd.socket cannot ask for it
+   * before systemd 258's AcceptFileDescriptors=); what is already in its
+   * backlog is set at accept (on_accept()). */
   {
     g_autofree char *why = NULL;
 

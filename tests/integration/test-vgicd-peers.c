@@ -880,6 +880,30 @@ test_status_coalesced (void)
 #define SO_PASSRIGHTS 83
 #endif
 
+/* Whether this kernel has SO_PASSRIGHTS (Linux 6.16); else the test is
+ * skipped, saying so. */
+static gboolean
+kernel_refuses_fds (void)
+{
+#ifdef SO_PASSRIGHTS
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), off = 0;
+  gboolean has;
+
+  g_assert_cmpint (fd, >=, 0);
+  has = setsockopt (fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof off) == 0;
+  if (!has)
+    g_assert_cmpint (errno, ==, ENOPROTOOPT);
+  close (fd);
+  if (!has)
+    g_test_skip ("this kernel has no SO_PASSRIGHTS (Linux 6.16): vgicd reads around "
+                 "descriptors, /vgicd/admitted-peer-bounds tests that");
+  return has;
+#else
+  g_test_skip ("SO_PASSRIGHTS has no number known here on this architecture");
+  return FALSE;
+#endif
+}
+
 /* Where the kernel can refuse descriptors at the sender (Linux 6.16),
  * vgicd has it do so on its listening socket and its step channels: a
  * compromised QEMU's sendmsg() with SCM_RIGHTS fails with EPERM on the bus
@@ -903,25 +927,10 @@ test_descriptors_refused_by_kernel (void)
   guint fds0, steps;
   gsize len, plain_len;
   char buf[4096];
-  int fd, early, off = 0;
+  int fd, early;
 
-#ifdef SO_PASSRIGHTS
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  g_assert_cmpint (fd, >=, 0);
-  if (setsockopt (fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof off) < 0)
-    {
-      g_assert_cmpint (errno, ==, ENOPROTOOPT);
-      close (fd);
-      g_test_skip ("this kernel has no SO_PASSRIGHTS (Linux 6.16): vgicd reads around "
-                   "descriptors, /vgicd/admitted-peer-bounds tests that");
-      return;
-    }
-  close (fd);
-#else
-  (void) off;
-  g_test_skip ("SO_PASSRIGHTS has no number known here on this architecture");
-  return;
-#endif
+  if (!kernel_refuses_fds ())
+    return;
   h = harness ("auto");
   log = vgicd_harness_read_log (h);
   g_assert_nonnull (strstr (log, "descriptors peers send: refused by the kernel (SO_PASSRIGHTS)"));
@@ -968,6 +977,52 @@ test_descriptors_refused_by_kernel (void)
   g_clear_pointer (&log, g_free);
   log = vgicd_harness_read_log (h);
   g_assert_null (strstr (log, "file descriptors"));
+}
+
+/* Under socket activation the QEMU whose connection starts vgicd is queued
+ * before vgicd has set anything on the listening socket, and its
+ * connection inherits the listener's setting of then: vgicd sets the
+ * refusal again on each connection it accepts.  Here vgicd starts a
+ * second after systemd-socket-activate listens (a wrapper sleeps), and
+ * this peer connects in that second. */
+static void
+test_descriptors_refused_queued_before_start (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = NULL;
+  g_autofree char *dir = NULL, *wrapper = NULL, *script = NULL, *log = NULL;
+  g_autofree guint8 *blob = NULL, *plain = NULL;
+  gsize len, plain_len;
+  char buf[4096];
+  int fd, in = 0;	/* stdin, passed */
+
+  if (!kernel_refuses_fds ())
+    return;
+  dir = g_dir_make_tmp ("vgicd-slow-XXXXXX", &error);
+  g_assert_no_error (error);
+  wrapper = g_build_filename (dir, "vgicd-slow", NULL);
+  script = g_strdup_printf ("#!/bin/sh\nsleep 1\nexec '%s' \"$@\"\n", vgicd_test_bin);
+  g_assert_true (g_file_set_contents (wrapper, script, -1, &error));
+  g_assert_cmpint (chmod (wrapper, 0755), ==, 0);
+  h = vgicd_harness_start_activated (wrapper, vgicd_test_policy,
+                                     "Mode=auto\nAllowUsers=root\n", &error);
+  g_assert_no_error (error);
+  /* Listening already (systemd-socket-activate's), vgicd not yet: the
+   * handshake's answer waits for it. */
+  fd = raw_peer_connect (h);
+  log = vgicd_harness_read_log (h);
+  g_assert_nonnull (strstr (log, "(socket-activated)"));
+  g_assert_nonnull (strstr (log, "descriptors peers send: refused by the kernel"));
+  blob = raw_call (1, NULL, &len);
+  plain = raw_call (2, NULL, &plain_len);
+  g_assert_cmpint (fd_sendmsg (fd, blob, len, &in, 1), ==, -1);
+  g_assert_cmpint (errno, ==, EPERM);
+  g_assert_cmpint (send (fd, plain, plain_len, MSG_NOSIGNAL), ==, (gssize) plain_len);
+  g_assert_cmpint (recv (fd, buf, sizeof buf, 0), >, 0);
+  close (fd);
+  g_clear_pointer (&h, vgicd_harness_stop);
+  g_unlink (wrapper);
+  g_rmdir (dir);
 }
 
 /* A peer closed by both of vgicd's guards at once: a signal (which the
@@ -1053,6 +1108,8 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/status-coalesced", test_status_coalesced);
   g_test_add_func ("/vgicd/closed-once", test_closed_once);
   g_test_add_func ("/vgicd/descriptors-refused-by-kernel", test_descriptors_refused_by_kernel);
+  g_test_add_func ("/vgicd/descriptors-refused-queued-before-start",
+                   test_descriptors_refused_queued_before_start);
   g_test_add_func ("/vgicd/sessions-are-private", test_sessions_are_private);
   return g_test_run ();
 }

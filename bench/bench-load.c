@@ -1722,17 +1722,6 @@ cell (gboolean have, gboolean sign, double x)
   return sign ? g_strdup_printf ("%+.0f", x) : g_strdup_printf ("%.1f", x);
 }
 
-/* How many times @needle is in @haystack. */
-static guint
-count_of (const char *haystack, const char *needle)
-{
-  guint n = 0;
-
-  for (const char *at = haystack; (at = strstr (at, needle)); at += strlen (needle))
-    n++;
-  return n;
-}
-
 /* @key's default, as vgicd.conf's table has it (0 if none). */
 static guint
 config_default (const char *key)
@@ -1760,7 +1749,8 @@ logs_account (VgicdHarness *h, gsize log_from, guint64 suppressed0, guint caused
   const guint share = config_default ("LogLinesPerProcess");
   g_autofree char *log = vgicd_harness_read_log (h);
   const char *row = log && strlen (log) >= log_from ? log + log_from : "";
-  const guint written = count_of (row, "VM logs: ") + count_of (row, "closed the connection of a peer");
+  const guint written = vgicd_harness_count (row, "VM logs: ") +
+                        vgicd_harness_count (row, "closed the connection of a peer");
   const guint64 suppressed = vgicd_harness_stat (h, "log-suppressed") - suppressed0;
   /* Its share at once, then the refill, and the one notice. */
   const double allowed = share + (double) share * took_us / 60e6 + 1;
@@ -2178,8 +2168,9 @@ main (int argc, char **argv)
   if (!vgicd_start (&h, &error))
     die ("vgicd", error);
   printf ("bench-load: vgicd %s (ClientTimeout=%u, RLIMIT_NOFILE %u, peers' descriptors "
-          "read around, as on Linux before 6.16), vgic-sim VMs (real ioctls), %u cores%s\n\n", PACKAGE_VERSION, opt_client_timeout, vgicd_nofile (h),
-          g_get_num_processors (), opt_quick ? ", --quick" : "");
+          "read around, as on Linux before 6.16), vgic-sim VMs (real ioctls), %u cores%s\n\n",
+          PACKAGE_VERSION, opt_client_timeout, vgicd_nofile (h), g_get_num_processors (),
+          opt_quick ? ", --quick" : "");
   if (!opt_only)
     {
       cycles (h);

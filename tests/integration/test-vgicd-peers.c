@@ -672,17 +672,6 @@ test_lingering_descriptors_refused (void)
   close (hold);
 }
 
-/* How many times @needle is in @haystack. */
-static guint
-count_of (const char *haystack, const char *needle)
-{
-  guint n = 0;
-
-  for (const char *at = haystack; (at = strstr (at, needle)); at += strlen (needle))
-    n++;
-  return n;
-}
-
 /* Run vgicd-peer (a QEMU of another process) against @h: it attaches a VM
  * named @name and leaves. */
 static void
@@ -773,7 +762,7 @@ test_log_share (void)
   suppressed = vgicd_harness_stat (h, "log-suppressed");
   log = vgicd_harness_read_log (h);
   closed = g_strdup_printf ("closed the connection of a peer (pid %d)", (int) getpid ());
-  written = count_of (log, "VM flood: ") + count_of (log, closed);
+  written = vgicd_harness_count (log, "VM flood: ") + vgicd_harness_count (log, closed);
   bound = LOG_SHARE + (guint64) (took / G_USEC_PER_SEC) + 1;
   g_test_message ("%u refused loads and %u closed connections in %.2f s: %" G_GUINT64_FORMAT
                   " lines written (the share allowed %" G_GUINT64_FORMAT "), %" G_GUINT64_FORMAT
@@ -1062,10 +1051,11 @@ test_closed_once (void)
   log = vgicd_harness_read_log (h);
   g_test_message ("%u peers closed: peers-closed %" G_GUINT64_FORMAT ", by the filter %u, "
                   "by the relay %u", BOTH_GUARDS_ROUNDS, vgicd_harness_stat (h, "peers-closed"),
-                  count_of (log, "not a call awaiting an answer"),
-                  count_of (log, "endianness byte"));
+                  vgicd_harness_count (log, "not a call awaiting an answer"),
+                  vgicd_harness_count (log, "endianness byte"));
   g_assert_cmpuint (vgicd_harness_stat (h, "peers-closed"), ==, BOTH_GUARDS_ROUNDS);
-  g_assert_cmpuint (count_of (log, "closed the connection of a peer"), ==, BOTH_GUARDS_ROUNDS);
+  g_assert_cmpuint (vgicd_harness_count (log, "closed the connection of a peer"), ==,
+                    BOTH_GUARDS_ROUNDS);
 }
 
 static void

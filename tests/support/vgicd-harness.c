@@ -304,6 +304,16 @@ vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVariant *param
   return reply;
 }
 
+guint
+vgicd_harness_count (const char *haystack, const char *needle)
+{
+  guint n = 0;
+
+  for (const char *at = haystack; (at = strstr (at, needle)); at += strlen (needle))
+    n++;
+  return n;
+}
+
 char *
 vgicd_harness_read_log (VgicdHarness *h)
 {

@@ -63,6 +63,10 @@ GVariant *vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVari
  * it (no activation, its failure ignored: vgicd may be down) */
 char *vgicd_harness_read_log (VgicdHarness *h);
 
+/* vgicd_harness_count() - how many times @needle is in @haystack (lines of
+ * a log vgicd_harness_read_log() read, say) */
+guint vgicd_harness_count (const char *haystack, const char *needle);
+
 /* vgicd_harness_property() - a string property of Manager1 ("KernelBatch",
  * "KernelBatchSource", ...), newly allocated; fails the test if the call
  * fails */

@@ -1024,15 +1024,22 @@ test_descriptors_refused_queued_before_start (void)
 static void
 test_closed_once (void)
 {
-  g_autoptr (VgicdHarness) h = harness ("auto");
+  /* The door's bounds lifted: this process opens its 40 peers in a row,
+   * and a loaded CI run's ASan build once closed one in its handshake
+   * (its log was not kept), which is not what this test is about. */
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = vgicd_harness_start (
+    vgicd_test_bin, vgicd_test_policy,
+    "Mode=auto\nAllowUsers=root\nMaxConnectionsPerProcess=1024\nMaxHandshakes=1024\n"
+    "MaxHandshakesPerProcess=1024\n", &error);
   g_autoptr (GDBusMessage) m = g_dbus_message_new_signal ("/org/vgicd/Helper1",
                                                           "org.vgicd.Test", "Hello");
-  g_autoptr (GError) error = NULL;
   g_autofree guint8 *blob = NULL;
   const guint8 junk[16] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
   g_autofree char *log = NULL;
   gsize len;
 
+  g_assert_no_error (error);
   g_dbus_message_set_serial (m, 1);
   blob = g_dbus_message_to_blob (m, &len, G_DBUS_CAPABILITY_FLAGS_NONE, &error);
   g_assert_no_error (error);

@@ -1059,6 +1059,17 @@ vgicd_relay_dup_failure (VgicdRelay *r, gboolean *logged)
 }
 
 gboolean
+vgicd_relay_is_closed (VgicdRelay *r)
+{
+  gboolean closed;
+
+  g_mutex_lock (&r->lock);
+  closed = r->peer_fd < 0 || r->failure != NULL;
+  g_mutex_unlock (&r->lock);
+  return closed;
+}
+
+gboolean
 vgicd_relay_claim_failure (VgicdRelay *r, const char *why)
 {
   gboolean first;

@@ -86,3 +86,13 @@ char *vgicd_relay_dup_failure (VgicdRelay *relay, gboolean *logged);
  *	counts the peer; FALSE when another did already.
  */
 gboolean vgicd_relay_claim_failure (VgicdRelay *relay, const char *why);
+
+/**
+ * vgicd_relay_is_closed() - whether the peer is gone: its socket closed
+ * (by vgicd or by the peer), or a reason to close it claimed; any thread
+ *
+ * GDBus says "closed" later, on the main loop (seconds later on a busy
+ * host), and its connection holds its descriptors until then; but from
+ * this point the peer sees no connection, and the door counts none.
+ */
+gboolean vgicd_relay_is_closed (VgicdRelay *relay);

@@ -175,7 +175,7 @@ typedef struct {
   gulong closed_id;
   guint64 seq;		/* its arrival at the door (Pending's) */
   GSource *attach_deadline;	/* AttachTimeout= after its handshake */
-  gboolean closing;	/* closed by the door, until "closed" */
+  gboolean closing;	/* closed by the door, until "closed" (and see peer_closing()) */
 } Peer;
 
 /*
@@ -631,6 +631,19 @@ pending_drop (Pending *p)
 }
 
 
+/* Whether the door counts @p as closing: dropped by the door, or gone from
+ * the peer's side of its relay (see peer_closing()). */
+static gboolean
+pending_closing (const Pending *p)
+{
+  VgicdRelay *relay;
+
+  if (p->dropped)
+    return TRUE;
+  relay = vgicd_relay_of_stream (G_IO_STREAM (p->stream));
+  return relay && vgicd_relay_is_closed (relay);
+}
+
 /* The door closes an admitted peer: it stays in the list, and counted,
  * until GDBus has closed it ("closed", on_closed()). */
 static void
@@ -638,6 +651,23 @@ peer_close (Peer *p)
 {
   p->closing = TRUE;
   g_dbus_connection_close (p->connection, NULL, NULL, NULL);
+}
+
+/* Whether the door counts @p as closing: closed by the door, or gone from
+ * the peer's side of its relay (closed for what it sent, or by the peer).
+ * Its descriptors stay charged until GDBus says "closed", which a busy
+ * main loop can take seconds to; its process is not held to a connection
+ * it already sees closed (a QEMU connecting again at once would be
+ * refused at MaxConnectionsPerProcess=). */
+static gboolean
+peer_closing (const Peer *p)
+{
+  VgicdRelay *relay;
+
+  if (p->closing)
+    return TRUE;
+  relay = vgicd_relay_of_stream (g_dbus_connection_get_stream (p->connection));
+  return relay && vgicd_relay_is_closed (relay);
 }
 
 /* Step 3: a peer that has not attached by AttachTimeout= after its
@@ -882,9 +912,10 @@ log_refusal (VgicdServer *server, uid_t uid, pid_t pid, const char *why)
   r->unlogged = 0;
 }
 
-/* What is at the door now.  Connections the door has closed and that
- * still hold their descriptors (a handshake thread winding down, GDBus
- * closing a peer) are "closing": outside the bounds, in the descriptors. */
+/* What is at the door now.  Connections closed and still holding their
+ * descriptors (a handshake thread winding down, GDBus closing a peer the
+ * door, the relay or the bus filter closed, or that left) are "closing"
+ * (peer_closing()): outside the bounds, in the descriptors. */
 typedef struct {
   guint pending;	/* in their handshake */
   guint connections;	/* in any state */
@@ -903,7 +934,7 @@ door_count (VgicdServer *server, pid_t pid, DoorCounts *c)
       const Pending *q = g_ptr_array_index (server->pending, i);
 
       c->all_fds += FDS_PER_CONNECTION + FDS_PER_HANDSHAKE;
-      if (q->dropped)
+      if (pending_closing (q))
         continue;
       c->pending++;
       c->pending_mine += q->pid == pid;
@@ -915,7 +946,7 @@ door_count (VgicdServer *server, pid_t pid, DoorCounts *c)
       const Peer *q = g_ptr_array_index (server->peers, i);
 
       c->all_fds += FDS_PER_CONNECTION + (q->session ? FDS_PER_SESSION : 0);
-      if (q->closing)
+      if (peer_closing (q))
         continue;
       c->connections++;
       c->connections_mine += q->pid == pid;
@@ -987,14 +1018,14 @@ door_victim (VgicdServer *server, gboolean pending_only, Holding *out)
     {
       Pending *q = g_ptr_array_index (server->pending, i);
 
-      if (!q->dropped)
+      if (!pending_closing (q))
         holding_add (by_pid, q->pid, q->seq, q, NULL);
     }
   for (guint i = 0; i < server->peers->len && !pending_only; i++)
     {
       Peer *q = g_ptr_array_index (server->peers, i);
 
-      if (!q->session && !q->closing)
+      if (!q->session && !peer_closing (q))
         holding_add (by_pid, q->pid, q->seq, NULL, q);
     }
   g_hash_table_iter_init (&it, by_pid);

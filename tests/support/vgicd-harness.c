@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log-on-failure.h"
 #include "test-files.h"
 #include "vgicd-harness.h"
 
@@ -145,6 +146,7 @@ harness_start (const char *vgicd, const char *policy, const char *config,
   g_autofree char *conf = NULL;
   g_autofree char *abs_policy = g_canonicalize_filename (policy, NULL);
 
+  h->log_watch = -1;
   h->dir = g_dir_make_tmp ("vgicd-XXXXXX", error);
   if (!h->dir)
     return NULL;
@@ -194,6 +196,7 @@ harness_start (const char *vgicd, const char *policy, const char *config,
   mkdir (h->vms_dir, 0755);
 
   h->log_path = g_build_filename (h->dir, "vgicd.log", NULL);
+  h->log_watch = log_on_failure_watch (h->log_path);
   h->vgicd = g_strdup (vgicd);
   if (!spawn_vgicd (h, activated, O_TRUNC, error))
     return NULL;
@@ -437,8 +440,18 @@ vgicd_harness_stop (VgicdHarness *h)
 {
   if (!h)
     return;
+  gboolean keep = g_getenv ("VGICD_HARNESS_KEEP") != NULL;
+
   stop_pid (&h->vgicd_pid, SIGTERM);
   stop_pid (&h->dbus_pid, SIGTERM);
+  /* A test that failed without aborting (g_test_fail()) gets here: vgicd's
+   * log, for CI's record, and the folder kept. */
+  if (g_test_initialized () && g_test_failed ())
+    {
+      log_on_failure_print (h->log_watch);
+      keep = TRUE;
+    }
+  log_on_failure_forget (h->log_watch);
   /* vgicd is a process of its own: in a sanitizer build, what ASan, LSan
    * or UBSan found in it at exit is in its log, and fails the test. */
   if (h->log_path)
@@ -451,7 +464,7 @@ vgicd_harness_stop (VgicdHarness *h)
         g_error ("vgicd reported a sanitizer error:\n%s", log);
     }
   /* VGICD_HARNESS_KEEP=1 keeps the logs and configuration for a look. */
-  if (h->dir && !g_getenv ("VGICD_HARNESS_KEEP"))
+  if (h->dir && !keep)
     test_remove_tree (h->dir);
   else if (h->dir)
     g_printerr ("vgicd harness: kept %s\n", h->dir);

@@ -17,6 +17,7 @@ typedef struct {
   GPid dbus_pid;
   GPid vgicd_pid;
   char *log_path;	/* vgicd's stderr */
+  int log_watch;	/* its end printed if the test dies (log-on-failure.h) */
   char *state_path;	/* its state file (what SetMode persists) */
   char *vms_conf;	/* its static per-VM policy (absent until written) */
   char *vms_dir;	/* its folder of domains' choices (created empty) */
@@ -93,6 +94,8 @@ void vgicd_harness_kill_vgicd (VgicdHarness *h);
  * the new one listens and owns its name on the bus */
 gboolean vgicd_harness_restart_vgicd (VgicdHarness *h, GError **error);
 
-/* vgicd_harness_stop() - stop both, remove the directory */
+/* vgicd_harness_stop() - stop both, remove the directory (kept, and
+ * vgicd's log printed, when the test has failed; a test that aborts gets
+ * the log printed by log-on-failure.c) */
 void vgicd_harness_stop (VgicdHarness *h);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (VgicdHarness, vgicd_harness_stop)

@@ -62,9 +62,14 @@
  * wrong record or destination, or a failed honest operation in issue 17's
  * rows (a vgicd without the fixes of issue 31 fails those rows' bounds
  * today, so their breaches, and part 2's fallbacks, only show in the
- * table); with --strict-attacks, any breach of any row as well.  CI
- * (scripts/test.sh, --quick) turns --strict-attacks on when issue 31's
- * fixes land.  --quick runs issue 31's slow attacks at a reduced scale
+ * table); with --strict-attacks, any breach of any row as well; with
+ * --strict-resources, any breach under attack that is not a time (vgicd
+ * died or stayed busy, an honest run fell back, RSS, descriptors, log
+ * lines).  CI
+ * (scripts/test.sh, --quick) runs with --strict-resources: on a shared
+ * 2-core machine, with a kernel building beside it, the slowest of ten
+ * attaches passes 50 ms in about half the runs (attacks or not), so the
+ * time bounds are read in the table, not held.  --quick runs issue 31's slow attacks at a reduced scale
  * (the row's name gives it).  Most of issue 31's rows need root (to drop to
  * `nobody', to raise an attacker's descriptor limit, to reset VmHWM).
  */
@@ -114,6 +119,11 @@ static gboolean opt_strict;
 static char *opt_only;
 static gboolean failed;		/* exit 1: a wrong record, an honest failure (issue 17) */
 static gboolean breached;	/* a bound of issue 31 broken: exit 1 with --strict-attacks */
+/* One of part 3's that is not a time (vgicd down, an honest run falling
+ * back under attack, RSS, descriptors, log lines): exit 1 with
+ * --strict-resources too. */
+static gboolean breached_resources;
+static gboolean opt_strict_resources;
 
 /* Issue 31's bounds (the acceptance). */
 #define BOUND_EXTRA_MS 50.0
@@ -379,6 +389,7 @@ many (VgicdHarness *h)
           vgicd_harness_open_fds (h));
   if (good != opt_sessions)
     failed = TRUE;
+  /* Time, on 2 cores with 16 to 64 VMs at once: not --strict-resources'. */
   if (fell_back + load_failed)
     breached = TRUE;
   g_mutex_clear (&lock);
@@ -1738,11 +1749,11 @@ config_default (const char *key)
 /* LOGS' account, once its attacker is gone: the lines it caused (@caused,
  * its count) against those vgicd wrote since @log_from (bytes of vgicd's
  * log) in @took_us, and what it counted as not written; a line in @notes,
- * and in @verdict what went past the share.  (Not the honest QEMU's lines:
+ * and in @verdict what went past the share (TRUE then).  (Not the honest QEMU's lines:
  * this process plays every row's honest VM, which no QEMU does, and goes
  * past its own share in a full run; tests/integration/test-vgicd-peers.c's
  * /vgicd/log-share checks that another process's VM is logged.) */
-static void
+static gboolean
 logs_account (VgicdHarness *h, gsize log_from, guint64 suppressed0, guint caused,
               gint64 took_us, GString *verdict)
 {
@@ -1766,6 +1777,7 @@ logs_account (VgicdHarness *h, gsize log_from, guint64 suppressed0, guint caused
   if (written + suppressed < caused)
     g_string_append_printf (verdict, "%" G_GUINT64_FORMAT " lines lost, ",
                             caused - written - suppressed);
+  return written > allowed || written + suppressed < caused;
 }
 
 /* The row without attack: what the others are measured against. */
@@ -1944,9 +1956,13 @@ under_attack (VgicdHarness **hp, Attack how)
       busy &= !died;	/* it died instead: said so */
     }
 
-  /* The verdict, against issue 31's bounds. */
-  if (how == LOGS && !died)
-    logs_account (h, log0 ? strlen (log0) : 0, suppressed0, *done, attack_us, verdict);
+  /* The verdict, against issue 31's bounds: those that are not a time
+   * first (--strict-resources holds CI to them), then the times. */
+  if (how == LOGS && !died &&
+      logs_account (h, log0 ? strlen (log0) : 0, suppressed0, *done, attack_us, verdict))
+    breached_resources = TRUE;
+  if (died || fell_back || smp.rss_kib >= BOUND_RSS_KIB || smp.fds >= bound || busy)
+    breached_resources = TRUE;
   if (died)
     {
       g_autofree char *why = vgicd_death (h);
@@ -2102,6 +2118,9 @@ main (int argc, char **argv)
       "descriptors vgicd keeps for itself: the bound is its limit less these (64)", "N" },
     { "strict-attacks", 0, 0, G_OPTION_ARG_NONE, &opt_strict,
       "exit 1 on any breach of issue 31's bounds, in any row", NULL },
+    { "strict-resources", 0, 0, G_OPTION_ARG_NONE, &opt_strict_resources,
+      "exit 1 when, under any attack, vgicd dies or stays busy, an honest run falls back, "
+      "or RSS, descriptors or log lines pass their bounds (the times are printed only)", NULL },
     { "only", 0, 0, G_OPTION_ARG_STRING, &opt_only,
       "part 3's rows only, these (0 is \"none\", 8 to 14 issue 31's: 8,9)", "ROWS" },
     { NULL },
@@ -2219,7 +2238,11 @@ main (int argc, char **argv)
   unlink (limited_path);
   rmdir (limited_dir);
   if (breached)
-    printf ("\nbench-load: bounds broken (the verdicts above)%s\n",
-            opt_strict ? "" : "; --strict-attacks would fail");
-  return failed || (opt_strict && breached) ? 1 : 0;
+    printf ("\nbench-load: bounds broken (the verdicts above): %s%s\n",
+            breached_resources ? "not only times" : "times only",
+            opt_strict || (opt_strict_resources && breached_resources) ? ""
+            : breached_resources ? "; --strict-resources would fail"
+            : "; --strict-attacks would fail");
+  return failed || (opt_strict && breached) || (opt_strict_resources && breached_resources)
+    ? 1 : 0;
 }

@@ -38,8 +38,10 @@
  * (a file whose release waits on something else, a FUSE file, a tty
  * draining) holds this thread only, and a close that took SLOW_US or more
  * is logged.  vgicd_reaper_pending() counts the descriptors waiting here,
- * which the door charges to the peers, so a stuck reaper is met by
- * refused connections, never by vgicd running out of descriptors.
+ * which the door charges to the peers, so a stuck or outpaced reaper is
+ * met by refused connections, then by connections left in the kernel's
+ * backlog, never by vgicd running out of descriptors.  Most sockets carry
+ * no descriptor, and cost the walk a peek and no count of the room.
  *
  * From Linux 6.16 the kernel can refuse the descriptors at the sender
  * instead (SO_PASSRIGHTS off on the receiving socket: sendmsg() fails with
@@ -60,6 +62,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "vgicd-fds.h"
 #include "vgicd-reaper.h"
 
 #define DEFUSE_DEPTH 4			/* unix sockets inside unix sockets */
@@ -120,35 +123,9 @@ defuse_inner (int fd, guint depth, Budget *b)
 static guint
 read_room (void)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GDir) dir = NULL;
-  struct rlimit r;
-  guint open = 0;
+  guint free_fds = vgicd_fds_free (KEEP_FREE + FDS_PER_READ);
 
-  if (getrlimit (RLIMIT_NOFILE, &r) < 0)
-    return 0;
-  if (r.rlim_cur == RLIM_INFINITY)
-    return FDS_PER_READ;
-  dir = g_dir_open ("/proc/self/fd", 0, &error);
-  if (!dir)
-    {
-      static gsize told;
-
-      if (g_once_init_enter (&told))
-        {
-          g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
-                            "MESSAGE", "vgicd's reaper thread cannot count vgicd's "
-                            "descriptors (%s): it closes peers' sockets without defusing "
-                            "the descriptors queued in them", error->message);
-          g_once_init_leave (&told, 1);
-        }
-      return 0;
-    }
-  while (g_dir_read_name (dir))
-    open++;
-  if ((rlim_t) open + KEEP_FREE >= r.rlim_cur)
-    return 0;
-  return (guint) MIN ((rlim_t) FDS_PER_READ, r.rlim_cur - open - KEEP_FREE);
+  return free_fds <= KEEP_FREE ? 0 : MIN (free_fds - KEEP_FREE, FDS_PER_READ);
 }
 
 /* Defuse the descriptors queued in unix socket @fd, @depth deep (see the
@@ -169,18 +146,49 @@ defuse_queue (int fd, int type, guint depth, Budget *b)
     peek = 0;
   while (b->bytes < DEFUSE_BYTES && b->fds < DEFUSE_FDS)
     {
-      guint room = read_room ();
       struct iovec iov = { buf, 64 * 1024 };
-      struct msghdr mh = {
-        .msg_iov = &iov, .msg_iovlen = 1,
-        .msg_control = control, .msg_controllen = CMSG_SPACE (room * sizeof (int)),
-      };
+      struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control };
       gboolean fds = FALSE;
-      gint64 t0 = g_get_monotonic_time ();
+      gint64 t0;
+      guint room;
       ssize_t n;
 
+      /* Most sockets carry no descriptor (none at all where the kernel
+       * refuses them, SO_PASSRIGHTS), and counting the room walks
+       * /proc/self/fd: with thousands of sockets waiting, a count for
+       * each would make this thread the door's bottleneck.  So a peek
+       * with no room first: no MSG_CTRUNC, nothing to defuse in those
+       * bytes, the walk goes on; else the peek offset goes back, and the
+       * same message is read again with room. */
+      if (peek)
+        {
+          int at = 0;
+          socklen_t at_len = sizeof at;
+
+          if (getsockopt (fd, SOL_SOCKET, SO_PEEK_OFF, &at, &at_len) < 0)
+            break;
+          mh.msg_controllen = 0;
+          n = recvmsg (fd, &mh, MSG_PEEK | MSG_DONTWAIT);
+          if (n < 0 && errno == EINTR)
+            continue;
+          if (n < 0)
+            break;
+          if (!(mh.msg_flags & MSG_CTRUNC))
+            {
+              b->bytes += (gsize) n;
+              if (n == 0)
+                break;	/* the end (shut for reading), or an empty datagram */
+              continue;
+            }
+          if (setsockopt (fd, SOL_SOCKET, SO_PEEK_OFF, &at, sizeof at) < 0)
+            break;
+        }
+      room = read_room ();
       if (room == 0)
         break;	/* no descriptor to spare: the close takes the rest */
+      mh.msg_controllen = CMSG_SPACE (room * sizeof (int));
+      mh.msg_flags = 0;
+      t0 = g_get_monotonic_time ();
       n = recvmsg (fd, &mh, peek | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
       if (n < 0 && errno == EINTR)
         continue;
@@ -333,6 +341,35 @@ vgicd_reaper_steal (int fd)
   return keep;
 }
 
+/* At most one line every HANDOVER_LOG_US: a failure to hand over is a
+ * lack of descriptors, which comes with a flood of connections. */
+#define HANDOVER_LOG_US (10 * G_USEC_PER_SEC)
+static void
+log_no_handover (int e)
+{
+  static GMutex lock;
+  static gint64 logged_us;
+  static guint unlogged;
+  gint64 now = g_get_monotonic_time ();
+  guint more;
+
+  g_mutex_lock (&lock);
+  if (logged_us && now - logged_us < HANDOVER_LOG_US)
+    {
+      unlogged++;
+      g_mutex_unlock (&lock);
+      return;
+    }
+  more = unlogged;
+  logged_us = now;
+  unlogged = 0;
+  g_mutex_unlock (&lock);
+  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                    "MESSAGE", "cannot hand a peer's socket to the reaper thread (%s): it is "
+                    "defused and closed on the thread that serves it (and %u more since the "
+                    "last such line, not logged)", g_strerror (e), more);
+}
+
 void
 vgicd_reaper_take_over (int fd)
 {
@@ -347,9 +384,7 @@ vgicd_reaper_take_over (int fd)
       vgicd_reaper_close (keep);
       return;
     }
-  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
-                    "MESSAGE", "cannot hand a peer's socket to the reaper thread (%s): it is "
-                    "defused and closed on the thread that serves it", g_strerror (errno));
+  log_no_handover (errno);
   defuse (fd, 0, &b);
 }
 

@@ -58,7 +58,10 @@
  *      limit reached by something vgicd does not count) it is closed to
  *      accept and close the connection, then taken again, where
  *      GSocketService would warn and accept again at once, spinning on
- *      the readable socket.
+ *      the readable socket.  A connection refused at once still holds a
+ *      descriptor until the reaper's close: with the budget spent and
+ *      ACCEPT_REAPER_MAX of those waiting, vgicd stops accepting for a
+ *      while, and new connections wait in the kernel's backlog.
  *      What a connection holds is said in one place, FDS_PER_CONNECTION.
  *
  * Each admitted peer's bytes pass through a relay of vgicd's own
@@ -111,6 +114,7 @@
 #include "vgic-shape.h"
 #include "vgicd-catalog.h"
 #include "vgicd-dbus.h"
+#include "vgicd-fds.h"
 #include "vgicd-reaper.h"
 #include "vgicd-relay.h"
 #include "vgicd-server.h"
@@ -132,6 +136,7 @@ typedef enum {
   DOOR_LOG_TIMEOUT,	/* first byte or handshake not in time */
   DOOR_LOG_UNATTACHED,	/* no Attach within AttachTimeout= */
   DOOR_LOG_ACCEPT,	/* accept() failed */
+  DOOR_LOG_BACKLOG,	/* not accepting: the descriptor budget is held */
   DOOR_LOG_LIMIT,	/* an attach over a limit (over_limit()) */
   DOOR_LOG_KINDS
 } DoorLogKind;
@@ -146,6 +151,7 @@ struct _VgicdServer {
   GSocket *listener;
   GSource *accept_source;	/* on the listening socket; NULL while backing off */
   GSource *accept_pause;	/* the back-off, when no descriptor was left to shed */
+  gboolean fds_low;	/* fewer than FDS_HEADROOM descriptors free: no one admitted */
   int spare_fd;		/* closed to accept (and close) a connection at EMFILE */
   guint64 next_seq;	/* arrival order of connections: the oldest is shed first */
   DoorLog logs[DOOR_LOG_KINDS];
@@ -326,6 +332,11 @@ user_name (uid_t uid)
  * wakeups, the journal) and what it opens in passing (configuration files,
  * the metrics textfile, an attach's descriptors before they are counted). */
 #define FDS_RESERVE 64
+/* Fewer free than this in the table itself, and the door admits no one
+ * (on_accept()); fewer than half, and it accepts nothing while closes are
+ * on their way.  Below the reaper's KEEP_FREE (vgicd-reaper.c): the
+ * copies it takes in to defuse never close the door by themselves. */
+#define FDS_HEADROOM 16
 
 /* The descriptors peers may make vgicd hold: the limit (RLIMIT_NOFILE,
  * the unit's LimitNOFILE=, read each time: an operator may change it)
@@ -1066,8 +1077,9 @@ door_make_room (VgicdServer *server, pid_t pid)
       else
         peer_close (h.peer);
     }
-  /* What the door closed holds its descriptors a little longer. */
-  if (c.all_fds + FDS_PER_CONNECTION + FDS_PER_HANDSHAKE > fds_budget ())
+  /* What the door closed holds its descriptors a little longer, and the
+   * table may hold more than the charges say (on_accept()). */
+  if (c.all_fds + FDS_PER_CONNECTION + FDS_PER_HANDSHAKE > fds_budget () || server->fds_low)
     return "vgicd has no descriptors to spare (LimitNOFILE=)";
   return NULL;
 }
@@ -1132,6 +1144,7 @@ on_incoming (VgicdServer *server, GSocketConnection *stream)
  */
 #define ACCEPT_BATCH 8
 #define ACCEPT_PAUSE_MS 100
+#define ACCEPT_REAPER_MAX 16
 
 static gboolean on_accept (GSocket *listener, GIOCondition cond, gpointer data);
 
@@ -1178,6 +1191,17 @@ accept_shed (VgicdServer *server, const char *why)
   return server->spare_fd >= 0;
 }
 
+/* Stop accepting for ACCEPT_PAUSE_MS (on_accept() returns this). */
+static gboolean
+accept_pause (VgicdServer *server)
+{
+  g_clear_pointer (&server->accept_source, g_source_unref);	/* removed by returning */
+  server->accept_pause = g_timeout_source_new (ACCEPT_PAUSE_MS);
+  g_source_set_callback (server->accept_pause, on_accept_resume, server, NULL);
+  g_source_attach (server->accept_pause, NULL);
+  return G_SOURCE_REMOVE;
+}
+
 static gboolean
 on_accept (GSocket *listener, GIOCondition cond, gpointer data)
 {
@@ -1186,9 +1210,37 @@ on_accept (GSocket *listener, GIOCondition cond, gpointer data)
   for (guint i = 0; i < ACCEPT_BATCH; i++)
     {
       g_autoptr (GError) error = NULL;
-      g_autoptr (GSocket) sock = g_socket_accept (listener, NULL, &error);
+      g_autoptr (GSocket) sock = NULL;
       g_autoptr (GSocketConnection) stream = NULL;
+      guint charged = fds_charged (server), budget = fds_budget ();
+      guint free_fds = vgicd_fds_free (FDS_HEADROOM);
 
+      /* Every connection accepted holds descriptors until its last close,
+       * refused at once or not: a refused one waits for the reaper thread
+       * (vgicd-reaper.c), which a process reconnecting in a loop can
+       * outpace, and a closed one's objects let go of theirs when GLib
+       * drops them, which the charges cannot follow (vgicd-fds.c).  At the
+       * budget, or with fewer than FDS_HEADROOM descriptors free, the door
+       * admits no one (server->fds_low), and once ACCEPT_REAPER_MAX closes
+       * wait (or any, with fewer than half that free) the rest wait in the
+       * kernel's backlog, which costs vgicd nothing, until closes make
+       * room; before, such a loop took vgicd to its limit, where GLib
+       * aborts.  Until then, a newcomer is still
+       * accepted and closed at once, so that its QEMU hears no at once
+       * rather than wait. */
+      server->fds_low = free_fds < FDS_HEADROOM;
+      if (((charged + FDS_PER_CONNECTION + FDS_PER_HANDSHAKE > budget || server->fds_low) &&
+           vgicd_reaper_pending () >= ACCEPT_REAPER_MAX) ||
+          (free_fds < FDS_HEADROOM / 2 && vgicd_reaper_pending () > 0))
+        {
+          door_log (server, DOOR_LOG_BACKLOG, G_LOG_LEVEL_WARNING,
+                    "not accepting connections for %d ms: peers' connections hold %u of the "
+                    "%u descriptors LimitNOFILE= leaves them, %u of those waiting for their "
+                    "last close (%u descriptors free)", ACCEPT_PAUSE_MS, charged, budget,
+                    vgicd_reaper_pending (), free_fds);
+          return accept_pause (server);
+        }
+      sock = g_socket_accept (listener, NULL, &error);
       if (!sock && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
         break;
       if (!sock && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_TOO_MANY_OPEN_FILES) &&
@@ -1200,11 +1252,7 @@ on_accept (GSocket *listener, GIOCondition cond, gpointer data)
           door_log (server, DOOR_LOG_ACCEPT, G_LOG_LEVEL_WARNING,
                     "cannot accept connections: %s; trying again in %d ms", error->message,
                     ACCEPT_PAUSE_MS);
-          g_clear_pointer (&server->accept_source, g_source_unref);	/* removed by returning */
-          server->accept_pause = g_timeout_source_new (ACCEPT_PAUSE_MS);
-          g_source_set_callback (server->accept_pause, on_accept_resume, server, NULL);
-          g_source_attach (server->accept_pause, NULL);
-          return G_SOURCE_REMOVE;
+          return accept_pause (server);
         }
       /* A connection queued before vgicd set the listening socket's
        * refusal of descriptors took it without: under socket activation,

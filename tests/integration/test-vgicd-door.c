@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE /* prlimit */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -313,6 +314,165 @@ test_n4_four_fill_the_door (void)
 }
 
 /*
+ * A process reconnecting in a loop: four processes each connect, send a
+ * whole handshake and a header no D-Bus message has (with descriptors, on
+ * a kernel that lets peers send them), and close, as fast as they can.
+ * Most are refused at the door (MaxHandshakesPerProcess=) or closed by the
+ * relay; every one holds a descriptor until its last close, on the reaper
+ * thread.  vgicd, at a limit of 256, must stay up, let go of them once the
+ * attackers stop, and serve an honest QEMU.  (Before: the reaper counted
+ * vgicd's descriptors through /proc/self/fd for every socket and fell
+ * behind; the refused connections, never charged to the door, took vgicd
+ * to its limit, where GLib aborted, within a second.)
+ */
+#define LOOP_PROCESSES 4
+#define LOOP_LIMIT 256
+#define LOOP_MS 2000
+#define LOOP_FDS 8	/* descriptors each connection sends, when it sends some */
+
+static G_NORETURN void
+loop_attacker (const struct sockaddr_un *sa, const char *hello, gsize hello_len,
+               gboolean with_fds, guint *made)
+{
+  static const guint8 junk[16] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+  int null = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+
+  for (;;)
+    {
+      int fd = raw_connect (sa);
+
+      if (fd < 0)
+        {
+          usleep (100);	/* the backlog is full: vgicd is not accepting */
+          continue;
+        }
+      if (send (fd, hello, hello_len, MSG_NOSIGNAL) == (ssize_t) hello_len)
+        {
+          char control[CMSG_SPACE (LOOP_FDS * sizeof (int))] = { 0 };
+          struct iovec iov = { (void *) junk, sizeof junk };
+          struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+          if (with_fds)
+            {
+              struct cmsghdr *cm;
+
+              mh.msg_control = control;
+              mh.msg_controllen = sizeof control;
+              cm = CMSG_FIRSTHDR (&mh);
+              cm->cmsg_level = SOL_SOCKET;
+              cm->cmsg_type = SCM_RIGHTS;
+              cm->cmsg_len = CMSG_LEN (LOOP_FDS * sizeof (int));
+              for (guint i = 0; i < LOOP_FDS; i++)
+                memcpy (CMSG_DATA (cm) + i * sizeof (int), &null, sizeof null);
+            }
+          (void) sendmsg (fd, &mh, MSG_NOSIGNAL);
+        }
+      close (fd);
+      __atomic_add_fetch (made, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void
+reconnect_loop (gboolean with_fds)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = NULL;
+  g_autofree char *hello = handshake_bytes ();
+  gsize hello_len = 1 + strlen (hello + 1);
+  struct rlimit tight = { LOOP_LIMIT, LOOP_LIMIT };
+  struct sockaddr_un sa;
+  guint *made = mmap (NULL, sizeof (guint), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  pid_t children[LOOP_PROCESSES];
+  guint base, most = 0, after = 0;
+  gint64 end, stopped;
+  double served_s;
+  g_autofree char *log = NULL;
+
+  g_assert_true (made != MAP_FAILED);
+  /* Descriptors a peer sends reach vgicd only on a kernel before 6.16
+   * (SO_PASSRIGHTS): that kernel is what the variant with them plays. */
+  if (with_fds)
+    h = harness_accepting_fds ("Mode=auto\nAllowUsers=root\n");
+  else
+    {
+      h = vgicd_harness_start (vgicd_test_bin, vgicd_test_policy,
+                               "Mode=auto\nAllowUsers=root\n", &error);
+      g_assert_no_error (error);
+    }
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &tight, NULL), ==, 0);
+  socket_address (h, &sa);
+  base = vgicd_harness_open_fds (h);
+  for (guint k = 0; k < LOOP_PROCESSES; k++)
+    {
+      children[k] = fork_attacker ();
+      if (children[k] == 0)
+        loop_attacker (&sa, hello, hello_len, with_fds, made);
+    }
+  end = g_get_monotonic_time () + LOOP_MS * 1000;
+  while (g_get_monotonic_time () < end && vgicd_alive (h))
+    {
+      most = MAX (most, vgicd_harness_open_fds (h));
+      g_usleep (10000);
+    }
+  for (guint k = 0; k < LOOP_PROCESSES; k++)
+    stop_child (children[k]);
+  g_assert_true (vgicd_alive (h));
+  /* The attackers' last connections still wait in the socket's backlog
+   * (SOMAXCONN of them), which vgicd takes and closes: until then an
+   * honest QEMU's connect() may find it full (EAGAIN), and fall back.
+   * vgicd serves it again once it has drained them. */
+  stopped = g_get_monotonic_time ();
+  end = stopped + VGICD_TEST_PATIENCE_MS * 1000;
+  for (;;)
+    {
+      g_autoptr (GError) why = NULL;
+      g_autoptr (VgicSim) sim = make_sim (&shapes[1], FALSE);
+      g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, shapes[1].vcpus);
+      g_autoptr (VgicdClient) c = vgicd_test_connect (h, &why);
+      g_autoptr (GBytes) record = NULL;
+
+      if (c && vgicd_client_attach (c, vgic_sim_get_fd (sim), "honest", NULL, shapes[1].irqs,
+                                    shapes[1].vcpus, mpidrs, &why) &&
+          vgicd_client_save (c, &record, &why))
+        break;
+      g_assert_cmpint (g_get_monotonic_time (), <, end);
+      g_usleep (50000);
+    }
+  served_s = (g_get_monotonic_time () - stopped) / 1e6;
+  g_assert_true (vgicd_alive (h));
+  /* ... and what the attack left is let go of. */
+  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 20; i++)
+    {
+      after = vgicd_harness_open_fds (h);
+      if (after <= base + 4)
+        break;
+      g_usleep (20000);
+    }
+  g_test_message ("%u connections in %d ms; vgicd held up to %u descriptors (limit %d), "
+                  "%u before, %u after; an honest save %.2f s after the attack",
+                  __atomic_load_n (made, __ATOMIC_RELAXED), LOOP_MS, most, LOOP_LIMIT, base,
+                  after, served_s);
+  g_assert_cmpuint (__atomic_load_n (made, __ATOMIC_RELAXED), >=, 2 * LOOP_LIMIT);
+  g_assert_cmpuint (after, <=, base + 4);
+  log = vgicd_harness_read_log (h);
+  g_assert_null (strstr (log, "Too many open files"));
+  munmap (made, sizeof (guint));
+}
+
+static void
+test_reconnect_loop (void)
+{
+  reconnect_loop (FALSE);
+}
+
+static void
+test_reconnect_loop_with_descriptors (void)
+{
+  reconnect_loop (TRUE);
+}
+
+/*
  * The shedding rule, step by step.  A silent holder is a child that
  * connects when told ('c') and reports which of its connections vgicd
  * has closed ('s': one letter a connection, o open, x closed).
@@ -599,6 +759,9 @@ main (int argc, char **argv)
   vgicd_test_init (&argc, &argv);
   g_test_add_func ("/vgicd/door/n1-handshaken-never-attached", test_n1_handshaken_never_attached);
   g_test_add_func ("/vgicd/door/n4-four-fill-the-door", test_n4_four_fill_the_door);
+  g_test_add_func ("/vgicd/door/reconnect-loop", test_reconnect_loop);
+  g_test_add_func ("/vgicd/door/reconnect-loop-with-descriptors",
+                   test_reconnect_loop_with_descriptors);
   g_test_add_func ("/vgicd/door/shedding-rule", test_shedding_rule);
   g_test_add_func ("/vgicd/door/emfile-sheds", test_emfile_sheds);
   g_test_add_func ("/vgicd/door/limit-below-configuration", test_limit_below_configuration);

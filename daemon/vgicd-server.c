@@ -642,17 +642,25 @@ pending_drop (Pending *p)
 }
 
 
-/* Whether the door counts @p as closing: dropped by the door, or gone from
- * the peer's side of its relay (see peer_closing()). */
+/* Whether the peer behind @stream is gone from its relay's side: closed
+ * for what it sent, or by the peer (vgicd_relay_is_closed()).  Its
+ * descriptors stay charged until GDBus lets go of the stream, which a
+ * busy main loop can take seconds to; its process is not held to a
+ * connection it already sees closed (a QEMU connecting again at once
+ * would be refused at MaxConnectionsPerProcess=). */
+static gboolean
+stream_gone (GIOStream *stream)
+{
+  VgicdRelay *relay = vgicd_relay_of_stream (stream);
+
+  return relay && vgicd_relay_is_closed (relay);
+}
+
+/* Whether the door counts @p as closing: dropped by the door, or gone. */
 static gboolean
 pending_closing (const Pending *p)
 {
-  VgicdRelay *relay;
-
-  if (p->dropped)
-    return TRUE;
-  relay = vgicd_relay_of_stream (G_IO_STREAM (p->stream));
-  return relay && vgicd_relay_is_closed (relay);
+  return p->dropped || stream_gone (G_IO_STREAM (p->stream));
 }
 
 /* The door closes an admitted peer: it stays in the list, and counted,
@@ -664,21 +672,11 @@ peer_close (Peer *p)
   g_dbus_connection_close (p->connection, NULL, NULL, NULL);
 }
 
-/* Whether the door counts @p as closing: closed by the door, or gone from
- * the peer's side of its relay (closed for what it sent, or by the peer).
- * Its descriptors stay charged until GDBus says "closed", which a busy
- * main loop can take seconds to; its process is not held to a connection
- * it already sees closed (a QEMU connecting again at once would be
- * refused at MaxConnectionsPerProcess=). */
+/* Whether the door counts @p as closing: closed by the door, or gone. */
 static gboolean
 peer_closing (const Peer *p)
 {
-  VgicdRelay *relay;
-
-  if (p->closing)
-    return TRUE;
-  relay = vgicd_relay_of_stream (g_dbus_connection_get_stream (p->connection));
-  return relay && vgicd_relay_is_closed (relay);
+  return p->closing || stream_gone (g_dbus_connection_get_stream (p->connection));
 }
 
 /* Step 3: a peer that has not attached by AttachTimeout= after its

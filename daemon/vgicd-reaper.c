@@ -154,12 +154,12 @@ defuse_queue (int fd, int type, guint depth, Budget *b)
       ssize_t n;
 
       /* Most sockets carry no descriptor (none at all where the kernel
-       * refuses them, SO_PASSRIGHTS), and counting the room walks
-       * /proc/self/fd: with thousands of sockets waiting, a count for
-       * each would make this thread the door's bottleneck.  So a peek
-       * with no room first: no MSG_CTRUNC, nothing to defuse in those
-       * bytes, the walk goes on; else the peek offset goes back, and the
-       * same message is read again with room. */
+       * refuses them, SO_PASSRIGHTS), and near the limit counting the
+       * room scans the descriptor table (vgicd-fds.c): with thousands of
+       * sockets waiting, a count for each made this thread the door's
+       * bottleneck.  So a peek with no room first: no MSG_CTRUNC, nothing
+       * to defuse in those bytes, the walk goes on; else the peek offset
+       * goes back, and the same message is read again with room. */
       if (peek)
         {
           int at = 0;

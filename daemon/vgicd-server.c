@@ -151,7 +151,6 @@ struct _VgicdServer {
   GSocket *listener;
   GSource *accept_source;	/* on the listening socket; NULL while backing off */
   GSource *accept_pause;	/* the back-off, when no descriptor was left to shed */
-  gboolean fds_low;	/* fewer than FDS_HEADROOM descriptors free: no one admitted */
   int spare_fd;		/* closed to accept (and close) a connection at EMFILE */
   guint64 next_seq;	/* arrival order of connections: the oldest is shed first */
   DoorLog logs[DOOR_LOG_KINDS];
@@ -1050,7 +1049,7 @@ door_victim (VgicdServer *server, gboolean pending_only, Holding *out)
  * the oldest connection of the process that holds the most; NULL when
  * there is room, else why the newcomer is refused. */
 static const char *
-door_make_room (VgicdServer *server, pid_t pid)
+door_make_room (VgicdServer *server, pid_t pid, gboolean fds_low)
 {
   DoorCounts c;
   gboolean pending_only;
@@ -1077,13 +1076,15 @@ door_make_room (VgicdServer *server, pid_t pid)
     }
   /* What the door closed holds its descriptors a little longer, and the
    * table may hold more than the charges say (on_accept()). */
-  if (c.all_fds + FDS_PER_CONNECTION + FDS_PER_HANDSHAKE > fds_budget () || server->fds_low)
+  if (c.all_fds + FDS_PER_CONNECTION + FDS_PER_HANDSHAKE > fds_budget () || fds_low)
     return "vgicd has no descriptors to spare (LimitNOFILE=)";
   return NULL;
 }
 
+/* A connection accepted; @fds_low: the table itself has fewer than
+ * FDS_HEADROOM descriptors free (on_accept()), and no one is admitted. */
 static void
-on_incoming (VgicdServer *server, GSocketConnection *stream)
+on_incoming (VgicdServer *server, GSocketConnection *stream, gboolean fds_low)
 {
   const VgicdConfig *config = server->daemon->config;
   GSocket *sock = g_socket_connection_get_socket (stream);
@@ -1102,7 +1103,7 @@ on_incoming (VgicdServer *server, GSocketConnection *stream)
   else if (c.connections_mine >= config->max_connections_per_process)
     why = "too many connections of this process (MaxConnectionsPerProcess=)";
   else
-    why = door_make_room (server, pid);
+    why = door_make_room (server, pid, fds_low);
   if (why)
     {
       server->daemon->totals.refused++;
@@ -1211,7 +1212,8 @@ on_accept (GSocket *listener, GIOCondition cond, gpointer data)
       g_autoptr (GSocket) sock = NULL;
       g_autoptr (GSocketConnection) stream = NULL;
       guint charged = fds_charged (server), budget = fds_budget ();
-      guint free_fds = vgicd_fds_free (FDS_HEADROOM);
+      guint free_fds = vgicd_fds_free (FDS_HEADROOM), reaping = vgicd_reaper_pending ();
+      gboolean fds_low = free_fds < FDS_HEADROOM;
 
       /* Every connection accepted holds descriptors until its last close,
        * refused at once or not: a refused one waits for the reaper thread
@@ -1219,23 +1221,21 @@ on_accept (GSocket *listener, GIOCondition cond, gpointer data)
        * outpace, and a closed one's objects let go of theirs when GLib
        * drops them, which the charges cannot follow (vgicd-fds.c).  At the
        * budget, or with fewer than FDS_HEADROOM descriptors free, the door
-       * admits no one (server->fds_low), and once ACCEPT_REAPER_MAX closes
-       * wait (or any, with fewer than half that free) the rest wait in the
+       * admits no one (fds_low), and once ACCEPT_REAPER_MAX closes wait
+       * (or any, with fewer than half that free) the rest wait in the
        * kernel's backlog, which costs vgicd nothing, until closes make
        * room; before, such a loop took vgicd to its limit, where GLib
-       * aborts.  Until then, a newcomer is still
-       * accepted and closed at once, so that its QEMU hears no at once
-       * rather than wait. */
-      server->fds_low = free_fds < FDS_HEADROOM;
-      if (((charged + FDS_PER_CONNECTION + FDS_PER_HANDSHAKE > budget || server->fds_low) &&
-           vgicd_reaper_pending () >= ACCEPT_REAPER_MAX) ||
-          (free_fds < FDS_HEADROOM / 2 && vgicd_reaper_pending () > 0))
+       * aborts.  Until then, a newcomer is still accepted and closed at
+       * once, so that its QEMU hears no at once rather than wait. */
+      if (((charged + FDS_PER_CONNECTION + FDS_PER_HANDSHAKE > budget || fds_low) &&
+           reaping >= ACCEPT_REAPER_MAX) ||
+          (free_fds < FDS_HEADROOM / 2 && reaping > 0))
         {
           door_log (server, DOOR_LOG_BACKLOG, G_LOG_LEVEL_WARNING,
                     "not accepting connections for %d ms: peers' connections hold %u of the "
                     "%u descriptors LimitNOFILE= leaves them, %u of those waiting for their "
                     "last close (%u descriptors free)", ACCEPT_PAUSE_MS, charged, budget,
-                    vgicd_reaper_pending (), free_fds);
+                    reaping, free_fds);
           return accept_pause (server);
         }
       sock = g_socket_accept (listener, NULL, &error);
@@ -1257,7 +1257,7 @@ on_accept (GSocket *listener, GIOCondition cond, gpointer data)
        * the QEMU whose connection started vgicd. */
       vgicd_refuse_fds (g_socket_get_fd (sock), NULL);
       stream = g_socket_connection_factory_create_connection (sock);
-      on_incoming (server, stream);
+      on_incoming (server, stream, fds_low);
     }
   return G_SOURCE_CONTINUE;
 }

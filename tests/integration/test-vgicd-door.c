@@ -428,13 +428,10 @@ reconnect_loop (gboolean with_fds)
     {
       g_autoptr (GError) why = NULL;
       g_autoptr (VgicSim) sim = make_sim (&shapes[1], FALSE);
-      g_autofree guint32 *mpidrs = sim_vm_mpidrs (sim, shapes[1].vcpus);
-      g_autoptr (VgicdClient) c = vgicd_test_connect (h, &why);
+      g_autoptr (VgicdClient) c = try_attach_uuid (h, sim, &shapes[1], "honest", NULL, &why);
       g_autoptr (GBytes) record = NULL;
 
-      if (c && vgicd_client_attach (c, vgic_sim_get_fd (sim), "honest", NULL, shapes[1].irqs,
-                                    shapes[1].vcpus, mpidrs, &why) &&
-          vgicd_client_save (c, &record, &why))
+      if (c && vgicd_client_save (c, &record, &why))
         break;
       g_assert_cmpint (g_get_monotonic_time (), <, end);
       g_usleep (50000);

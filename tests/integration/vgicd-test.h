@@ -74,6 +74,11 @@ VgicdHarness *harness_accepting_fds (const char *conf);
 
 VgicdClient *vgicd_test_connect (VgicdHarness *h, GError **error);
 
+/* try_attach_uuid() - connect and attach @sim (of shape @s) as @name;
+ * NULL and @error set if either fails */
+VgicdClient *try_attach_uuid (VgicdHarness *h, VgicSim *sim, const Shape *s,
+                              const char *name, const char *uuid, GError **error);
+
 /* attach(), attach_uuid() - connect and attach @sim (of shape @s) as
  * @name; fail the test if either fails */
 VgicdClient *attach_uuid (VgicdHarness *h, VgicSim *sim, const Shape *s, const char *name,

@@ -61,7 +61,10 @@
  *      the readable socket.  A connection refused at once still holds a
  *      descriptor until the reaper's close: with the budget spent and
  *      ACCEPT_REAPER_MAX of those waiting, vgicd stops accepting for a
- *      while, and new connections wait in the kernel's backlog.
+ *      while, and new connections wait in the kernel's backlog.  The
+ *      door's reading of the table counts what the connections it admitted
+ *      still open at their first byte (fds_owed()), and a relay that would
+ *      leave its handshake's wakeup no room is not made (on_first_byte()).
  *      What a connection holds is said in one place, FDS_PER_CONNECTION.
  *
  * Each admitted peer's bytes pass through a relay of vgicd's own
@@ -138,6 +141,7 @@ typedef enum {
   DOOR_LOG_ACCEPT,	/* accept() failed */
   DOOR_LOG_BACKLOG,	/* not accepting: the descriptor budget is held */
   DOOR_LOG_LIMIT,	/* an attach over a limit (over_limit()) */
+  DOOR_LOG_RELAY,	/* no descriptors for a relay at the first byte */
   DOOR_LOG_KINDS
 } DoorLogKind;
 
@@ -336,6 +340,11 @@ user_name (uid_t uid)
  * on their way.  Below the reaper's KEEP_FREE (vgicd-reaper.c): the
  * copies it takes in to defuse never close the door by themselves. */
 #define FDS_HEADROOM 16
+/* What a connection admitted at the door still opens at its first byte:
+ * its relay's socket pair and its handshake's wakeup (it holds the peer's
+ * socket already).  Counted against the table's free descriptors until
+ * then (fds_owed()), since the door reads the table when it admits. */
+#define FDS_AT_FIRST_BYTE (FDS_PER_CONNECTION - 1 + FDS_PER_HANDSHAKE)
 
 /* The descriptors peers may make vgicd hold: the limit (RLIMIT_NOFILE,
  * the unit's LimitNOFILE=, read each time: an operator may change it)
@@ -802,6 +811,7 @@ on_first_byte (GSocket *sock, GIOCondition cond, gpointer data)
   ssize_t n = recv (g_socket_get_fd (sock), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   g_autoptr (GError) error = NULL;
   GIOStream *relayed;
+  guint free_fds;
   int fd;
 
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -811,6 +821,23 @@ on_first_byte (GSocket *sock, GIOCondition cond, gpointer data)
     {
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_DEBUG,
                         "MESSAGE", "a peer connected and closed: a reachability probe");
+      pending_drop (p);
+      return G_SOURCE_REMOVE;
+    }
+  /* The door admitted this connection with its relay counted (fds_owed());
+   * what the door cannot count (the reaper's copies, a closed connection's
+   * objects GLib has not dropped yet) may still have spent the table.  A
+   * relay made with the last few would leave its handshake's thread to
+   * make its wakeup with none, where GLib aborts: refused instead. */
+  free_fds = vgicd_fds_free (FDS_AT_FIRST_BYTE + FDS_HEADROOM / 2);
+  if (free_fds < FDS_AT_FIRST_BYTE + FDS_HEADROOM / 2)
+    {
+      server->daemon->totals.refused++;
+      vgicd_daemon_changed (server->daemon);
+      door_log (server, DOOR_LOG_RELAY, G_LOG_LEVEL_WARNING,
+                "closed a peer (pid %d) at its first byte: %u descriptors free, and its "
+                "relay needs %d of them with %d to spare (LimitNOFILE=)", (int) p->pid,
+                free_fds, FDS_AT_FIRST_BYTE, FDS_HEADROOM / 2);
       pending_drop (p);
       return G_SOURCE_REMOVE;
     }
@@ -1201,6 +1228,22 @@ accept_pause (VgicdServer *server)
   return G_SOURCE_REMOVE;
 }
 
+/* What the connections admitted at the door will still open: the relay
+ * and the wakeup of each one waiting for its first byte. */
+static guint
+fds_owed (VgicdServer *server)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < server->pending->len; i++)
+    {
+      const Pending *q = g_ptr_array_index (server->pending, i);
+
+      n += q->first_byte ? FDS_AT_FIRST_BYTE : 0;
+    }
+  return n;
+}
+
 static gboolean
 on_accept (GSocket *listener, GIOCondition cond, gpointer data)
 {
@@ -1212,16 +1255,19 @@ on_accept (GSocket *listener, GIOCondition cond, gpointer data)
       g_autoptr (GSocket) sock = NULL;
       g_autoptr (GSocketConnection) stream = NULL;
       guint charged = fds_charged (server), budget = fds_budget ();
-      guint free_fds = vgicd_fds_free (FDS_HEADROOM), reaping = vgicd_reaper_pending ();
-      gboolean fds_low = free_fds < FDS_HEADROOM;
+      guint owed = fds_owed (server), reaping = vgicd_reaper_pending ();
+      guint free_fds = vgicd_fds_free (FDS_HEADROOM + owed);
+      gboolean fds_low = free_fds < FDS_HEADROOM + owed;
 
       /* Every connection accepted holds descriptors until its last close,
        * refused at once or not: a refused one waits for the reaper thread
        * (vgicd-reaper.c), which a process reconnecting in a loop can
        * outpace, and a closed one's objects let go of theirs when GLib
        * drops them, which the charges cannot follow (vgicd-fds.c).  At the
-       * budget, or with fewer than FDS_HEADROOM descriptors free, the door
-       * admits no one (fds_low), and once ACCEPT_REAPER_MAX closes wait
+       * budget, or with fewer than FDS_HEADROOM descriptors free beyond
+       * what those admitted still open at their first byte (fds_owed():
+       * a burst of them would spend the last), the door admits no one
+       * (fds_low), and once ACCEPT_REAPER_MAX closes wait
        * (or any, with fewer than half that free) the rest wait in the
        * kernel's backlog, which costs vgicd nothing, until closes make
        * room; before, such a loop took vgicd to its limit, where GLib

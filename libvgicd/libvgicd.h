@@ -95,6 +95,10 @@ typedef enum {
  * @error: ABSENT when nothing listens at @address, UNREACHABLE when
  *	something does but does not answer in time
  *
+ * At a "unix:path=" address, a socket whose backlog is full (vgicd busy,
+ * or flooded by another process) is waited for, until the bound on
+ * connecting, rather than failed at once.
+ *
  * Return: a client, or NULL with @error set.
  */
 VgicdClient *vgicd_client_connect (const char *address, int timeout_ms, GError **error);

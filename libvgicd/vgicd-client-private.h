@@ -3,6 +3,7 @@
  * vgicd-client-private.h - what the parts of libvgicd share:
  *
  *   vgicd-client.c          the API: connect, attach, save, load
+ *   vgicd-client-dial.c     the socket, with a wait for room in its backlog
  *   vgicd-regs.c            what a save into QEMU's fields read (VgicdRegs)
  *   vgicd-client-steps.c    following vgicd's steps: copy, check, execute,
  *                           report
@@ -60,6 +61,23 @@ struct _VgicdClient {
   VgicdClientStats stats;
 };
 
+
+/* ------------------------------------------------------------------ */
+/* vgicd-client-dial.c: the socket, connected with a wait for room     */
+/* ------------------------------------------------------------------ */
+
+/* vgicd_client_unix_path() - the path of @address when it names exactly
+ * one unix path ("unix:path=...", unescaped), else NULL (GDBus's). */
+char *vgicd_client_unix_path (const char *address);
+
+/**
+ * vgicd_client_dial() - connect to the unix socket at @path, waiting until
+ * @deadline_us (g_get_monotonic_time()) for room in its backlog
+ * Return: the connection (a GUnixConnection), or NULL with @error set:
+ *	G_IO_ERROR_TIMED_OUT when the backlog stayed full, else as the
+ *	errno said (NOT_FOUND, CONNECTION_REFUSED: nothing there).
+ */
+GIOStream *vgicd_client_dial (const char *path, gint64 deadline_us, GError **error);
 
 /* ------------------------------------------------------------------ */
 /* vgicd-client-dbus.c: Session1 by D-Bus                             */

@@ -55,34 +55,52 @@ vgicd_client_connect (const char *address, int timeout_ms, GError **error)
   g_autoptr (GMainContext) ctx = g_main_context_new ();
   g_autoptr (GCancellable) cancel = g_cancellable_new ();
   g_autoptr (GError) local = NULL;
+  g_autofree char *path = NULL;
+  g_autoptr (GIOStream) stream = NULL;
   Waiter w = { 0 };
   GSource *timeout;
   VgicdClient *c;
-  GDBusConnection *conn;
+  GDBusConnection *conn = NULL;
+  gint64 deadline_us;
 
   g_return_val_if_fail (address != NULL, NULL);
   gboolean chosen = timeout_ms > 0;
 
   if (!chosen)
     timeout_ms = VGICD_CLIENT_DEFAULT_TIMEOUT_MS;
+  deadline_us = g_get_monotonic_time () +
+                (gint64) MAX (timeout_ms, VGICD_CLIENT_CONNECT_TIMEOUT_MS) * 1000;
 
-  /* The handshake has no timeout of its own: run it on a private context
-   * with one, so a wedged vgicd cannot hold QEMU. */
-  g_main_context_push_thread_default (ctx);
-  w.loop = g_main_loop_new (ctx, FALSE);
-  g_dbus_connection_new_for_address (address,
-                                     G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
-                                     NULL, cancel, on_ready, &w);
-  timeout = g_timeout_source_new (MAX (timeout_ms, VGICD_CLIENT_CONNECT_TIMEOUT_MS));
-  g_source_set_callback (timeout, on_timeout, cancel, NULL);
-  g_source_attach (timeout, ctx);
-  g_main_loop_run (w.loop);
-  g_source_destroy (timeout);
-  g_source_unref (timeout);
-  conn = g_dbus_connection_new_for_address_finish (w.result, &local);
-  g_object_unref (w.result);
-  g_main_loop_unref (w.loop);
-  g_main_context_pop_thread_default (ctx);
+  /* vgicd's own address, a unix path, is connected with a wait for room in
+   * its backlog (vgicd-client-dial.c); any other, by GDBus. */
+  path = vgicd_client_unix_path (address);
+  if (!path || (stream = vgicd_client_dial (path, deadline_us, &local)))
+    {
+      /* The handshake has no timeout of its own: run it on a private
+       * context with what is left of one, so a wedged vgicd cannot hold
+       * QEMU. */
+      g_main_context_push_thread_default (ctx);
+      w.loop = g_main_loop_new (ctx, FALSE);
+      if (stream)
+        g_dbus_connection_new (stream, NULL, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
+                               NULL, cancel, on_ready, &w);
+      else
+        g_dbus_connection_new_for_address (address,
+                                           G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
+                                           NULL, cancel, on_ready, &w);
+      timeout = g_timeout_source_new ((guint) MAX (0, (deadline_us - g_get_monotonic_time ())
+                                                      / 1000));
+      g_source_set_callback (timeout, on_timeout, cancel, NULL);
+      g_source_attach (timeout, ctx);
+      g_main_loop_run (w.loop);
+      g_source_destroy (timeout);
+      g_source_unref (timeout);
+      conn = stream ? g_dbus_connection_new_finish (w.result, &local)
+                    : g_dbus_connection_new_for_address_finish (w.result, &local);
+      g_object_unref (w.result);
+      g_main_loop_unref (w.loop);
+      g_main_context_pop_thread_default (ctx);
+    }
 
   if (!conn)
     {

@@ -9,11 +9,18 @@
  * client's timeout, and never ends the save.  The timeout bounds the
  * whole save's waiting, not each wait, so the save fails, unreachable,
  * within it rather than never returning.  The hostile server speaks the real
- * protocol with the generated skeletons, on a real unix socket.
+ * protocol with the generated skeletons, on a real unix socket.  And a
+ * socket whose backlog stays full (a vgicd that never accepts, or one a
+ * flood keeps full): the connect waits for room, and gives up at its
+ * deadline, unreachable, instead of waiting for ever.
  */
 #define _GNU_SOURCE /* memfd_create */
+#include <errno.h>
 #include <fcntl.h>
+#include <glib/gstdio.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "libvgicd.h"
@@ -316,6 +323,69 @@ out:
   g_free (h.dir);
 }
 
+/* A listening socket that never accepts, its backlog filled, in a folder
+ * whose name D-Bus addresses escape ("a b%"): the connect reaches it (not
+ * "absent"), waits for room until its deadline (at least
+ * VGICD_CLIENT_CONNECT_TIMEOUT_MS), and fails, unreachable, saying why. */
+static void
+test_backlog_never_drains (void)
+{
+  g_autofree char *top = g_dir_make_tmp ("hostile-XXXXXX", NULL);
+  g_autofree char *dir = g_build_filename (top, "a b%", NULL);
+  g_autofree char *path = g_build_filename (dir, "sock", NULL);
+  g_autofree char *escaped = g_dbus_address_escape_value (path);
+  g_autofree char *address = g_strconcat ("unix:path=", escaped, NULL);
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) queued = g_array_new (FALSE, FALSE, sizeof (int));
+  VgicdClient *c;
+  gint64 t0;
+  int listener;
+
+  g_assert_cmpint (g_mkdir (dir, 0700), ==, 0);
+  g_assert_nonnull (strchr (address, '%'));
+  g_assert_cmpuint (strlen (path), <, sizeof sa.sun_path);
+  strcpy (sa.sun_path, path);
+  listener = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_assert_cmpint (listener, >=, 0);
+  g_assert_cmpint (bind (listener, (struct sockaddr *) &sa, sizeof sa), ==, 0);
+  g_assert_cmpint (listen (listener, 0), ==, 0);
+  /* Fill the backlog: connect without waiting until the kernel says it
+   * is full. */
+  for (;;)
+    {
+      int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+      g_assert_cmpint (fd, >=, 0);
+      if (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+        {
+          g_assert_cmpint (errno, ==, EAGAIN);
+          close (fd);
+          break;
+        }
+      g_array_append_val (queued, fd);
+      g_assert_cmpuint (queued->len, <, 64);
+    }
+  g_assert_cmpuint (queued->len, >=, 1);
+
+  t0 = g_get_monotonic_time ();
+  c = vgicd_client_connect (address, 100, &error);
+  g_assert_null (c);
+  g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_UNREACHABLE);
+  g_assert_nonnull (strstr (error->message, "backlog"));
+  /* It waited: a deadline is never early (a busy host only makes it late,
+   * and meson's timeout bounds the other side). */
+  g_assert_cmpint (g_get_monotonic_time () - t0, >=, VGICD_CLIENT_CONNECT_TIMEOUT_MS * 1000);
+  g_test_message ("%s", error->message);
+
+  for (guint i = 0; i < queued->len; i++)
+    close (g_array_index (queued, int, i));
+  close (listener);
+  unlink (path);
+  rmdir (dir);
+  rmdir (top);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -338,5 +408,6 @@ main (int argc, char **argv)
                         test_hostile);
   g_test_add_data_func ("/libvgicd/hostile/drip-feeding-steps", GINT_TO_POINTER (DRIP),
                         test_hostile);
+  g_test_add_func ("/libvgicd/hostile/backlog-never-drains", test_backlog_never_drains);
   return g_test_run ();
 }

@@ -42,6 +42,7 @@ typedef struct {
   guint64 bytes_loaded;		/* record bytes accepted */
   guint64 sessions_total;	/* sessions attached since start */
   guint64 refused;		/* peers refused (not on the allow-list) */
+  guint64 accept_pauses;	/* times the door stopped accepting (vgicd-server.c) */
   /* Every operation's end by direction and outcome (the history's
    * outcome words), counted where it is logged. */
   guint64 operations[VGICD_N_DIRECTIONS][VGICD_N_COUNTS];

@@ -277,6 +277,7 @@ build_stats (VgicdDaemon *d)
   T ("bytes-loaded", t->bytes_loaded);
   T ("sessions-total", t->sessions_total);
   T ("refused", t->refused);
+  T ("accept-pauses", t->accept_pauses);
 #undef T
   g_variant_builder_add (&b, "{sv}", "sessions",
                          g_variant_new_uint32 (d->sessions ? d->sessions->len : 0));

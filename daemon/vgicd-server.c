@@ -1217,10 +1217,13 @@ accept_shed (VgicdServer *server, const char *why)
   return server->spare_fd >= 0;
 }
 
-/* Stop accepting for ACCEPT_PAUSE_MS (on_accept() returns this). */
+/* Stop accepting for ACCEPT_PAUSE_MS (on_accept() returns this): counted,
+ * since QEMUs connecting meanwhile wait (libvgicd waits up to 2 s). */
 static gboolean
 accept_pause (VgicdServer *server)
 {
+  server->daemon->totals.accept_pauses++;
+  vgicd_daemon_changed (server->daemon);
   g_clear_pointer (&server->accept_source, g_source_unref);	/* removed by returning */
   server->accept_pause = g_timeout_source_new (ACCEPT_PAUSE_MS);
   g_source_set_callback (server->accept_pause, on_accept_resume, server, NULL);

@@ -595,7 +595,7 @@ cmd_stats (const VgicctlCall *c)
   static const char *const keys[] = {
     "saves", "loads", "record-saves", "record-loads", "declined", "fallbacks",
     "foreign-batch", "second-rounds", "failures", "bytes-saved",
-    "bytes-loaded", "sessions", "sessions-total", "refused", "peers-closed",
+    "bytes-loaded", "sessions", "sessions-total", "refused", "accept-pauses", "peers-closed",
     "log-suppressed", "manager-refused", "manager-dropped", "uptime-usec", NULL
   };
   g_autoptr (GVariant) reply = NULL;

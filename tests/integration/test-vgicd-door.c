@@ -404,6 +404,7 @@ reconnect_loop (gboolean with_fds)
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   pid_t children[LOOP_PROCESSES];
   guint base, most = 0, after = 0, during = 0;
+  guint64 pauses;
   gint64 end;
   double during_s = 0, served_s;
   g_autofree char *log = NULL;
@@ -455,16 +456,19 @@ reconnect_loop (gboolean with_fds)
         break;
       g_usleep (20000);
     }
+  pauses = vgicd_harness_stat (h, "accept-pauses");
   g_test_message ("%u connections in %d ms; vgicd held up to %u descriptors (limit %d), "
                   "%u before, %u after; %u honest saves during the attack (the slowest "
-                  "%.2f s, attach included), one after it (%.2f s)",
-                  __atomic_load_n (made, __ATOMIC_RELAXED), LOOP_MS, most, LOOP_LIMIT, base,
-                  after, during, during_s, served_s);
+                  "%.2f s, attach included), one after it (%.2f s); %" G_GUINT64_FORMAT
+                  " accept pauses", __atomic_load_n (made, __ATOMIC_RELAXED), LOOP_MS, most,
+                  LOOP_LIMIT, base, after, during, during_s, served_s, pauses);
   g_assert_cmpuint (during, >=, 1);
   g_assert_cmpuint (__atomic_load_n (made, __ATOMIC_RELAXED), >=, 2 * LOOP_LIMIT);
   g_assert_cmpuint (after, <=, base + 4);
   log = vgicd_harness_read_log (h);
   g_assert_null (strstr (log, "Too many open files"));
+  /* Each pause is counted, and the first is logged. */
+  g_assert_cmpint (pauses > 0, ==, strstr (log, "not accepting connections") != NULL);
   munmap (made, sizeof (guint));
 }
 

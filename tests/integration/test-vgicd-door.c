@@ -430,7 +430,7 @@ reconnect_loop (gboolean with_fds)
         loop_attacker (&sa, hello, hello_len, with_fds, made);
     }
   /* Honest QEMUs one after the other while the attackers run: each
-   * waits behind the attackers' connections in the backlog (SOMAXCONN of
+   * waits behind the attackers' connections in the backlog (128 of
    * them), and is served. */
   end = g_get_monotonic_time () + LOOP_MS * 1000;
   while (g_get_monotonic_time () < end && vgicd_alive (h))

@@ -9,7 +9,9 @@
  * client's timeout, and never ends the save.  The timeout bounds the
  * whole save's waiting, not each wait, so the save fails, unreachable,
  * within it rather than never returning.  The hostile server speaks the real
- * protocol with the generated skeletons, on a real unix socket.  And a
+ * protocol with the generated skeletons, on a real unix socket.  A vgicd
+ * that states the longest record it takes but has no LoadWindow: a longer
+ * record is refused by libvgicd itself, never sent.  And a
  * socket whose backlog stays full (a vgicd that never accepts, or one a
  * flood keeps full): the connect waits for room, and gives up at its
  * deadline, unreachable, instead of waiting for ever.
@@ -32,7 +34,11 @@ typedef struct kvm_vgic_batch_entry Entry;
 
 typedef enum {
   BAD_GROUP, BAD_COUNT, UNSEALED, GUARD_BEYOND, GUARD_NO_RANGES, RECORD_TOO_BIG, DRIP,
+  RECORD_MAX_NO_WINDOW,
 } Misbehaviour;
+
+/* RECORD_MAX_NO_WINDOW: the longest record vgicd says it takes. */
+#define RECORD_MAX 64
 
 /* DRIP: the client's timeout, and how long each answer takes. */
 #define DRIP_TIMEOUT_MS 200
@@ -51,6 +57,7 @@ typedef struct {
   GMutex lock;
   GCond ready;
   gboolean up;
+  gint loads;	/* Load calls that reached the server */
 } Hostile;
 
 #define WINDOW_ENTRIES 16
@@ -132,6 +139,13 @@ on_load (VgicdDbusSession1 *skel, GDBusMethodInvocation *inv, GVariant *record,
   Hostile *h = data;
   GVariantBuilder b;
 
+  g_atomic_int_inc (&h->loads);
+  if (h->how == RECORD_MAX_NO_WINDOW)
+    {
+      g_dbus_method_invocation_return_dbus_error (inv, "org.vgicd.Error.Refused",
+                                                  "this test's vgicd takes no record");
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
   g_variant_builder_init (&b, G_VARIANT_TYPE_VARDICT);
   g_variant_builder_add (&b, "{sv}", "action", g_variant_new_string ("write"));
   g_variant_builder_add (&b, "{sv}", "count", g_variant_new_uint32 (8));
@@ -175,6 +189,11 @@ on_attach (VgicdDbusHelper1 *skel, GDBusMethodInvocation *inv, GUnixFDList *in,
   g_variant_builder_init (&info, G_VARIANT_TYPE_VARDICT);
   g_variant_builder_add (&info, "{sv}", "window-entries", g_variant_new_uint32 (WINDOW_ENTRIES));
   g_variant_builder_add (&info, "{sv}", "mode", g_variant_new_string ("auto"));
+  /* A vgicd that says how long a record may be, without LoadWindow (the
+   * window's call that would carry an oversize record's length to vgicd
+   * to refuse and count): libvgicd refuses it itself. */
+  if (h->how == RECORD_MAX_NO_WINDOW)
+    g_variant_builder_add (&info, "{sv}", "record-max", g_variant_new_uint32 (RECORD_MAX));
   h->session = vgicd_dbus_session1_skeleton_new ();
   g_signal_connect (h->session, "handle-save", G_CALLBACK (on_save), h);
   g_signal_connect (h->session, "handle-load", G_CALLBACK (on_load), h);
@@ -270,6 +289,26 @@ test_hostile (gconstpointer data)
       steps = counters.single_get / 4;
       g_assert_cmpuint (steps, >=, 1);
       g_assert_cmpuint (steps, <=, DRIP_TIMEOUT_MS / DRIP_DELAY_MS);
+      goto out;
+    }
+  if (h.how == RECORD_MAX_NO_WINDOW)
+    {
+      static const guint8 bytes[RECORD_MAX + 1];
+
+      g_assert_true (vgicd_client_attach (c, vgic_sim_get_fd (sim), "vm", NULL, 64, 1,
+                                          &mpidr, &error));
+      vgic_sim_counters_reset (sim);
+      g_assert_false (vgicd_client_load (c, bytes, sizeof bytes, &error));
+      g_assert_error (error, VGICD_CLIENT_ERROR, VGICD_CLIENT_ERROR_REFUSED);
+      g_assert_nonnull (strstr (error->message, "65 bytes, longer than any VM's record"));
+      g_assert_cmpint (g_atomic_int_get (&h.loads), ==, 0);	/* not sent */
+      g_clear_error (&error);
+      /* One that fits goes to vgicd, which answers for it. */
+      g_assert_false (vgicd_client_load (c, bytes, RECORD_MAX, &error));
+      g_assert_nonnull (strstr (error->message, "this test's vgicd takes no record"));
+      g_assert_cmpint (g_atomic_int_get (&h.loads), ==, 1);
+      vgic_sim_counters_get (sim, &counters);
+      g_assert_cmpuint (counters.single_get + counters.single_set + counters.batch_calls, ==, 0);
       goto out;
     }
   if (h.how == UNSEALED)
@@ -408,6 +447,8 @@ main (int argc, char **argv)
                         test_hostile);
   g_test_add_data_func ("/libvgicd/hostile/drip-feeding-steps", GINT_TO_POINTER (DRIP),
                         test_hostile);
+  g_test_add_data_func ("/libvgicd/hostile/record-past-record-max-not-sent",
+                        GINT_TO_POINTER (RECORD_MAX_NO_WINDOW), test_hostile);
   g_test_add_func ("/libvgicd/hostile/backlog-never-drains", test_backlog_never_drains);
   return g_test_run ();
 }

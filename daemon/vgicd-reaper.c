@@ -64,6 +64,7 @@
 
 #include "vgicd-fds.h"
 #include "vgicd-reaper.h"
+#include "vgicd/so-passrights.h"
 
 #define DEFUSE_DEPTH 4			/* unix sockets inside unix sockets */
 #define DEFUSE_FDS 65536		/* descriptors defused for one socket, in all */
@@ -71,14 +72,6 @@
 #define FDS_PER_READ 253		/* SCM_MAX_FD: the most one message carries */
 #define KEEP_FREE 32			/* descriptors a read leaves free: vgicd's own */
 #define SLOW_US G_USEC_PER_SEC
-
-/* Linux 6.16's include/uapi/asm-generic/socket.h, for older headers: the
- * architectures vgicd runs on (arm64, and x86-64 for its tests) take
- * their socket options from there.  (alpha, mips, parisc and sparc number
- * them otherwise: on those, nothing is defined here and nothing set.) */
-#if !defined(SO_PASSRIGHTS) && (defined(__aarch64__) || defined(__x86_64__))
-#define SO_PASSRIGHTS 83
-#endif
 
 static GAsyncQueue *queue;	/* of GINT_TO_POINTER (fd + 1); NULL: no thread */
 static int inert = -1;		/* what vgicd_reaper_take_over() leaves behind */

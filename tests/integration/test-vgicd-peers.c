@@ -22,6 +22,7 @@
 
 #include "vgicd-test.h"
 #include "vgicd/protocol.h"
+#include "vgicd/so-passrights.h"
 
 static void
 test_protocol1_peer (void)
@@ -864,11 +865,6 @@ test_status_coalesced (void)
 
 /* A peer reaches only the session it attached: another connection does not
  * even see it. */
-/* Linux 6.16's SO_PASSRIGHTS, for older headers (as vgicd-reaper.c). */
-#if !defined(SO_PASSRIGHTS) && (defined(__aarch64__) || defined(__x86_64__))
-#define SO_PASSRIGHTS 83
-#endif
-
 /* Whether this kernel has SO_PASSRIGHTS (Linux 6.16); else the test is
  * skipped, saying so. */
 static gboolean

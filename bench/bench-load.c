@@ -32,7 +32,9 @@
  *      vgicd closes; one process attaching every session vgicd gives it;
  *      and one making vgicd log as fast as it can (loads refused,
  *      connections closed), whose lines vgicd wrote are held against its
- *      share (LogLinesPerProcess=) in the notes and the verdict.
+ *      share (LogLinesPerProcess=) in the notes and the verdict; and four
+ *      processes reconnecting in a loop (a handshake, a bad header,
+ *      close), which keep the socket's backlog full.
  *      On each row, sampled while the attack runs: the honest attach and
  *      save (median, max, and their distance from the row without attack),
  *      how many honest runs fell back (attach refused or save failed),
@@ -404,6 +406,7 @@ typedef enum {
   NONE, SILENT, FLOOD, CHANNEL, FDS, NAMES, RECORDS, CHURN,	/* issue 17 */
   ADMITTED, FD_PARTS, BIG, HISTORY, STATS, DOOR, SESSIONS,	/* issue 31 */
   LOGS,			/* the journal, after issue 35's audit */
+  RECONNECT,		/* the socket's backlog */
   N_ATTACKS
 } Attack;
 
@@ -461,6 +464,7 @@ attack_names_init (void)
     [DOOR] = "N4: 4 processes x 32 silent, reopened",
     [SESSIONS] = "N5: one process taking every session",
     [LOGS] = "a process making vgicd log in a loop",
+    [RECONNECT] = "4 processes reconnecting in a loop",
   };
   const guint vms = opt_quick ? HISTORY_VMS_QUICK : HISTORY_VMS_FULL;
 
@@ -485,7 +489,7 @@ static const char *const attack_kinds[] = {
   [CHANNEL] = "channel", [FDS] = "fds", [NAMES] = "names", [RECORDS] = "records",
   [ADMITTED] = "admitted", [FD_PARTS] = "fd-parts", [BIG] = "big", [HISTORY] = "history",
   [STATS] = "stats", [DOOR] = "door", [SESSIONS] = "sessions", [CHURN] = "churn",
-  [LOGS] = "logs",
+  [LOGS] = "logs", [RECONNECT] = "reconnect",
 };
 
 typedef struct {
@@ -1250,6 +1254,41 @@ attack_logs (const char *address, const char *path, guint *done)
     }
 }
 
+/* RECONNECT: one of four processes connecting, sending a whole handshake
+ * and a header no D-Bus message has, and closing, as fast as it can, its
+ * connect() not waiting (a full backlog: again at once).  Every one holds
+ * a descriptor of vgicd's until its last close, and the connections
+ * queued keep the socket's backlog full: an honest QEMU's connect waits
+ * its turn (libvgicd, vgicd-client-dial.c).  @done: connections made. */
+static G_NORETURN void
+attack_reconnect (const char *path, guint *done)
+{
+  static const guint8 junk[16] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+  g_autofree char *auth = external_auth (FALSE);
+  g_autofree char *hello = g_strconcat ("X", auth, NULL);	/* X: the NUL's place */
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  gsize len = strlen (hello);
+
+  hello[0] = '\0';
+  g_strlcpy (a.sun_path, path, sizeof a.sun_path);
+  for (;;)
+    {
+      int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+      if (fd < 0)
+        _exit (2);
+      if (connect (fd, (struct sockaddr *) &a, sizeof a) == 0)
+        {
+          if (send (fd, hello, len, MSG_NOSIGNAL) == (ssize_t) len)
+            (void) send (fd, junk, sizeof junk, MSG_NOSIGNAL);
+          __atomic_add_fetch (done, 1, __ATOMIC_RELAXED);
+        }
+      else
+        usleep (100);
+      close (fd);
+    }
+}
+
 /* In a forked attacker, before anything else: it dies with the bench, and
  * it starts a session of its own, which the row's other attackers share.
  * On a host the attackers never share vgicd's scheduling group: systemd
@@ -1323,6 +1362,8 @@ attacker_main (const char *kind, const char *address, const char *path, int coun
     churn (address, done);
   if (!strcmp (kind, "logs"))
     attack_logs (address, path, done);
+  if (!strcmp (kind, "reconnect"))
+    attack_reconnect (path, done);
   if (!strcmp (kind, "fill"))
     {
       fill_one (address, n, m, done);
@@ -1364,7 +1405,8 @@ attack_start (Attacker *a)
       char *argv[] = { (char *) "bench-load", kind, address, path, count, n, m, bus, user, NULL };
       char self[64];
 
-      guint processes = a->how == DOOR ? DOOR_PROCESSES : a->how == CHURN ? CHURN_PROCESSES : 1;
+      guint processes = a->how == DOOR || a->how == RECONNECT ? DOOR_PROCESSES
+                        : a->how == CHURN ? CHURN_PROCESSES : 1;
 
       g_snprintf (self, sizeof self, "/proc/%d/exe", (int) getpid ());
       /* The row's attackers share one session, led by a process that

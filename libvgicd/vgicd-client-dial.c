@@ -14,9 +14,8 @@
  * accepts one: so the address vgicd is always at, a unix path, is
  * connected here, blocking, with SO_SNDTIMEO (which bounds a unix
  * connect()'s wait) set to what is left of the caller's time.  Any other
- * D-Bus address is left to GDBus.  On Linux, a unix
- * connect() that a signal interrupts has changed nothing, and is simply
- * made again.
+ * D-Bus address is left to GDBus.  On Linux, a unix connect() that a
+ * signal interrupts has changed nothing, and is simply made again.
  */
 #include <errno.h>
 #include <string.h>

@@ -338,7 +338,9 @@ user_name (uid_t uid)
 /* Fewer free than this in the table itself, and the door admits no one
  * (on_accept()); fewer than half, and it accepts nothing while closes are
  * on their way.  Below the reaper's KEEP_FREE (vgicd-reaper.c): the
- * copies it takes in to defuse never close the door by themselves. */
+ * copies it takes in to defuse never close the door by themselves; with
+ * the relays admitted connections still owe (fds_owed()) they can, where
+ * the limit is so small that one read of copies (253) is most of it. */
 #define FDS_HEADROOM 16
 /* What a connection admitted at the door still opens at its first byte:
  * its relay's socket pair and its handshake's wakeup (it holds the peer's

@@ -716,6 +716,68 @@ test_emfile_sheds (void)
   honest_attach_and_save (h, "after-emfile");
 }
 
+/*
+ * A connection admitted at the door makes its relay at its first byte,
+ * three descriptors more.  If the table filled in between (with what the
+ * door cannot count: the reaper's copies of a peer's descriptors, closed
+ * connections' objects GLib has not dropped yet), vgicd closes it there,
+ * rather than make a relay whose handshake could not make its wakeup
+ * (GLib aborts then).  Played by lowering vgicd's limit to just above
+ * what it holds, between the admission and the first byte: the peer is
+ * closed, counted in refused and logged; with the limit back, an honest
+ * QEMU attaches.  (FirstByteTimeout= long, so that a slow host does not
+ * close the connection for its silence first.)
+ */
+#define RELAY_SPARE 5	/* descriptors left: fewer than a relay's 3 and 8 to spare */
+static void
+test_relay_needs_room (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = NULL;
+  g_autofree char *hello = handshake_bytes ();
+  g_autofree char *log = NULL;
+  struct rlimit plenty, tight;
+  struct sockaddr_un sa;
+  struct pollfd p;
+  guint64 refused;
+  guint held;
+  char byte;
+  int fd;
+
+  h = vgicd_harness_start (vgicd_test_bin, vgicd_test_policy,
+                           "Mode=auto\nAllowUsers=root\nFirstByteTimeout=60000\n", &error);
+  g_assert_no_error (error);
+  socket_address (h, &sa);
+  refused = vgicd_harness_stat (h, "refused");
+  held = vgicd_harness_open_fds (h);
+  fd = raw_connect (&sa);
+  g_assert_cmpint (fd, >=, 0);
+  /* Admitted: vgicd holds its socket and waits for the first byte. */
+  for (guint i = 0; vgicd_harness_open_fds (h) <= held; i++)
+    {
+      g_assert_cmpuint (i, <, VGICD_TEST_PATIENCE_MS / 10);
+      g_usleep (10 * 1000);
+    }
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, refused);
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, NULL, &plenty), ==, 0);
+  tight = (struct rlimit) { vgicd_harness_open_fds (h) + RELAY_SPARE, plenty.rlim_max };
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &tight, NULL), ==, 0);
+
+  g_assert_cmpint (send (fd, hello, 1 + strlen (hello + 1), MSG_NOSIGNAL), >, 0);
+  p = (struct pollfd) { .fd = fd, .events = POLLIN };
+  g_assert_cmpint (poll (&p, 1, VGICD_TEST_PATIENCE_MS), ==, 1);
+  g_assert_cmpint (recv (fd, &byte, 1, 0), <=, 0);	/* closed, not answered */
+  close (fd);
+  g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &plenty, NULL), ==, 0);
+  g_assert_true (vgicd_alive (h));
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, refused + 1);
+  log = vgicd_harness_read_log (h);
+  g_assert_nonnull (strstr (log, "at its first byte: " G_STRINGIFY (RELAY_SPARE)
+                                 " descriptors free, and its relay needs 3"));
+  g_assert_null (strstr (log, "Too many open files"));
+  honest_attach_and_save (h, "after-relay-refused");
+}
+
 /* A descriptor limit below what the configuration may ask (the defaults
  * under LimitNOFILE=512): vgicd says so at start, with the figures, and
  * serves within the limit. */
@@ -793,6 +855,7 @@ main (int argc, char **argv)
                    test_reconnect_loop_with_descriptors);
   g_test_add_func ("/vgicd/door/shedding-rule", test_shedding_rule);
   g_test_add_func ("/vgicd/door/emfile-sheds", test_emfile_sheds);
+  g_test_add_func ("/vgicd/door/relay-needs-room", test_relay_needs_room);
   g_test_add_func ("/vgicd/door/limit-below-configuration", test_limit_below_configuration);
   g_test_add_func ("/vgicd/door/unit-limit-fits-defaults", test_unit_limit_fits_defaults);
   return g_test_run ();

@@ -18,8 +18,9 @@
  *      read, before any byte.  A uid not on AllowUsers is closed at once:
  *      no handshake, no thread.  The refusal is counted, and logged at
  *      most once per uid every REFUSAL_LOG_US (with how many were not
- *      logged), so a peer that reconnects in a loop cannot flood the
- *      journal.  AllowUsers is checked again at Attach (a reload may have
+ *      logged, and from which processes: REFUSAL_PIDS of them), so a peer
+ *      that reconnects in a loop cannot flood the journal, and a QEMU
+ *      refused among its refusals is still named.  AllowUsers is checked again at Attach (a reload may have
  *      changed it since).
  *   2. Connections are bounded in every state (in their handshake, not
  *      attached yet, attached): per process (SO_PEERCRED pid),
@@ -169,9 +170,20 @@ struct _VgicdServer {
   GHashTable *refusals;	/* uid -> Refusal *: the door's log limit */
 };
 
+/* The processes a uid's unlogged refusals came from, named in its next
+ * line: every libvirt QEMU is one uid, and a QEMU refused among an
+ * attacker's thousands is then still in the log. */
+#define REFUSAL_PIDS 8
+
 typedef struct {
   gint64 logged_us;	/* when this uid's refusal was last logged */
   guint unlogged;	/* refusals since, not logged */
+  struct {
+    pid_t pid;
+    guint n;
+  } by_pid[REFUSAL_PIDS];	/* of those, by process: the first REFUSAL_PIDS */
+  guint n_pids;
+  guint others;		/* ... and those of other processes */
 } Refusal;
 
 typedef struct {
@@ -921,10 +933,21 @@ log_refusal (VgicdServer *server, uid_t uid, pid_t pid, const char *why)
   g_autofree char *who = NULL;
   g_autofree char *uid_s = NULL;
   g_autofree char *list = NULL;
+  g_autoptr (GString) since = g_string_new (NULL);
 
   if (r && now - r->logged_us < REFUSAL_LOG_US)
     {
+      guint i;
+
       r->unlogged++;
+      for (i = 0; i < r->n_pids && r->by_pid[i].pid != pid; i++)
+        ;
+      if (i < r->n_pids)
+        r->by_pid[i].n++;
+      else if (r->n_pids < REFUSAL_PIDS)
+        r->by_pid[r->n_pids].pid = pid, r->by_pid[r->n_pids++].n = 1;
+      else
+        r->others++;
       return;
     }
   if (!r)
@@ -938,15 +961,26 @@ log_refusal (VgicdServer *server, uid_t uid, pid_t pid, const char *why)
   who = user_name (uid);
   uid_s = g_strdup_printf ("%u", (guint) uid);
   list = g_strjoinv (", ", server->daemon->config->allow_users);
+  if (r->unlogged)
+    {
+      g_string_printf (since, "; since the last such line, %u more refused and not logged, "
+                       "from ", r->unlogged);
+      for (guint i = 0; i < r->n_pids; i++)
+        g_string_append_printf (since, "%spid %d (%u)", i ? ", " : "", (int) r->by_pid[i].pid,
+                                r->by_pid[i].n);
+      if (r->others)
+        g_string_append_printf (since, " and %u from other processes", r->others);
+      g_string_append (since, "; GetStats' refused counts them all");
+    }
   g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
                     "MESSAGE_ID", VGICD_MESSAGE_PEER_REFUSED,
                     "VGICD_PEER_UID", uid_s,
                     "MESSAGE", "closed a connection from user %s (uid %u, pid %d): %s "
                     "(AllowUsers in %s lists: %s)%s",
                     who, (guint) uid, (int) pid, why, server->daemon->config->path, list,
-                    r->unlogged ? "; more refused and not logged, see GetStats' refused" : "");
+                    since->str);
   r->logged_us = now;
-  r->unlogged = 0;
+  r->unlogged = r->n_pids = r->others = 0;
 }
 
 /* What is at the door now.  Connections closed and still holding their

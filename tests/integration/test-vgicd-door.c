@@ -778,6 +778,92 @@ test_relay_needs_room (void)
   honest_attach_and_save (h, "after-relay-refused");
 }
 
+/* A process of its own that opens a connection and stays silent (one in
+ * its handshake, MaxHandshakesPerProcess=1), then @n more, each refused;
+ * it exits once vgicd has closed those.  Its pid. */
+static pid_t
+refused_process (const struct sockaddr_un *sa, guint n)
+{
+  pid_t child = fork_attacker ();
+  int status;
+
+  if (child == 0)
+    {
+      int held = raw_connect (sa);
+
+      if (held < 0)
+        _exit (2);
+      for (guint i = 0; i < n; i++)
+        {
+          int fd = raw_connect (sa);
+          struct pollfd p = { .fd = fd, .events = POLLIN };
+          char byte;
+
+          if (fd < 0 || poll (&p, 1, VGICD_TEST_PATIENCE_MS) != 1 || recv (fd, &byte, 1, 0) > 0)
+            _exit (3);
+          close (fd);
+        }
+      _exit (0);
+    }
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+  g_assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  return child;
+}
+
+/* One refusal line per uid every 10 s, and every libvirt QEMU is one uid:
+ * the next line names the processes whose refusals it did not log, with
+ * their counts (the first 8 processes; the others summed), so that a QEMU
+ * refused among another process's refusals is still named. */
+static void
+test_refusal_line_names_processes (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdHarness) h = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *want = NULL;
+  struct sockaddr_un sa;
+  g_autoptr (GString) named = g_string_new (NULL);
+  pid_t first, last;
+  gint64 logged;
+
+  h = vgicd_harness_start (vgicd_test_bin, vgicd_test_policy,
+                           "Mode=auto\nAllowUsers=root\nMaxHandshakesPerProcess=1\n"
+                           "FirstByteTimeout=60000\n", &error);
+  g_assert_no_error (error);
+  socket_address (h, &sa);
+  first = refused_process (&sa, 1);	/* logged */
+  logged = g_get_monotonic_time ();
+  /* Not logged, within 10 s: 9 processes, the second refused twice. */
+  for (guint i = 0; i < 9; i++)
+    {
+      guint n = i == 1 ? 2 : 1;
+      pid_t pid = refused_process (&sa, n);
+
+      if (i < 8)
+        g_string_append_printf (named, "%spid %d (%u)", i ? ", " : "", (int) pid, n);
+    }
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, 11);
+  /* The next line, past the 10 s. */
+  g_usleep (MAX (0, logged + 10500 * 1000 - g_get_monotonic_time ()));
+  last = refused_process (&sa, 1);
+  log = vgicd_harness_read_log (h);
+  g_test_message ("%s", log);
+  want = g_strdup_printf ("(uid 0, pid %d): too many connections of this process in their "
+                          "handshake (AllowUsers in %s/vgicd.conf lists: root)\n", (int) first,
+                          h->dir);
+  g_assert_nonnull (strstr (log, want));	/* the first, alone */
+  g_free (want);
+  want = g_strdup_printf ("(uid 0, pid %d): too many connections of this process in their "
+                          "handshake (AllowUsers in ", (int) last);
+  g_assert_nonnull (strstr (log, want));
+  g_free (want);
+  want = g_strdup_printf ("; since the last such line, 10 more refused and not logged, from "
+                          "%s and 1 from other processes; GetStats' refused counts them all\n",
+                          named->str);
+  g_assert_nonnull (strstr (log, want));
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, 12);
+}
+
 /* A descriptor limit below what the configuration may ask (the defaults
  * under LimitNOFILE=512): vgicd says so at start, with the figures, and
  * serves within the limit. */
@@ -856,6 +942,8 @@ main (int argc, char **argv)
   g_test_add_func ("/vgicd/door/shedding-rule", test_shedding_rule);
   g_test_add_func ("/vgicd/door/emfile-sheds", test_emfile_sheds);
   g_test_add_func ("/vgicd/door/relay-needs-room", test_relay_needs_room);
+  g_test_add_func ("/vgicd/door/refusal-line-names-processes",
+                   test_refusal_line_names_processes);
   g_test_add_func ("/vgicd/door/limit-below-configuration", test_limit_below_configuration);
   g_test_add_func ("/vgicd/door/unit-limit-fits-defaults", test_unit_limit_fits_defaults);
   return g_test_run ();

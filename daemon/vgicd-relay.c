@@ -998,12 +998,11 @@ vgicd_relay_new (int peer_fd, uid_t uid, pid_t pid, const char *guid, gsize mess
   setsockopt (peer_fd, SOL_SOCKET, SO_PASSPIDFD, &off, sizeof off);
 #endif
 
+  /* On failure GLib has closed pair[1] already (its finalize does): a
+   * second close here could close another thread's new descriptor. */
   sock = g_socket_new_from_fd (pair[1], error);
   if (!sock)
-    {
-      close (pair[1]);
-      return NULL;
-    }
+    return NULL;
   stream = g_socket_connection_factory_create_connection (sock);
   g_assert (G_IS_UNIX_CONNECTION (stream));
 

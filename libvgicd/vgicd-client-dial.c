@@ -94,11 +94,11 @@ vgicd_client_dial (const char *path, gint64 deadline_us, GError **error)
   /* GSocket makes the descriptor non-blocking; the send timeout was only
    * for the wait above. */
   (void) setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+  /* On failure GLib has closed @fd already (its finalize does): a second
+   * close here could close a descriptor another of QEMU's threads just
+   * opened. */
   sock = g_socket_new_from_fd (fd, error);
   if (!sock)
-    {
-      close (fd);
-      return NULL;
-    }
+    return NULL;
   return G_IO_STREAM (g_socket_connection_factory_create_connection (sock));
 }

@@ -66,6 +66,9 @@
  *      door's reading of the table counts what the connections it admitted
  *      still open at their first byte (fds_owed()), and a relay that would
  *      leave its handshake's wakeup no room is not made (on_first_byte()).
+ *      The door's work runs below the sessions' on the main loop
+ *      (DOOR_PRIORITY), so that a flood of connections does not delay a
+ *      save or load inside its downtime.
  *      What a connection holds is said in one place, FDS_PER_CONNECTION.
  *
  * Each admitted peer's bytes pass through a relay of vgicd's own
@@ -354,6 +357,15 @@ user_name (uid_t uid)
  * the relays admitted connections still owe (fds_owed()) they can, where
  * the limit is so small that one read of copies (253) is most of it. */
 #define FDS_HEADROOM 16
+/* The door's own work on the main loop (accepting, a connection's first
+ * byte and its relay) runs below the sessions' (their calls, the step
+ * channel: G_PRIORITY_DEFAULT and above): a save or load runs inside a
+ * migration's downtime, and a flood of connections, each costing the main
+ * thread an accept, the door's checks and a relay, took enough of it on 2
+ * cores that an honest save ran out of its 250 ms (bench-load's row 16,
+ * cold CI).  New connections wait in the backlog meanwhile, which the
+ * QEMUs' connect waits on (libvgicd, up to 2 s). */
+#define DOOR_PRIORITY G_PRIORITY_DEFAULT_IDLE
 /* What a connection admitted at the door still opens at its first byte:
  * its relay's socket pair and its handshake's wakeup (it holds the peer's
  * socket already).  Counted against the table's free descriptors until
@@ -1184,6 +1196,7 @@ on_incoming (VgicdServer *server, GSocketConnection *stream, gboolean fds_low)
   p->seq = server->next_seq++;
   p->accepted_us = g_get_monotonic_time ();
   p->first_byte = g_socket_create_source (sock, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
+  g_source_set_priority (p->first_byte, DOOR_PRIORITY);
   g_source_set_callback (p->first_byte, G_SOURCE_FUNC (on_first_byte), p, NULL);
   g_source_attach (p->first_byte, NULL);
   p->timeout_ms = config->handshake_timeout;
@@ -1222,6 +1235,7 @@ static void
 accept_watch (VgicdServer *server)
 {
   server->accept_source = g_socket_create_source (server->listener, G_IO_IN, NULL);
+  g_source_set_priority (server->accept_source, DOOR_PRIORITY);
   g_source_set_callback (server->accept_source, G_SOURCE_FUNC (on_accept), server, NULL);
   g_source_attach (server->accept_source, NULL);
 }

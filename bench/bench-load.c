@@ -66,8 +66,8 @@
  * today, so their breaches, and part 2's fallbacks, only show in the
  * table); with --strict-attacks, any breach of any row as well; with
  * --strict-resources, any breach under attack that is not a time (vgicd
- * died or stayed busy, an honest run fell back, RSS, descriptors, log
- * lines).  CI
+ * died or stayed busy, an honest run fell back for any reason but running
+ * out of its time, RSS, descriptors, log lines).  CI
  * (scripts/test.sh, --quick) runs with --strict-resources: on a shared
  * 2-core machine, with a kernel building beside it, the slowest of ten
  * attaches passes 50 ms in about half the runs (attacks or not), so the
@@ -1832,6 +1832,19 @@ worse (double med, double max, double base_med, double base_max)
   return MAX (med - base_med, max - base_max);
 }
 
+
+/* Whether an honest run fell back because a time bound ran out (the
+ * whole save's, ClientTimeout=; the connect's 2 s; the handshake's), not
+ * because vgicd refused or dropped it: a time, which --strict-resources
+ * leaves to the table.  By libvgicd's messages: its error code,
+ * UNREACHABLE, covers both. */
+static gboolean
+out_of_time (const GError *error)
+{
+  return error && (strstr (error->message, "(the bound on a whole save or load)") ||
+                   strstr (error->message, "no room in the backlog") ||
+                   strstr (error->message, "no answer in time"));
+}
 static void
 under_attack (VgicdHarness **hp, Attack how)
 {
@@ -1846,7 +1859,7 @@ under_attack (VgicdHarness **hp, Attack how)
   g_autoptr (GString) verdict = g_string_new (NULL);
   /* A memfd, not CLOEXEC: the exec'd attackers map it too. */
   int count_fd = memfd_create ("bench-load-count", 0);
-  guint *done, runs = 0, fell_back = 0, n_ok = 0, bound = vgicd_nofile (h);
+  guint *done, runs = 0, fell_back = 0, fell_back_time = 0, n_ok = 0, bound = vgicd_nofile (h);
   Attacker a = { .h = h, .how = how, .count_fd = count_fd };
   Sampler smp = { .h = h };
   GThread *st;
@@ -1937,6 +1950,7 @@ under_attack (VgicdHarness **hp, Attack how)
                      error->message);
           said = how;
           fell_back++;
+          fell_back_time += out_of_time (error);
           continue;
         }
       save_ms[n_ok] = (g_get_monotonic_time () - t1) / 1000.0;
@@ -2003,7 +2017,8 @@ under_attack (VgicdHarness **hp, Attack how)
   if (how == LOGS && !died &&
       logs_account (h, log0 ? strlen (log0) : 0, suppressed0, *done, attack_us, verdict))
     breached_resources = TRUE;
-  if (died || fell_back || smp.rss_kib >= BOUND_RSS_KIB || smp.fds >= bound || busy)
+  if (died || fell_back > fell_back_time || smp.rss_kib >= BOUND_RSS_KIB || smp.fds >= bound ||
+      busy)
     breached_resources = TRUE;
   if (died)
     {
@@ -2013,8 +2028,11 @@ under_attack (VgicdHarness **hp, Attack how)
       g_string_append_printf (notes, "- \"%s\": vgicd died (%s); restarted for the next row.\n",
                               attack_names[how], why);
     }
-  if (fell_back)
-    g_string_append_printf (verdict, "%u of %u fell back, ", fell_back, runs);
+  if (fell_back == fell_back_time && fell_back)
+    g_string_append_printf (verdict, "%u of %u fell back (out of time), ", fell_back, runs);
+  else if (fell_back)
+    g_string_append_printf (verdict, "%u of %u fell back (%u out of time), ", fell_back, runs,
+                            fell_back_time);
   if (n_ok && how != NONE && worse (am, ax, base_attach_med, base_attach_max) > BOUND_EXTRA_MS)
     g_string_append_printf (verdict, "attach +%.0f ms, ",
                             worse (am, ax, base_attach_med, base_attach_max));
@@ -2161,8 +2179,9 @@ main (int argc, char **argv)
     { "strict-attacks", 0, 0, G_OPTION_ARG_NONE, &opt_strict,
       "exit 1 on any breach of issue 31's bounds, in any row", NULL },
     { "strict-resources", 0, 0, G_OPTION_ARG_NONE, &opt_strict_resources,
-      "exit 1 when, under any attack, vgicd dies or stays busy, an honest run falls back, "
-      "or RSS, descriptors or log lines pass their bounds (the times are printed only)", NULL },
+      "exit 1 when, under any attack, vgicd dies or stays busy, an honest run falls back "
+      "(but for running out of its time), or RSS, descriptors or log lines pass their bounds "
+      "(the times are printed only)", NULL },
     { "only", 0, 0, G_OPTION_ARG_STRING, &opt_only,
       "part 3's rows only, these (0 is \"none\", 8 to 14 issue 31's: 8,9)", "ROWS" },
     { NULL },

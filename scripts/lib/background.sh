@@ -11,7 +11,8 @@
 #                              ended and how long the caller waited (also
 #                              as a line of the step table); its exit
 #                              status (the end of its log is printed when
-#                              it failed)
+#                              it failed, and the lines naming a failed
+#                              test)
 #   bg_stop_all                end every job still running (an EXIT trap)
 #
 # Theory of operation: on two cores the test run is not CPU-bound
@@ -96,6 +97,14 @@ bg_wait() {
 	if [ $rc -ne 0 ]; then
 		echo "!! $name failed in the background; the end of ${BG_LOG[$name]}:" >&2
 		tail -n 30 "${BG_LOG[$name]}" >&2
+		# A test that failed in a job says why far above its end (a
+		# package build's summary and timings come after it): its
+		# GLib assertion and TAP lines, the last 20, name the cause.
+		if grep -qE 'Bail out!|^not ok |ERROR:.*(assertion|failed)' "${BG_LOG[$name]}"; then
+			echo "!! the lines of ${BG_LOG[$name]} that name a failed test (the last 20):" >&2
+			grep -E 'Bail out!|^not ok |ERROR:.*(assertion|failed)' "${BG_LOG[$name]}" |
+				tail -n 20 >&2
+		fi
 	fi
 	return $rc
 }

@@ -106,18 +106,24 @@ stop_child (pid_t child)
 }
 
 /* An attach and a save of a 4-vCPU VM by the honest QEMU (this
- * process), asserted to succeed. */
+ * process), asserted to succeed; how long it took is said (the
+ * slowest, on a busy machine, is what a failure is read against). */
 static void
 honest_attach_and_save (VgicdHarness *h, const char *name)
 {
   const Shape *s = &shapes[1];
   g_autoptr (VgicSim) sim = make_sim (s, FALSE);
-  g_autoptr (VgicdClient) c = attach (h, sim, s, name);
-  g_autoptr (GBytes) record = NULL;
+  gint64 t0 = g_get_monotonic_time ();
   g_autoptr (GError) error = NULL;
+  g_autoptr (VgicdClient) c = try_attach_uuid (h, sim, s, name, NULL, &error);
+  g_autoptr (GBytes) record = NULL;
 
-  g_assert_true (vgicd_client_save (c, &record, &error));
+  if (c)
+    (void) vgicd_client_save (c, &record, &error);
+  g_test_message ("%s: attach and save %s in %.2f s", name, error ? "failed" : "done",
+                  (g_get_monotonic_time () - t0) / 1e6);
   g_assert_no_error (error);
+  g_assert_nonnull (record);
 }
 
 /*
@@ -321,7 +327,7 @@ test_n4_four_fill_the_door (void)
  * relay; every one holds a descriptor until its last close, on the reaper
  * thread.  vgicd, at a limit of 256, must stay up, let go of them once the
  * attackers stop, and serve an honest QEMU after them; during the attack
- * an honest QEMU's connect() never fails: it waits for room in the
+ * an honest QEMU's connect() never fails at once: it waits for room in the
  * socket's backlog, which the attackers keep full (vgicd-client-dial.c;
  * before, it failed with EAGAIN and QEMU took its own path).  (Before: the reaper counted
  * vgicd's descriptors through /proc/self/fd for every socket and fell
@@ -378,10 +384,12 @@ loop_attacker (const struct sockaddr_un *sa, const char *hello, gsize hello_len,
 /* An honest QEMU attaches and saves: TRUE, and how long it took in s
  * (*@took_s), when it was served.  Under the flood, at this limit, vgicd
  * may refuse it at the door or close it before it attaches (its bounds,
- * counted): FALSE.  What must never happen is the connect failing, as it
- * did at once on the full backlog before libvgicd waited for room
- * ("Could not connect: Resource temporarily unavailable"), or the wait
- * running out. */
+ * counted): FALSE.  What must never happen is the connect failing at
+ * once, as it did on the full backlog before libvgicd waited for room
+ * ("Could not connect: Resource temporarily unavailable").  The wait
+ * itself may run out on a busy machine, where vgicd pauses its accepts
+ * until the reaper has caught up (a Debian build beside the nested tier
+ * once saw it), but only after the whole budget. */
 static gboolean
 honest_save (VgicdHarness *h, const char *name, double *took_s)
 {
@@ -390,6 +398,7 @@ honest_save (VgicdHarness *h, const char *name, double *took_s)
   gint64 t0 = g_get_monotonic_time ();
   g_autoptr (VgicdClient) c = try_attach_uuid (h, sim, &shapes[1], name, NULL, &error);
   g_autoptr (GBytes) record = NULL;
+  gint64 waited_us;
 
   if (c && vgicd_client_save (c, &record, &error))
     {
@@ -397,9 +406,12 @@ honest_save (VgicdHarness *h, const char *name, double *took_s)
       return TRUE;
     }
   g_assert_nonnull (error);
-  g_test_message ("an honest QEMU not served: %s", error->message);
+  waited_us = g_get_monotonic_time () - t0;
+  g_test_message ("an honest QEMU not served (after %.2f s): %s", waited_us / 1e6,
+                  error->message);
   g_assert_null (strstr (error->message, "Could not connect"));
-  g_assert_null (strstr (error->message, "no room in the backlog"));
+  if (strstr (error->message, "no room in the backlog"))
+    g_assert_cmpint (waited_us, >=, (gint64) VGICD_TEST_BUDGET_MS * 1000);
   return FALSE;
 }
 
@@ -447,7 +459,7 @@ reconnect_loop (gboolean with_fds)
    * connections and descriptors hold what this limit of 256 leaves
    * peers (with descriptors: the reaper's copies of theirs, up to all
    * but 32 of the table; at the unit's 8192 there is room).  Its
-   * connect never fails (honest_save()). */
+   * connect never fails at once (honest_save()). */
   end = g_get_monotonic_time () + LOOP_MS * 1000;
   while (g_get_monotonic_time () < end && vgicd_alive (h))
     {

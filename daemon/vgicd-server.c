@@ -1251,14 +1251,15 @@ on_accept_resume (gpointer data)
 }
 
 /* accept() failed for lack of descriptors: shed that connection with the
- * spare; FALSE when there is no spare to shed with. */
+ * spare; FALSE when there is no spare to shed with.  Only a connection
+ * closed is counted in refused: a spare not taken again at once (the
+ * shed one's descriptor still on its way through the reaper) makes
+ * on_accept() pause, and refused then said more than the connections. */
 static gboolean
 accept_shed (VgicdServer *server, const char *why)
 {
   int fd;
 
-  server->daemon->totals.refused++;
-  vgicd_daemon_changed (server->daemon);
   if (server->spare_fd < 0)
     {
       server->spare_fd = fcntl (g_socket_get_fd (server->listener), F_DUPFD_CLOEXEC, 0);
@@ -1267,11 +1268,16 @@ accept_shed (VgicdServer *server, const char *why)
     }
   close (server->spare_fd);
   fd = accept4 (g_socket_get_fd (server->listener), NULL, NULL, SOCK_CLOEXEC);
-  vgicd_reaper_close (fd);
+  if (fd >= 0)
+    {
+      server->daemon->totals.refused++;
+      vgicd_daemon_changed (server->daemon);
+      vgicd_reaper_close (fd);
+      door_log (server, DOOR_LOG_ACCEPT, G_LOG_LEVEL_WARNING,
+                "closed a connection at accept(): %s (vgicd holds as many descriptors as "
+                "LimitNOFILE= allows, or the host does)", why);
+    }
   server->spare_fd = fcntl (g_socket_get_fd (server->listener), F_DUPFD_CLOEXEC, 0);
-  door_log (server, DOOR_LOG_ACCEPT, G_LOG_LEVEL_WARNING,
-            "closed a connection at accept(): %s (vgicd holds as many descriptors as "
-            "LimitNOFILE= allows, or the host does)", why);
   return server->spare_fd >= 0;
 }
 

@@ -700,8 +700,8 @@ test_shedding_rule (void)
  * holds (something outside the door's count took the rest).  Each
  * connection is accepted with the spare descriptor and closed, counted,
  * instead of staying in the backlog while vgicd spins on a readable
- * socket (GSocketService warns and accepts again at once); with the limit
- * back, the honest QEMU attaches.
+ * socket (GSocketService warns and accepts again at once), and counted
+ * once; with the limit back, the honest QEMU attaches.
  */
 #define EMFILE_TRIES 20
 static void
@@ -734,7 +734,10 @@ test_emfile_sheds (void)
     }
   g_assert_true (vgicd_alive (h));
   g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &plenty, NULL), ==, 0);
-  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), >=, refused + EMFILE_TRIES);
+  /* Each connection counted once: closed at accept(), or accepted and
+   * refused at the door (fewer than 16 descriptors free); a spare not
+   * taken again at once pauses vgicd, and is no refusal. */
+  g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, refused + EMFILE_TRIES);
   honest_attach_and_save (h, "after-emfile");
 }
 

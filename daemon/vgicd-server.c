@@ -20,7 +20,10 @@
  *      most once per uid every REFUSAL_LOG_US (with how many were not
  *      logged, and from which processes: REFUSAL_PIDS of them), so a peer
  *      that reconnects in a loop cannot flood the journal, and a QEMU
- *      refused among its refusals is still named.  AllowUsers is checked again at Attach (a reload may have
+ *      refused among its refusals is still named.  Those not logged are
+ *      said at the end of the REFUSAL_LOG_US (on_log_flush()), in a line
+ *      of their own when no refusal came after them: an attack's last
+ *      ten seconds are in the journal too.  AllowUsers is checked again at Attach (a reload may have
  *      changed it since).
  *   2. Connections are bounded in every state (in their handshake, not
  *      attached yet, attached): per process (SO_PEERCRED pid),
@@ -152,7 +155,22 @@ typedef enum {
 typedef struct {
   gint64 logged_us;	/* when a line of this kind was last logged */
   guint unlogged;	/* lines since, not logged */
+  GLogLevelFlags level;	/* of the last line, logged or not */
 } DoorLog;
+
+/* What the lines of each kind are about, for the line that says how many
+ * were not logged (on_log_flush()). */
+static const char *const door_log_what[] = {
+  [DOOR_LOG_SHED] = "connections shed for a newcomer",
+  [DOOR_LOG_FULL] = "newcomers refused at the full door",
+  [DOOR_LOG_TIMEOUT] = "connections closed for their first byte or handshake not in time",
+  [DOOR_LOG_UNATTACHED] = "peers closed for no Attach within AttachTimeout=",
+  [DOOR_LOG_ACCEPT] = "connections closed at accept() or accept() failures",
+  [DOOR_LOG_BACKLOG] = "pauses in accepting connections",
+  [DOOR_LOG_LIMIT] = "attaches refused over a limit",
+  [DOOR_LOG_RELAY] = "connections closed at their first byte for want of descriptors",
+};
+G_STATIC_ASSERT (G_N_ELEMENTS (door_log_what) == DOOR_LOG_KINDS);
 
 struct _VgicdServer {
   VgicdDaemon *daemon;
@@ -162,6 +180,7 @@ struct _VgicdServer {
   int spare_fd;		/* closed to accept (and close) a connection at EMFILE */
   guint64 next_seq;	/* arrival order of connections: the oldest is shed first */
   DoorLog logs[DOOR_LOG_KINDS];
+  GSource *log_flush;	/* says what the log windows withheld, at their end */
   GDBusAuthObserver *observer;
   char *guid;
   char *description;
@@ -473,6 +492,25 @@ session_room (VgicdServer *server, uid_t uid, pid_t pid, GError **error)
   return FALSE;
 }
 
+static gboolean on_log_flush (gpointer data);
+
+/* Have on_log_flush() run at @due_us (monotonic), or earlier: a line was
+ * withheld whose window ends then.  One source serves every window; when
+ * one is already set it stays, and on_log_flush() sets the next. */
+static void
+log_flush_arm (VgicdServer *server, gint64 due_us)
+{
+  gint64 wait_ms;
+
+  if (server->log_flush)
+    return;
+  wait_ms = MAX (0, due_us - g_get_monotonic_time () + 999) / 1000;
+  server->log_flush = g_timeout_source_new ((guint) MIN (wait_ms, REFUSAL_LOG_US / 1000));
+  g_source_set_priority (server->log_flush, DOOR_PRIORITY);
+  g_source_set_callback (server->log_flush, on_log_flush, server, NULL);
+  g_source_attach (server->log_flush, NULL);
+}
+
 /* The door's log lines other than step 1's: at most one of each kind
  * every REFUSAL_LOG_US on the host, saying how many were not logged, so
  * that a peer that reconnects in a loop cannot flood the journal (the
@@ -485,9 +523,11 @@ door_log (VgicdServer *server, DoorLogKind kind, GLogLevelFlags level, const cha
   g_autofree char *msg = NULL;
   va_list args;
 
+  l->level = level;
   if (l->logged_us && now - l->logged_us < REFUSAL_LOG_US)
     {
       l->unlogged++;
+      log_flush_arm (server, l->logged_us + REFUSAL_LOG_US);
       return;
     }
   va_start (args, format);
@@ -936,6 +976,20 @@ on_deadline (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* Where @r's refusals not logged came from, appended to @s: "pid A (n),
+ * pid B (m)[ and K from other processes]; GetStats' refused counts them
+ * all". */
+static void
+refusal_pids (const Refusal *r, GString *s)
+{
+  for (guint i = 0; i < r->n_pids; i++)
+    g_string_append_printf (s, "%spid %d (%u)", i ? ", " : "", (int) r->by_pid[i].pid,
+                            r->by_pid[i].n);
+  if (r->others)
+    g_string_append_printf (s, " and %u from other processes", r->others);
+  g_string_append (s, "; GetStats' refused counts them all");
+}
+
 /* Step 1's log: at most once per uid every REFUSAL_LOG_US. */
 static void
 log_refusal (VgicdServer *server, uid_t uid, pid_t pid, const char *why)
@@ -960,6 +1014,7 @@ log_refusal (VgicdServer *server, uid_t uid, pid_t pid, const char *why)
         r->by_pid[r->n_pids].pid = pid, r->by_pid[r->n_pids++].n = 1;
       else
         r->others++;
+      log_flush_arm (server, r->logged_us + REFUSAL_LOG_US);
       return;
     }
   if (!r)
@@ -977,12 +1032,7 @@ log_refusal (VgicdServer *server, uid_t uid, pid_t pid, const char *why)
     {
       g_string_printf (since, "; since the last such line, %u more refused and not logged, "
                        "from ", r->unlogged);
-      for (guint i = 0; i < r->n_pids; i++)
-        g_string_append_printf (since, "%spid %d (%u)", i ? ", " : "", (int) r->by_pid[i].pid,
-                                r->by_pid[i].n);
-      if (r->others)
-        g_string_append_printf (since, " and %u from other processes", r->others);
-      g_string_append (since, "; GetStats' refused counts them all");
+      refusal_pids (r, since);
     }
   g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
                     "MESSAGE_ID", VGICD_MESSAGE_PEER_REFUSED,
@@ -993,6 +1043,71 @@ log_refusal (VgicdServer *server, uid_t uid, pid_t pid, const char *why)
                     since->str);
   r->logged_us = now;
   r->unlogged = r->n_pids = r->others = 0;
+}
+
+/* The end of a log window that withheld lines: how many, in a line of
+ * their own, unless a line of that kind or uid already said so.  That
+ * line starts the next window, so the journal still gets at most one line
+ * a kind (and a uid) every REFUSAL_LOG_US; without it, what a flood's
+ * last seconds withheld was never said. */
+static gboolean
+on_log_flush (gpointer data)
+{
+  VgicdServer *server = data;
+  gint64 now = g_get_monotonic_time (), next = G_MAXINT64;
+  GHashTableIter iter;
+  gpointer key, value;
+
+  g_clear_pointer (&server->log_flush, g_source_unref);
+  for (guint k = 0; k < DOOR_LOG_KINDS; k++)
+    {
+      DoorLog *l = &server->logs[k];
+
+      if (!l->unlogged)
+        continue;
+      if (now - l->logged_us < REFUSAL_LOG_US)
+        {
+          next = MIN (next, l->logged_us + REFUSAL_LOG_US);
+          continue;
+        }
+      g_log_structured (G_LOG_DOMAIN, l->level, "MESSAGE",
+                        "since the last such line, %u more %s, not logged", l->unlogged,
+                        door_log_what[k]);
+      l->logged_us = now;
+      l->unlogged = 0;
+    }
+  g_hash_table_iter_init (&iter, server->refusals);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      Refusal *r = value;
+      uid_t uid = (uid_t) GPOINTER_TO_UINT (key);
+      g_autofree char *who = NULL;
+      g_autofree char *uid_s = NULL;
+      g_autoptr (GString) from = NULL;
+
+      if (!r->unlogged)
+        continue;
+      if (now - r->logged_us < REFUSAL_LOG_US)
+        {
+          next = MIN (next, r->logged_us + REFUSAL_LOG_US);
+          continue;
+        }
+      who = user_name (uid);
+      uid_s = g_strdup_printf ("%u", (guint) uid);
+      from = g_string_new (NULL);
+      refusal_pids (r, from);
+      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                        "MESSAGE_ID", VGICD_MESSAGE_PEER_REFUSED,
+                        "VGICD_PEER_UID", uid_s,
+                        "MESSAGE", "closed %u more connections from user %s (uid %u) since "
+                        "the last such line, not logged, from %s", r->unlogged, who,
+                        (guint) uid, from->str);
+      r->logged_us = now;
+      r->unlogged = r->n_pids = r->others = 0;
+    }
+  if (next != G_MAXINT64)
+    log_flush_arm (server, next);
+  return G_SOURCE_REMOVE;
 }
 
 /* What is at the door now.  Connections closed and still holding their
@@ -1564,6 +1679,7 @@ vgicd_server_free (VgicdServer *server)
     return;
   source_clear (&server->accept_source);
   source_clear (&server->accept_pause);
+  source_clear (&server->log_flush);
   if (server->listener)
     {
       g_socket_close (server->listener, NULL);

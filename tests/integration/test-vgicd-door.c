@@ -105,25 +105,49 @@ stop_child (pid_t child)
   g_assert_cmpint (waitpid (child, &status, 0), ==, child);
 }
 
-/* An attach and a save of a 4-vCPU VM by the honest QEMU (this
- * process), asserted to succeed; how long it took is said (the
- * slowest, on a busy machine, is what a failure is read against). */
+/* An honest QEMU (this process) attaches a 4-vCPU VM and saves: TRUE, and
+ * how long it took in s (*@took_s), when it was served.  Under the
+ * reconnect flood below, at its limit, vgicd may refuse it at the door or
+ * close it before it attaches (its bounds, counted): FALSE.  What must never happen is the connect failing at
+ * once, as it did on the full backlog before libvgicd waited for room
+ * ("Could not connect: Resource temporarily unavailable").  The wait
+ * itself may run out on a busy machine, where vgicd pauses its accepts
+ * until the reaper has caught up (a Debian build beside the nested tier
+ * once saw it), but only after the whole budget. */
+static gboolean
+honest_save (VgicdHarness *h, const char *name, double *took_s)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (VgicSim) sim = make_sim (&shapes[1], FALSE);
+  gint64 t0 = g_get_monotonic_time ();
+  g_autoptr (VgicdClient) c = try_attach_uuid (h, sim, &shapes[1], name, NULL, &error);
+  g_autoptr (GBytes) record = NULL;
+  gint64 waited_us;
+
+  if (c && vgicd_client_save (c, &record, &error))
+    {
+      *took_s = (g_get_monotonic_time () - t0) / 1e6;
+      return TRUE;
+    }
+  g_assert_nonnull (error);
+  waited_us = g_get_monotonic_time () - t0;
+  g_test_message ("an honest QEMU not served (after %.2f s): %s", waited_us / 1e6,
+                  error->message);
+  g_assert_null (strstr (error->message, "Could not connect"));
+  if (strstr (error->message, "no room in the backlog"))
+    g_assert_cmpint (waited_us, >=, (gint64) VGICD_TEST_BUDGET_MS * 1000);
+  return FALSE;
+}
+
+/* The same, asserted to succeed; how long it took is said (the slowest,
+ * on a busy machine, is what a failure is read against). */
 static void
 honest_attach_and_save (VgicdHarness *h, const char *name)
 {
-  const Shape *s = &shapes[1];
-  g_autoptr (VgicSim) sim = make_sim (s, FALSE);
-  gint64 t0 = g_get_monotonic_time ();
-  g_autoptr (GError) error = NULL;
-  g_autoptr (VgicdClient) c = try_attach_uuid (h, sim, s, name, NULL, &error);
-  g_autoptr (GBytes) record = NULL;
+  double took_s = 0;
 
-  if (c)
-    (void) vgicd_client_save (c, &record, &error);
-  g_test_message ("%s: attach and save %s in %.2f s", name, error ? "failed" : "done",
-                  (g_get_monotonic_time () - t0) / 1e6);
-  g_assert_no_error (error);
-  g_assert_nonnull (record);
+  g_assert_true (honest_save (h, name, &took_s));
+  g_test_message ("%s: attach and save in %.2f s", name, took_s);
 }
 
 /*
@@ -379,40 +403,6 @@ loop_attacker (const struct sockaddr_un *sa, const char *hello, gsize hello_len,
       close (fd);
       __atomic_add_fetch (made, 1, __ATOMIC_RELAXED);
     }
-}
-
-/* An honest QEMU attaches and saves: TRUE, and how long it took in s
- * (*@took_s), when it was served.  Under the flood, at this limit, vgicd
- * may refuse it at the door or close it before it attaches (its bounds,
- * counted): FALSE.  What must never happen is the connect failing at
- * once, as it did on the full backlog before libvgicd waited for room
- * ("Could not connect: Resource temporarily unavailable").  The wait
- * itself may run out on a busy machine, where vgicd pauses its accepts
- * until the reaper has caught up (a Debian build beside the nested tier
- * once saw it), but only after the whole budget. */
-static gboolean
-honest_save (VgicdHarness *h, const char *name, double *took_s)
-{
-  g_autoptr (GError) error = NULL;
-  g_autoptr (VgicSim) sim = make_sim (&shapes[1], FALSE);
-  gint64 t0 = g_get_monotonic_time ();
-  g_autoptr (VgicdClient) c = try_attach_uuid (h, sim, &shapes[1], name, NULL, &error);
-  g_autoptr (GBytes) record = NULL;
-  gint64 waited_us;
-
-  if (c && vgicd_client_save (c, &record, &error))
-    {
-      *took_s = (g_get_monotonic_time () - t0) / 1e6;
-      return TRUE;
-    }
-  g_assert_nonnull (error);
-  waited_us = g_get_monotonic_time () - t0;
-  g_test_message ("an honest QEMU not served (after %.2f s): %s", waited_us / 1e6,
-                  error->message);
-  g_assert_null (strstr (error->message, "Could not connect"));
-  if (strstr (error->message, "no room in the backlog"))
-    g_assert_cmpint (waited_us, >=, (gint64) VGICD_TEST_BUDGET_MS * 1000);
-  return FALSE;
 }
 
 static void

@@ -763,13 +763,12 @@ on_attach_deadline (gpointer data)
   VgicdRelay *relay = vgicd_relay_of_stream (g_dbus_connection_get_stream (p->connection));
 
   g_clear_pointer (&p->attach_deadline, g_source_unref);	/* removed by returning */
-  /* GDBus's "closed" can come after this deadline on a busy host (seen:
-   * 5 s later).  Meanwhile the relay may have closed the peer for what it
-   * sent, or the bus filter, and counted it then (a peer is closed, and
-   * counted, once); or the peer may have left on its own, as libvirt's
-   * hook does, which is no closing by vgicd: peer_closing() sees both. */
-  if (p->session || peer_closing (p))
+  if (p->session || p->closing)
     return G_SOURCE_REMOVE;
+  /* The relay or the bus filter may have closed the peer already, for
+   * what it sent, and counted it then: GDBus's "closed" can come after
+   * this deadline on a busy host (seen: 5 s later), and a peer is closed,
+   * and counted, once. */
   if (!relay || vgicd_relay_claim_failure (relay, "it did not attach in time"))
     {
       g_atomic_int_inc (&server->daemon->peers_closed);

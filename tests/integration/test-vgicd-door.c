@@ -75,6 +75,17 @@ closed_by_vgicd (int fd)
   return recv (fd, buf, sizeof buf, MSG_DONTWAIT) <= 0;
 }
 
+/* Assert that vgicd closes @fd within the patience, unanswered. */
+static void
+assert_closed_by_vgicd (int fd)
+{
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  char byte;
+
+  g_assert_cmpint (poll (&p, 1, VGICD_TEST_PATIENCE_MS), ==, 1);
+  g_assert_cmpint (recv (fd, &byte, 1, 0), <=, 0);
+}
+
 static gboolean
 vgicd_alive (VgicdHarness *h)
 {
@@ -108,9 +119,10 @@ stop_child (pid_t child)
 /* An honest QEMU (this process) attaches a 4-vCPU VM and saves: TRUE, and
  * how long it took in s (*@took_s), when it was served.  Under the
  * reconnect flood below, at its limit, vgicd may refuse it at the door or
- * close it before it attaches (its bounds, counted): FALSE.  What must never happen is the connect failing at
- * once, as it did on the full backlog before libvgicd waited for room
- * ("Could not connect: Resource temporarily unavailable").  The wait
+ * close it before it attaches (its bounds, counted): FALSE.  What must
+ * never happen is the connect failing at once, as it did on the full
+ * backlog before libvgicd waited for room ("Could not connect: Resource
+ * temporarily unavailable").  The wait
  * itself may run out on a busy machine, where vgicd pauses its accepts
  * until the reaper has caught up (a Debian build beside the nested tier
  * once saw it), but only after the whole budget. */
@@ -714,12 +726,7 @@ test_emfile_sheds (void)
     }
   for (guint i = 0; i < EMFILE_TRIES; i++)
     {
-      struct pollfd p = { .fd = fds[i], .events = POLLIN };
-      char byte;
-
-      /* Closed: end of file, within the patience. */
-      g_assert_cmpint (poll (&p, 1, VGICD_TEST_PATIENCE_MS), ==, 1);
-      g_assert_cmpint (recv (fds[i], &byte, 1, 0), <=, 0);
+      assert_closed_by_vgicd (fds[i]);
       close (fds[i]);
     }
   g_assert_true (vgicd_alive (h));
@@ -753,10 +760,8 @@ test_relay_needs_room (void)
   g_autofree char *log = NULL;
   struct rlimit plenty, tight;
   struct sockaddr_un sa;
-  struct pollfd p;
   guint64 refused;
   guint held;
-  char byte;
   int fd;
 
   h = vgicd_harness_start (vgicd_test_bin, vgicd_test_policy,
@@ -779,9 +784,7 @@ test_relay_needs_room (void)
   g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &tight, NULL), ==, 0);
 
   g_assert_cmpint (send (fd, hello, 1 + strlen (hello + 1), MSG_NOSIGNAL), >, 0);
-  p = (struct pollfd) { .fd = fd, .events = POLLIN };
-  g_assert_cmpint (poll (&p, 1, VGICD_TEST_PATIENCE_MS), ==, 1);
-  g_assert_cmpint (recv (fd, &byte, 1, 0), <=, 0);	/* closed, not answered */
+  assert_closed_by_vgicd (fd);	/* not answered */
   close (fd);
   g_assert_cmpint (prlimit (h->vgicd_pid, RLIMIT_NOFILE, &plenty, NULL), ==, 0);
   g_assert_true (vgicd_alive (h));
@@ -825,22 +828,9 @@ refused_process (const struct sockaddr_un *sa, guint n)
   return child;
 }
 
-/* Poll vgicd's log until it holds @want, within the 10 s of a log window
- * and the patience; the log. */
-static char *
-log_waiting_for (VgicdHarness *h, const char *want)
-{
-  gint64 end = g_get_monotonic_time () + (10000 + VGICD_TEST_PATIENCE_MS) * 1000;
-  char *log = vgicd_harness_read_log (h);
-
-  while (!strstr (log, want) && g_get_monotonic_time () < end)
-    {
-      g_usleep (100 * 1000);
-      g_free (log);
-      log = vgicd_harness_read_log (h);
-    }
-  return log;
-}
+/* How long a line said at a log window's end may take: the window's
+ * 10 s, and the patience. */
+#define LOG_WINDOW_WAIT_MS (10000 + VGICD_TEST_PATIENCE_MS)
 
 /* One refusal line per uid every 10 s, and every libvirt QEMU is one uid:
  * the refusals not logged are said at the window's end, in a line of
@@ -878,12 +868,9 @@ test_refusal_line_names_processes (void)
   for (guint i = 0; i < 3; i++)
     {
       int fd = raw_connect (&quick_sa);
-      struct pollfd p = { .fd = fd, .events = POLLIN };
-      char byte;
 
       g_assert_cmpint (fd, >=, 0);
-      g_assert_cmpint (poll (&p, 1, VGICD_TEST_PATIENCE_MS), ==, 1);
-      g_assert_cmpint (recv (fd, &byte, 1, 0), <=, 0);
+      assert_closed_by_vgicd (fd);
       close (fd);
     }
   first = refused_process (&sa, 1);	/* logged */
@@ -901,7 +888,7 @@ test_refusal_line_names_processes (void)
   want = g_strdup_printf ("closed 10 more connections from user root (uid 0) since the last "
                           "such line, not logged, from %s and 1 from other processes; "
                           "GetStats' refused counts them all\n", named->str);
-  log = log_waiting_for (h, want);
+  log = vgicd_harness_wait_log (h, want, LOG_WINDOW_WAIT_MS);
   g_test_message ("%s", log);
   g_assert_nonnull (strstr (log, want));
   g_free (want);
@@ -913,7 +900,7 @@ test_refusal_line_names_processes (void)
   g_assert_null (strstr (strstr (log, "closed 10 more") + 1, "closed 10 more"));
   g_assert_cmpuint (vgicd_harness_stat (h, "refused"), ==, 11);
   g_free (log);
-  log = log_waiting_for (quick, silent);
+  log = vgicd_harness_wait_log (quick, silent, LOG_WINDOW_WAIT_MS);
   g_test_message ("%s", log);
   g_assert_nonnull (strstr (log, silent));
 }

@@ -66,14 +66,7 @@ test_bus_gone (void)
   g_assert_cmpint (waitpid (h->dbus_pid, NULL, 0), ==, h->dbus_pid);
   g_spawn_close_pid (h->dbus_pid);
   h->dbus_pid = 0;
-  for (int i = 0; i < VGICD_TEST_PATIENCE_MS / 50; i++)
-    {
-      g_clear_pointer (&log, g_free);
-      log = vgicd_harness_read_log (h);
-      if (strstr (log, "lost the system bus"))
-        break;
-      g_usleep (50000);
-    }
+  log = vgicd_harness_wait_log (h, "lost the system bus", VGICD_TEST_PATIENCE_MS);
   g_assert_nonnull (strstr (log, "lost the system bus"));
   g_assert_cmpint (kill (h->vgicd_pid, 0), ==, 0);
   g_assert_true (vgicd_client_save (c, &record, &error));

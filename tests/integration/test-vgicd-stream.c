@@ -108,15 +108,9 @@ call_header (guint8 head[16], guint32 body)
 static gboolean
 log_says (VgicdHarness *h, const char *needle)
 {
-  for (guint i = 0; i < VGICD_TEST_PATIENCE_MS / 20; i++)
-    {
-      g_autofree char *log = NULL;
+  g_autofree char *log = vgicd_harness_wait_log (h, needle, VGICD_TEST_PATIENCE_MS);
 
-      if ((log = vgicd_harness_read_log (h)) && strstr (log, needle))
-        return TRUE;
-      g_usleep (20000);
-    }
-  return FALSE;
+  return strstr (log, needle) != NULL;
 }
 
 static gboolean

@@ -318,6 +318,21 @@ vgicd_harness_count (const char *haystack, const char *needle)
 }
 
 char *
+vgicd_harness_wait_log (VgicdHarness *h, const char *needle, guint timeout_ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  char *log = vgicd_harness_read_log (h);
+
+  while (!strstr (log, needle) && g_get_monotonic_time () < end)
+    {
+      g_usleep (20 * 1000);
+      g_free (log);
+      log = vgicd_harness_read_log (h);
+    }
+  return log;
+}
+
+char *
 vgicd_harness_read_log (VgicdHarness *h)
 {
   g_autoptr (GDBusConnection) bus = private_bus (h, NULL);

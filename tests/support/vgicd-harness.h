@@ -64,6 +64,11 @@ GVariant *vgicd_harness_manager_call (VgicdHarness *h, const char *method, GVari
  * it (no activation, its failure ignored: vgicd may be down) */
 char *vgicd_harness_read_log (VgicdHarness *h);
 
+/* vgicd_harness_wait_log() - vgicd's log (as vgicd_harness_read_log()
+ * reads it) once it holds @needle, or as it is after @timeout_ms; newly
+ * allocated.  The caller asserts: vgicd logs in its own time. */
+char *vgicd_harness_wait_log (VgicdHarness *h, const char *needle, guint timeout_ms);
+
 /* vgicd_harness_count() - how many times @needle is in @haystack (lines of
  * a log vgicd_harness_read_log() read, say) */
 guint vgicd_harness_count (const char *haystack, const char *needle);

@@ -82,7 +82,7 @@ bg_start() {
 }
 
 bg_wait() {
-	local name=$1 t end ran line rc=0
+	local name=$1 t end ran line failed rc=0
 	[ -n "${BG_PID[$name]:-}" ] || { echo "bg_wait: no job $name" >&2; return 1; }
 	t=$(date +%s)
 	wait "${BG_PID[$name]}" || rc=$?
@@ -100,10 +100,11 @@ bg_wait() {
 		# A test that failed in a job says why far above its end (a
 		# package build's summary and timings come after it): its
 		# GLib assertion and TAP lines, the last 20, name the cause.
-		if grep -qE 'Bail out!|^not ok |ERROR:.*(assertion|failed)' "${BG_LOG[$name]}"; then
+		failed=$(grep -E 'Bail out!|^not ok |ERROR:.*(assertion|failed)' "${BG_LOG[$name]}" |
+			tail -n 20) || true	# none: grep's 1, under pipefail
+		if [ -n "$failed" ]; then
 			echo "!! the lines of ${BG_LOG[$name]} that name a failed test (the last 20):" >&2
-			grep -E 'Bail out!|^not ok |ERROR:.*(assertion|failed)' "${BG_LOG[$name]}" |
-				tail -n 20 >&2
+			printf '%s\n' "$failed" >&2
 		fi
 	fi
 	return $rc
